@@ -1,0 +1,41 @@
+"""`qualify aggregate` / `python -m aggregate`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from evidence_schemas import EXIT_OK, EXIT_REJECTED, ArgumentParser, guarded
+from qualify_policy import load_policy
+
+from ._aggregate import aggregate
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or ArgumentParser(prog="qualify aggregate", description=__doc__)
+    parser.add_argument("--policy", type=Path, required=True)
+    parser.add_argument("--evidence", type=Path, required=True, action="append",
+                        help="a folder of platform statements (repeatable)")
+    parser.add_argument("--out", type=Path, required=True, help="where aggregate.dsse.json is written")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    def body() -> int:
+        result = aggregate(load_policy(args.policy), args.evidence, args.out)
+        if result.written is None:
+            print("aggregate refused: the platform statements do not qualify", file=sys.stderr)
+            for reason in result.reasons:
+                where = f" [{reason.platform}]" if reason.platform else ""
+                print(f"  {reason.code.value}{where}: {reason.message}", file=sys.stderr)
+            return EXIT_REJECTED
+        print(f"aggregated {result.written}")
+        return EXIT_OK
+
+    return guarded(body)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))

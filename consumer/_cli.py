@@ -1,0 +1,96 @@
+"""`qualify verify` (the release gate) and `qualify audit` (historical runs, offline)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from evidence_schemas import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    ArgumentParser,
+    AuditReport,
+    Code,
+    QualificationError,
+    guarded,
+    write_atomic,
+)
+from qualify_policy import load_policy
+from qualify_verify import verify_release
+
+from ._decide import decide, utc_now
+from ._render import render_audit_html, render_markdown, render_text
+
+_SHA = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or ArgumentParser(prog="qualify verify", description="Is this candidate qualified?")
+    parser.add_argument("--policy", type=Path, required=True, help="the committed policy file")
+    parser.add_argument("--evidence", type=Path, required=True, help="the evidence folder of one run")
+    parser.add_argument("--artifact", type=Path, action="append", default=[],
+                        help="a candidate file; every artifact in the evidence must be presented")
+    parser.add_argument("--sha", help="the candidate commit; every statement must carry it")
+    parser.add_argument("--json", type=Path, help="write the consumer decision (JSON) here")
+    parser.add_argument("--summary", type=Path, help="write GitHub job-summary Markdown here")
+    return parser
+
+
+def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or ArgumentParser(prog="qualify audit", description="Check historical runs offline.")
+    parser.add_argument("--policy", type=Path, required=True, help="the policy as of the runs")
+    parser.add_argument("--evidence", type=Path, nargs="+", required=True, help="one folder per run")
+    parser.add_argument("--json", type=Path, help="write the audit report (JSON) here")
+    parser.add_argument("--html", type=Path, help="write an HTML report here")
+    return parser
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    def body() -> int:
+        if args.sha is not None and not _SHA.match(args.sha):
+            raise QualificationError(Code.USAGE, f"--sha {args.sha[:80]!r} is not a full lowercase commit id")
+        policy = load_policy(args.policy)
+        verdict = verify_release(policy, [args.evidence], list(args.artifact), candidate_sha=args.sha)
+        decision = decide(verdict, mode="release-gate")
+        sys.stdout.write(render_text(decision))
+        if args.json:
+            write_atomic(args.json, decision.model_dump_json(indent=2).encode() + b"\n")
+        if args.summary:
+            write_atomic(args.summary, render_markdown(decision).encode())
+        return EXIT_OK if decision.decision == "QUALIFIED" else EXIT_REJECTED
+
+    return guarded(body)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    def body() -> int:
+        policy = load_policy(args.policy)
+        decisions = []
+        for folder in args.evidence:
+            verdict = verify_release(policy, [folder], None)
+            decision = decide(verdict, mode="audit",
+                              notes=["audit: candidate files not checked; head of main not required"])
+            sys.stdout.write(f"== {folder}\n{render_text(decision)}")
+            decisions.append(decision)
+        report = AuditReport(policy_sha256=policy.sha256, checked_at=utc_now(), runs=decisions,
+                             evidence=[str(f)[:4000] for f in args.evidence])
+        if args.json:
+            write_atomic(args.json, report.model_dump_json(indent=2).encode() + b"\n")
+        if args.html:
+            write_atomic(args.html, render_audit_html(report).encode())
+        return EXIT_OK if all(d.decision == "QUALIFIED" for d in decisions) else EXIT_REJECTED
+
+    return guarded(body)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m consumer verify|audit ...`."""
+    parser = ArgumentParser(prog="python -m consumer")
+    sub = parser.add_subparsers(dest="command", required=True)
+    build_verify_parser(sub.add_parser("verify", help="the release gate"))
+    build_audit_parser(sub.add_parser("audit", help="historical runs"))
+    args = parser.parse_args(argv)
+    return run_verify(args) if args.command == "verify" else run_audit(args)

@@ -1,0 +1,30 @@
+"""From a verdict to the consumer-decision document."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Literal
+
+from evidence_schemas import ConsumerDecision
+from qualify_verify import Verdict
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def decide(verdict: Verdict, *, mode: Literal["release-gate", "audit"], notes: list[str] | None = None,
+           ) -> ConsumerDecision:
+    run = verdict.run
+    return ConsumerDecision(
+        decision="QUALIFIED" if verdict.qualified else "REJECTED",
+        mode=mode,
+        policy_sha256=verdict.expectations.policy_sha256,
+        candidate_sha=verdict.sha,
+        run_id=run[0] if run else None,
+        attempt=run[1] if run else None,
+        checked_at=utc_now(),
+        rows=verdict.rows(),
+        reasons=verdict.reasons,
+        notes=notes or [],
+    )

@@ -1,0 +1,94 @@
+"""Evidence data: models, bounds, bounded loading, canonical JSON, schema export.
+
+Pure data by design (DESIGN.md section 6): no cryptography and no network.
+"""
+
+from ._bounded import load_json, read_bounded
+from ._cli_guard import ArgumentParser, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, guarded
+from ._canonical import canonical_bytes, sha256_hex
+from ._decision import AuditReport, ConsumerDecision, DecisionRow, Reason
+from ._errors import Code, QualificationError
+from ._export import SCHEMA_MODELS, export_schemas, render_schemas
+from ._io import write_atomic
+from ._limits import JsonBounds
+from ._parse import parse_envelope, parse_statement, validate_model
+from ._predicates import AggregatedPlatform, AggregatePredicate, PlatformPredicate, RunIdentity
+from ._records import (
+    ArtifactRef,
+    BuildRecord,
+    InstalledFile,
+    InstallRecord,
+    JourneyRecord,
+    JourneyStep,
+    LaunchProbeRecord,
+    Observation,
+    ProbeReport,
+    SignatureRecord,
+    SourceGateRecord,
+)
+from ._statement import (
+    AGGREGATE_PREDICATE_TYPE,
+    IN_TOTO_PAYLOAD_TYPE,
+    IN_TOTO_STATEMENT_TYPE,
+    PLATFORM_PREDICATE_TYPE,
+    AggregateStatement,
+    DigestSet,
+    DsseEnvelope,
+    DsseSignature,
+    PlatformStatement,
+    Subject,
+)
+from ._types import PLATFORMS, Platform
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_REJECTED",
+    "EXIT_USAGE",
+    "guarded",
+    "AGGREGATE_PREDICATE_TYPE",
+    "IN_TOTO_PAYLOAD_TYPE",
+    "IN_TOTO_STATEMENT_TYPE",
+    "PLATFORMS",
+    "PLATFORM_PREDICATE_TYPE",
+    "SCHEMA_MODELS",
+    "AggregatePredicate",
+    "ArgumentParser",
+    "AggregateStatement",
+    "AggregatedPlatform",
+    "ArtifactRef",
+    "AuditReport",
+    "BuildRecord",
+    "Code",
+    "ConsumerDecision",
+    "DecisionRow",
+    "DigestSet",
+    "DsseEnvelope",
+    "DsseSignature",
+    "InstallRecord",
+    "InstalledFile",
+    "JourneyRecord",
+    "JourneyStep",
+    "JsonBounds",
+    "LaunchProbeRecord",
+    "Observation",
+    "Platform",
+    "PlatformPredicate",
+    "PlatformStatement",
+    "ProbeReport",
+    "QualificationError",
+    "Reason",
+    "RunIdentity",
+    "SignatureRecord",
+    "SourceGateRecord",
+    "Subject",
+    "canonical_bytes",
+    "export_schemas",
+    "load_json",
+    "parse_envelope",
+    "parse_statement",
+    "read_bounded",
+    "render_schemas",
+    "sha256_hex",
+    "validate_model",
+    "write_atomic",
+]

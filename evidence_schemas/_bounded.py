@@ -1,0 +1,98 @@
+"""Bounded JSON loading for untrusted bytes.
+
+Order of checks, each with its own stable code: size (before anything is
+decoded), UTF-8, nesting depth (before the parser recurses), syntax, duplicate
+keys, NaN/Infinity.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ._errors import Code, QualificationError
+from ._limits import JsonBounds
+
+_OPENERS = frozenset(b"[{")
+_CLOSERS = frozenset(b"]}")
+_QUOTE = ord('"')
+_BACKSLASH = ord("\\")
+
+
+def _max_depth(data: bytes) -> int:
+    """Nesting depth of JSON text, scanned without parsing.
+
+    Scanning first keeps a hostile document from driving the recursive parser
+    to its recursion limit.
+    """
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == _BACKSLASH:
+                escaped = True
+            elif byte == _QUOTE:
+                in_string = False
+        elif byte == _QUOTE:
+            in_string = True
+        elif byte in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in _CLOSERS:
+            depth -= 1
+    return deepest
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise QualificationError(Code.JSON_DUPLICATE_KEY, f"duplicate key {key[:64]!r}")
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> Any:
+    raise QualificationError(Code.JSON_NONFINITE, f"{name} is not allowed in evidence")
+
+
+def load_json(data: bytes, *, what: str, bounds: JsonBounds | None = None) -> Any:
+    """Parse untrusted JSON bytes under ``bounds``; ``what`` names the input in errors."""
+    bounds = bounds or JsonBounds()
+    if len(data) > bounds.max_bytes:
+        raise QualificationError(
+            Code.EVIDENCE_TOO_LARGE, f"{what}: {len(data)} bytes exceeds the limit of {bounds.max_bytes}"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise QualificationError(Code.JSON_INVALID_UTF8, f"{what}: not valid UTF-8 at byte {exc.start}") from exc
+    depth = _max_depth(data)
+    if depth > bounds.max_depth:
+        raise QualificationError(Code.JSON_TOO_DEEP, f"{what}: nesting depth {depth} exceeds {bounds.max_depth}")
+    try:
+        return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
+    except QualificationError as exc:
+        raise QualificationError(exc.code, f"{what}: {exc.message}") from exc
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise QualificationError(Code.JSON_MALFORMED, f"{what}: not valid JSON ({exc})") from exc
+
+
+def read_bounded(path: Path, *, max_bytes: int, what: str | None = None) -> bytes:
+    """Read at most ``max_bytes`` from ``path``; a larger file is refused, not truncated."""
+    label = what or str(path)
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except FileNotFoundError as exc:
+        raise QualificationError(Code.EVIDENCE_MISSING, f"{label}: file not found") from exc
+    except IsADirectoryError as exc:
+        raise QualificationError(Code.EVIDENCE_UNEXPECTED, f"{label}: is a directory, not a file") from exc
+    except OSError as exc:
+        raise QualificationError(Code.ENVIRONMENT, f"{label}: cannot read ({exc.strerror})") from exc
+    if len(data) > max_bytes:
+        raise QualificationError(Code.EVIDENCE_TOO_LARGE, f"{label}: larger than the limit of {max_bytes} bytes")
+    return data

@@ -1,0 +1,52 @@
+"""The one place a command-line entry point turns errors into exit statuses.
+
+Only :class:`QualificationError` is expected; anything else is a bug, reported
+in one line (with the traceback only when QUALIFY_DEBUG=1), never as a raw
+traceback that a consumer might mistake for a verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import NoReturn
+
+from ._errors import QualificationError
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+def configure_logging() -> None:
+    level = os.environ.get("QUALIFY_LOGLEVEL", "WARNING").upper()
+    logging.basicConfig(level=getattr(logging, level, logging.WARNING), format="%(name)s: %(message)s")
+
+
+def guarded(body: Callable[[], int]) -> int:
+    configure_logging()
+    try:
+        return body()
+    except QualificationError as exc:
+        print(exc.diagnostics(), file=sys.stderr)
+        return exc.exit_status
+    except KeyboardInterrupt:
+        print("QE_USAGE: interrupted", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - the contract forbids tracebacks; see module docstring
+        if os.environ.get("QUALIFY_DEBUG") == "1":
+            traceback.print_exc()
+        print(f"QE_INTERNAL: unexpected {type(exc).__name__}: {str(exc)[:300]} (set QUALIFY_DEBUG=1 for details)",
+              file=sys.stderr)
+        return EXIT_USAGE
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the contract's usage error: a QE_USAGE line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"QE_USAGE: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)

@@ -1,0 +1,89 @@
+"""Stable error codes and the one error type every stage raises.
+
+Codes are part of the command-line contract (DESIGN.md section 7): add new
+ones, never rename or reuse one. The README documents each.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Code(str, enum.Enum):
+    """A stable rejection or error code."""
+
+    # Evidence parsing and shape
+    JSON_MALFORMED = "QE_JSON_MALFORMED"
+    JSON_DUPLICATE_KEY = "QE_JSON_DUPLICATE_KEY"
+    JSON_NONFINITE = "QE_JSON_NONFINITE"
+    JSON_INVALID_UTF8 = "QE_JSON_INVALID_UTF8"
+    JSON_TOO_DEEP = "QE_JSON_TOO_DEEP"
+    EVIDENCE_TOO_LARGE = "QE_EVIDENCE_TOO_LARGE"
+    EVIDENCE_MISSING = "QE_EVIDENCE_MISSING"
+    EVIDENCE_UNEXPECTED = "QE_EVIDENCE_UNEXPECTED"
+    SCHEMA_INVALID = "QE_SCHEMA_INVALID"
+    PREDICATE_TYPE_UNKNOWN = "QE_PREDICATE_TYPE_UNKNOWN"
+    SUBJECT_MISMATCH = "QE_SUBJECT_MISMATCH"
+    # Signatures and identity
+    SIGNATURE_MISSING = "QE_SIGNATURE_MISSING"
+    SIGNATURE_INVALID = "QE_SIGNATURE_INVALID"
+    SIGNER_UNTRUSTED = "QE_SIGNER_UNTRUSTED"
+    WORKFLOW_IDENTITY_MISMATCH = "QE_WORKFLOW_IDENTITY_MISMATCH"
+    REF_NOT_MAIN = "QE_REF_NOT_MAIN"
+    SHA_MISMATCH = "QE_SHA_MISMATCH"
+    NOT_MAIN_HEAD = "QE_NOT_MAIN_HEAD"
+    MAIN_UNPROTECTED = "QE_MAIN_UNPROTECTED"
+    WORKTREE_DIRTY = "QE_WORKTREE_DIRTY"
+    RUN_MISMATCH = "QE_RUN_MISMATCH"
+    # Coverage and artifacts
+    PLATFORM_MISSING = "QE_PLATFORM_MISSING"
+    PLATFORM_DUPLICATE = "QE_PLATFORM_DUPLICATE"
+    PLATFORM_UNKNOWN = "QE_PLATFORM_UNKNOWN"
+    AGGREGATE_MISSING = "QE_AGGREGATE_MISSING"
+    AGGREGATE_MISMATCH = "QE_AGGREGATE_MISMATCH"
+    ARTIFACT_MISSING = "QE_ARTIFACT_MISSING"
+    ARTIFACT_UNEXPECTED = "QE_ARTIFACT_UNEXPECTED"
+    ARTIFACT_DIGEST_MISMATCH = "QE_ARTIFACT_DIGEST_MISMATCH"
+    # Stage outcomes
+    SOURCE_GATE_FAILED = "QE_SOURCE_GATE_FAILED"
+    BUILD_FAILED = "QE_BUILD_FAILED"
+    ARTIFACT_SIGNATURE_FAILED = "QE_ARTIFACT_SIGNATURE_FAILED"
+    PLATFORM_SIGNING_UNACCEPTED = "QE_PLATFORM_SIGNING_UNACCEPTED"
+    INSTALL_FAILED = "QE_INSTALL_FAILED"
+    PROBE_FAILED = "QE_PROBE_FAILED"
+    JOURNEY_INCOMPLETE = "QE_JOURNEY_INCOMPLETE"
+    # Configuration and environment (exit status 2)
+    POLICY_INVALID = "QE_POLICY_INVALID"
+    KEY_INVALID = "QE_KEY_INVALID"
+    USAGE = "QE_USAGE"
+    ENVIRONMENT = "QE_ENVIRONMENT"
+
+
+# Codes that mean "the caller or the machine is wrong", not "the evidence does
+# not qualify": DESIGN.md section 7 gives them exit status 2.
+_USAGE_CODES = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE, Code.ENVIRONMENT})
+
+
+class QualificationError(Exception):
+    """The base error: a stable code, a message naming the input, a hint.
+
+    The command-line entry points catch only this class; anything else
+    escaping is a bug.
+    """
+
+    def __init__(self, code: Code, message: str, *, hint: str | None = None) -> None:
+        super().__init__(f"{code.value}: {message}")
+        self.code = code
+        self.message = message
+        self.hint = hint
+
+    @property
+    def exit_status(self) -> int:
+        return 2 if self.code in _USAGE_CODES else 1
+
+    def diagnostics(self) -> str:
+        """The message a person reads: what went wrong and what to do."""
+        text = f"{self.code.value}: {self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text

@@ -1,0 +1,54 @@
+"""JSON Schema export: the committed schemas/ folder is generated from the models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ._decision import AuditReport, ConsumerDecision
+from ._io import write_atomic
+from ._records import (
+    BuildRecord,
+    InstallRecord,
+    JourneyRecord,
+    LaunchProbeRecord,
+    SignatureRecord,
+    SourceGateRecord,
+)
+from ._statement import AggregateStatement, DsseEnvelope, PlatformStatement
+
+SCHEMA_MODELS: dict[str, type[BaseModel]] = {
+    "dsse-envelope": DsseEnvelope,
+    "platform-statement": PlatformStatement,
+    "aggregate-statement": AggregateStatement,
+    "consumer-decision": ConsumerDecision,
+    "audit-report": AuditReport,
+    "source-gate-record": SourceGateRecord,
+    "build-record": BuildRecord,
+    "signature-record": SignatureRecord,
+    "install-record": InstallRecord,
+    "launch-probe-record": LaunchProbeRecord,
+    "journey-record": JourneyRecord,
+}
+
+
+def render_schemas() -> dict[str, bytes]:
+    """File name -> exact bytes of each exported schema (stable, sorted keys)."""
+    rendered = {}
+    for name, model in SCHEMA_MODELS.items():
+        schema = model.model_json_schema(by_alias=True, mode="validation")
+        schema["$id"] = f"https://desktop-qualify.invalid/schemas/{name}.schema.json"
+        text = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+        rendered[f"{name}.schema.json"] = text.encode("ascii")
+    return rendered
+
+
+def export_schemas(out_dir: Path) -> list[Path]:
+    written = []
+    for file_name, data in render_schemas().items():
+        target = out_dir / file_name
+        write_atomic(target, data)
+        written.append(target)
+    return written

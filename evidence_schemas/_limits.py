@@ -1,0 +1,27 @@
+"""Bounds on every untrusted document, in one place (python-tuf's config habit).
+
+Sizes are checked on raw bytes before any parsing; the rest are enforced by the
+bounded loader and by the pydantic field constraints that use these values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_STATEMENT_BYTES = 1024 * 1024
+MAX_POLICY_BYTES = 64 * 1024
+MAX_KEYRING_BYTES = 64 * 1024
+MAX_APP_OUTPUT_BYTES = 64 * 1024
+MAX_DEPTH = 24
+MAX_STRING = 4096
+MAX_SHORT_STRING = 256
+MAX_LIST = 256
+MAX_EXCERPT = 2000
+
+
+@dataclass(frozen=True)
+class JsonBounds:
+    """Limits applied by :func:`evidence_schemas.load_json`."""
+
+    max_bytes: int = MAX_STATEMENT_BYTES
+    max_depth: int = MAX_DEPTH

@@ -1,0 +1,63 @@
+"""From untrusted bytes to validated models, each failure with its stable code.
+
+These functions validate shape only. Whether the bytes are signed by a trusted
+key is the trust layer's question and is asked first (qualify_trust).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ._bounded import load_json
+from ._errors import Code, QualificationError
+from ._statement import (
+    AGGREGATE_PREDICATE_TYPE,
+    PLATFORM_PREDICATE_TYPE,
+    AggregateStatement,
+    DsseEnvelope,
+    PlatformStatement,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+_STATEMENT_MODELS: dict[str, type[PlatformStatement] | type[AggregateStatement]] = {
+    PLATFORM_PREDICATE_TYPE: PlatformStatement,
+    AGGREGATE_PREDICATE_TYPE: AggregateStatement,
+}
+
+
+def _describe(exc: ValidationError) -> str:
+    """The first few validation errors, bounded: never echo a whole hostile input."""
+    parts = []
+    for error in exc.errors()[:3]:
+        location = ".".join(str(item) for item in error["loc"])[:120]
+        parts.append(f"{location or '<root>'}: {error['msg'][:120]}")
+    more = exc.error_count() - len(parts)
+    suffix = f" (+{more} more)" if more > 0 else ""
+    return "; ".join(parts) + suffix
+
+
+def validate_model(model: type[M], value: Any, *, what: str) -> M:
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise QualificationError(Code.SCHEMA_INVALID, f"{what}: {_describe(exc)}") from exc
+
+
+def parse_envelope(data: bytes, *, what: str) -> DsseEnvelope:
+    return validate_model(DsseEnvelope, load_json(data, what=what), what=what)
+
+
+def parse_statement(payload: bytes, *, what: str) -> PlatformStatement | AggregateStatement:
+    """Validate signed payload bytes as a statement of a known predicate type."""
+    value = load_json(payload, what=what)
+    if not isinstance(value, dict):
+        raise QualificationError(Code.SCHEMA_INVALID, f"{what}: a statement must be a JSON object")
+    predicate_type = value.get("predicateType")
+    model = _STATEMENT_MODELS.get(predicate_type) if isinstance(predicate_type, str) else None
+    if model is None:
+        shown = repr(predicate_type)[:100]
+        raise QualificationError(Code.PREDICATE_TYPE_UNKNOWN, f"{what}: predicate type {shown} is not known")
+    return validate_model(model, value, what=what)

@@ -1,0 +1,69 @@
+"""Predicates: one versioned type per document kind, under one URI prefix."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ._limits import MAX_LIST
+from ._records import (
+    ArtifactRef,
+    BuildRecord,
+    InstallRecord,
+    JourneyRecord,
+    LaunchProbeRecord,
+    SignatureRecord,
+    SourceGateRecord,
+)
+from ._types import Count, GitSha, KeyId, Platform, Record, Sha256Hex, ShortText, Timestamp
+
+
+class RunIdentity(Record):
+    """Which run produced the evidence.
+
+    In GitHub mode every field here is also in the signing certificate and must
+    equal it; in local mode the run id is generated once per local chain.
+    """
+
+    mode: Literal["local", "github"]
+    repository: ShortText
+    workflow: ShortText
+    ref: ShortText
+    sha: GitSha
+    run_id: ShortText
+    attempt: Count
+    trigger: ShortText
+    runner_environment: ShortText
+
+
+class PlatformPredicate(Record):
+    version: Literal[1] = 1
+    platform: Platform
+    arch: ShortText
+    run: RunIdentity
+    produced_at: Timestamp
+    source_gate: SourceGateRecord
+    build: BuildRecord
+    signature: SignatureRecord
+    install: InstallRecord
+    launch_probe: LaunchProbeRecord
+    journey: JourneyRecord
+
+
+class AggregatedPlatform(Record):
+    platform: Platform
+    artifact: ArtifactRef
+    # SHA-256 of the exact envelope bytes that were verified.
+    statement_sha256: Sha256Hex
+    signer_keyid: KeyId | None
+    signer_identity: ShortText
+
+
+class AggregatePredicate(Record):
+    version: Literal[1] = 1
+    run: RunIdentity
+    required_platforms: list[Platform] = Field(min_length=1, max_length=3)
+    platforms: list[AggregatedPlatform] = Field(min_length=1, max_length=3)
+    aggregated_at: Timestamp
+    policy_sha256: Sha256Hex

@@ -1,0 +1,159 @@
+"""The bounded per-stage records a producer job writes (DESIGN.md sections 2, 4).
+
+A record carries digests of what the stage looked at and bounded excerpts at
+most; a log is never evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from ._limits import MAX_LIST
+from ._types import (
+    Count,
+    Excerpt,
+    FileName,
+    GitSha,
+    KeyId,
+    Millis,
+    Platform,
+    Record,
+    RelPath,
+    Sha256Hex,
+    ShortText,
+    SkillCode,
+    Text,
+    StepId,
+    Timestamp,
+)
+
+
+class Observation(Record):
+    """One thing the source gate read, from where, and when."""
+
+    source: ShortText
+    value: Text
+    observed_at: Timestamp
+
+
+class SourceGateRecord(Record):
+    kind: Literal["source-gate"] = "source-gate"
+    version: Literal[1] = 1
+    mode: Literal["local", "github"]
+    repository: ShortText
+    ref: ShortText
+    sha: GitSha
+    worktree_clean: bool
+    # Local evidence never claims protection it did not observe.
+    protection: Literal["not-observed", "protected", "ruleset", "unprotected"]
+    head_matches: bool
+    observations: list[Observation] = Field(min_length=1, max_length=32)
+    passed: bool
+
+
+class ArtifactRef(Record):
+    name: FileName
+    size: Count
+    sha256: Sha256Hex
+
+
+class BuildRecord(Record):
+    kind: Literal["build"] = "build"
+    version: Literal[1] = 1
+    artifact: ArtifactRef
+    build_sha: GitSha
+    source_digest: Sha256Hex
+    tools: dict[ShortText, ShortText] = Field(max_length=16)
+    started_at: Timestamp
+    duration_ms: Millis
+    passed: bool
+
+
+class SignatureRecord(Record):
+    kind: Literal["signature"] = "signature"
+    version: Literal[1] = 1
+    method: Literal["ed25519-detached", "sigstore-bundle"]
+    artifact_sha256: Sha256Hex
+    keyid: KeyId
+    signature: ShortText
+    readback_verified: bool
+    # The operating system's own code signing (codesign, signtool); see
+    # producer._platform_signing for the tools each platform runs.
+    platform_signing_tool: ShortText
+    platform_signing_state: Literal["unsigned", "signed", "notarized", "failed"]
+    passed: bool
+
+
+class InstalledFile(Record):
+    path: RelPath
+    size: Count
+    sha256: Sha256Hex
+
+
+class InstallRecord(Record):
+    kind: Literal["install"] = "install"
+    version: Literal[1] = 1
+    artifact_sha256: Sha256Hex
+    method: ShortText
+    file_count: Count
+    total_bytes: Count
+    manifest_sha256: Sha256Hex
+    executable: RelPath
+    executable_sha256: Sha256Hex
+    duration_ms: Millis
+    passed: bool
+    failure: Excerpt | None = None
+
+
+class ProbeReport(Record):
+    """What the installed app said about itself (bounded, re-validated)."""
+
+    app_version: ShortText
+    build_sha: GitSha
+    platform: Platform
+    executable_sha256: Sha256Hex
+    worker_entry_resolvable: bool
+    catalog_verified: bool
+    isolation_available: bool
+
+
+class LaunchProbeRecord(Record):
+    kind: Literal["launch-probe"] = "launch-probe"
+    version: Literal[1] = 1
+    exit_code: int | None
+    timed_out: bool
+    duration_ms: Millis
+    report: ProbeReport | None
+    build_sha_matches: bool
+    executable_matches_install: bool
+    stderr_excerpt: Excerpt
+    passed: bool
+
+
+class JourneyStep(Record):
+    id: StepId
+    expected: Literal["allow", "reject"]
+    expected_code: SkillCode | None
+    observed: Literal["allow", "reject"]
+    observed_code: SkillCode | None
+    passed: bool
+    detail: Annotated[str, Field(max_length=400)]
+
+
+class JourneyRecord(Record):
+    kind: Literal["journey"] = "journey"
+    version: Literal[1] = 1
+    exit_code: int | None
+    timed_out: bool
+    duration_ms: Millis
+    app_build_sha: GitSha | None
+    host_pid: Count | None
+    steps: list[JourneyStep] = Field(max_length=MAX_LIST)
+    required_steps: list[StepId] = Field(max_length=MAX_LIST)
+    missing_steps: list[StepId] = Field(max_length=MAX_LIST)
+    failed_steps: list[StepId] = Field(max_length=MAX_LIST)
+    stderr_excerpt: Excerpt
+    passed: bool
+

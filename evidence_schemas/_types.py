@@ -1,0 +1,44 @@
+"""Constrained scalar types shared by every model."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from ._limits import MAX_EXCERPT, MAX_SHORT_STRING, MAX_STRING
+
+
+
+def _no_parent_segment(value: str) -> str:
+    if ".." in value.split("/"):
+        raise ValueError("path must not contain a '..' segment")
+    return value
+
+
+Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+# A git commit id: SHA-1 (40 hex) or SHA-256 object format (64 hex).
+GitSha = Annotated[str, Field(pattern=r"^([0-9a-f]{40}|[0-9a-f]{64})$")]
+KeyId = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")]
+ShortText = Annotated[str, Field(min_length=1, max_length=MAX_SHORT_STRING)]
+Text = Annotated[str, Field(max_length=MAX_STRING)]
+Excerpt = Annotated[str, Field(max_length=MAX_EXCERPT)]
+# A file name in evidence: one path component, no separators, no leading dot.
+FileName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")]
+# A path relative to an install prefix, POSIX separators, no "..".
+RelPath = Annotated[str, Field(pattern=r"^[^/\\\x00][^\\\x00]{0,511}$"), AfterValidator(_no_parent_segment)]
+Count = Annotated[int, Field(ge=0, le=2**53)]
+Millis = Annotated[int, Field(ge=0, le=7 * 24 * 3600 * 1000)]
+StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
+SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
+
+Platform = Literal["linux", "macos", "windows"]
+PLATFORMS: tuple[Platform, ...] = ("linux", "macos", "windows")
+TrustMode = Literal["ed25519", "sigstore"]
+
+
+class Record(BaseModel):
+    """Base of every evidence model: unknown fields and loose types are errors."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)

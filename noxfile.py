@@ -1,0 +1,85 @@
+"""Sessions: tests, lint, qualify (the whole local chain), schemas.
+
+`nox -s qualify` is the README's main job: build, sign, install, launch and
+exercise the reference app on this machine's platform, sign and aggregate the
+evidence, and end with the consumer's decision.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = False
+
+ROOT = Path(__file__).parent
+OUT = ROOT / "qualification-out"
+LOCAL_POLICY = "policies/local.toml"
+
+
+def _host_platform() -> str:
+    if sys.platform.startswith("linux"):
+        return "linux"
+    if sys.platform == "darwin":
+        return "macos"
+    return "windows"
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite, including the end-to-end chain on the real PyInstaller bundle."""
+    session.install("-e", ".[dev]")
+    # Exit 5 means pytest collected nothing: say so loudly instead of passing silently.
+    code = session.run("pytest", *session.posargs, success_codes=[0, 5])
+    if code == 5:
+        session.error("pytest collected no tests")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff with a broad rule set, mypy --strict with the pydantic plugin, zizmor on the workflows."""
+    session.install("-e", ".[dev]")
+    session.run("ruff", "check", ".")
+    session.run("mypy")
+    if (ROOT / ".github" / "workflows").is_dir():
+        session.install("zizmor>=1.30,<2")
+        session.run("zizmor", "--offline", ".github/workflows")
+
+
+@nox.session
+def schemas(session: nox.Session) -> None:
+    """Regenerate the committed JSON Schemas from the models."""
+    session.install("-e", ".")
+    session.run("qualify", "schemas", "--out", "schemas")
+
+
+@nox.session
+def qualify(session: nox.Session) -> None:
+    """The full local qualification on this machine's platform (local Ed25519 keys)."""
+    session.install(".")
+    shutil.rmtree(OUT, ignore_errors=True)
+    evidence, artifacts = OUT / "evidence", OUT / "artifacts"
+    platform = _host_platform()
+    run_id = f"local-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
+    timings: list[tuple[str, float]] = []
+
+    def step(name: str, *args: str) -> None:
+        started = time.monotonic()
+        session.run("qualify", *args, env={"QUALIFY_RUN_ID": run_id})
+        timings.append((name, time.monotonic() - started))
+
+    step("keygen", "keygen", "--policy", LOCAL_POLICY)
+    step(f"produce {platform}", "produce", "--policy", LOCAL_POLICY, "--platform", platform, "--out", str(OUT))
+    step("aggregate", "aggregate", "--policy", LOCAL_POLICY, "--evidence", str(evidence), "--out", str(evidence))
+    candidate = [arg for path in sorted(artifacts.iterdir()) for arg in ("--artifact", str(path))]
+    step("verify", "verify", "--policy", LOCAL_POLICY, "--evidence", str(evidence), *candidate,
+         "--json", str(OUT / "decision.json"), "--summary", str(OUT / "summary.md"))
+    for name, seconds in timings:
+        session.log(f"{name:<16} {seconds:6.1f}s")
+    session.log(f"QUALIFIED: evidence in {evidence}, artifacts in {artifacts}")

@@ -1,0 +1,6 @@
+"""The producer: one job per platform, from the source gate to a signed platform statement."""
+
+from ._cli import build_parser, main, run
+from ._pipeline import ProduceResult, produce
+
+__all__ = ["ProduceResult", "build_parser", "main", "produce", "run"]

@@ -1,0 +1,115 @@
+"""The build stage: the committed app source, PyInstaller, OS signing, one archive.
+
+The app is built from ``git archive`` of the gated commit, never from the work
+tree, so the artifact's bytes come from exactly the SHA the evidence names.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import platform as _platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from evidence_schemas import ArtifactRef, BuildRecord, Code, QualificationError, canonical_bytes, sha256_hex
+
+from ._archive import archive_suffix, pack
+from ._clock import utc_now
+from ._hashing import file_sha256, tree_manifest
+from ._platform_signing import PlatformSigner, SigningOutcome
+from ._process import excerpt, run_bounded
+
+_MAX_SOURCE_ARCHIVE = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BuildOutput:
+    record: BuildRecord
+    archive: Path
+    signing: SigningOutcome
+
+
+def executable_name(app: str, platform: str) -> str:
+    return f"{app}.exe" if platform == "windows" else app
+
+
+def export_committed_source(repo: Path, sha: str, app_source: Path, dest: Path) -> Path:
+    """Extract the app folder as committed at ``sha`` into ``dest``; return the app folder there."""
+    try:
+        relative = app_source.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError as exc:
+        raise QualificationError(Code.BUILD_FAILED, f"{app_source} is outside the repository {repo}") from exc
+    done = subprocess.run(
+        ["git", "-C", str(repo), "archive", "--format=tar", sha, "--", relative],
+        capture_output=True, timeout=300, check=False, shell=False,
+    )
+    if done.returncode != 0 or len(done.stdout) > _MAX_SOURCE_ARCHIVE:
+        raise QualificationError(
+            Code.BUILD_FAILED, f"git archive of {relative} at {sha[:12]} failed: {excerpt(done.stderr, 300)}",
+            hint="the app source must be committed; the build never reads the work tree",
+        )
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tf:
+        tf.extractall(dest, filter="data")
+    app_dir = dest / relative
+    if not app_dir.is_dir():
+        raise QualificationError(Code.BUILD_FAILED, f"{relative} is not in commit {sha[:12]}")
+    return app_dir
+
+
+def _tools() -> dict[str, str]:
+    return {
+        "python": _platform.python_version(),
+        "pyinstaller": metadata.version("pyinstaller"),
+        "os": f"{_platform.system()} {_platform.release()}"[:200],
+        "machine": _platform.machine() or "unknown",
+    }
+
+
+def build(*, repo: Path, sha: str, ref: str, app_source: Path, spec: str, app_name: str, platform: str,
+          arch: str, work: Path, artifacts: Path, signer: PlatformSigner, timeout: int) -> BuildOutput:
+    started_at = utc_now()
+    started = time.monotonic()
+    source_root = work / "source"
+    app_dir = export_committed_source(repo, sha, app_source, source_root)
+    source_digest = sha256_hex(canonical_bytes([e.model_dump(mode="json") for e in tree_manifest(app_dir)]))
+    build_info = work / "build_info.json"
+    build_info.write_text(json.dumps({"build_sha": sha, "built_at": started_at, "source_ref": ref}),
+                          encoding="utf-8")
+    dist, pyi_work = work / "dist", work / "pyinstaller"
+    env = dict(os.environ, SKILLHOST_BUILD_INFO=str(build_info))
+    result = run_bounded(
+        [sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
+         "--distpath", str(dist), "--workpath", str(pyi_work), str(app_dir / spec)],
+        timeout=timeout, cwd=source_root, env=env, stdout_cap=16 * 1024, stderr_cap=32 * 1024,
+    )
+    bundle = dist / app_name
+    exe = bundle / executable_name(app_name, platform)
+    if result.timed_out or result.exit_code != 0 or not exe.is_file():
+        why = "timed out" if result.timed_out else f"exit {result.exit_code}"
+        raise QualificationError(Code.BUILD_FAILED, f"PyInstaller {why}: {excerpt(result.stderr, 800)}")
+    # OS code signing changes the bundle's bytes, so it happens before archiving.
+    signing = signer.sign(exe)
+    artifacts.mkdir(parents=True, exist_ok=True)
+    archive = artifacts / f"{app_name}-{sha[:12]}-{platform}-{arch}{archive_suffix(platform)}"
+    partial = archive.with_name(f".{archive.name}.partial")
+    pack(bundle, partial)
+    partial.replace(archive)
+    shutil.rmtree(pyi_work, ignore_errors=True)
+    record = BuildRecord(
+        artifact=ArtifactRef(name=archive.name, size=archive.stat().st_size, sha256=file_sha256(archive)),
+        build_sha=sha,
+        source_digest=source_digest,
+        tools=_tools(),
+        started_at=started_at,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        passed=True,
+    )
+    return BuildOutput(record, archive, signing)

@@ -1,0 +1,50 @@
+"""Emit: the platform statement, signed, written atomically.
+
+Just before signing, the head of main is checked again and the artifact is
+re-hashed: the subject must be the bytes on disk now, from the SHA still at
+the head of main.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from evidence_schemas import (
+    Code,
+    DigestSet,
+    PlatformPredicate,
+    PlatformStatement,
+    QualificationError,
+    Subject,
+    canonical_bytes,
+    write_atomic,
+)
+from qualify_trust import sign_envelope
+
+from ._gate import SourceGate
+from ._hashing import file_sha256
+
+
+def statement_file_name(platform: str) -> str:
+    return f"platform-{platform}.dsse.json"
+
+
+def emit(*, predicate: PlatformPredicate, archive: Path, gate: SourceGate, key: Ed25519PrivateKey,
+         evidence_dir: Path, max_bytes: int) -> Path:
+    gate.recheck_head(predicate.source_gate.sha)
+    if file_sha256(archive) != predicate.build.artifact.sha256:
+        raise QualificationError(Code.ARTIFACT_DIGEST_MISMATCH, f"{archive.name} changed after it was built")
+    statement = PlatformStatement(
+        type_="https://in-toto.io/Statement/v1",
+        subject=[Subject(name=archive.name, digest=DigestSet(sha256=predicate.build.artifact.sha256))],
+        predicateType="https://desktop-qualify.invalid/evidence/platform-qualification/v1",
+        predicate=predicate,
+    )
+    envelope = sign_envelope(canonical_bytes(statement), key)
+    if len(envelope) > max_bytes:
+        raise QualificationError(Code.EVIDENCE_TOO_LARGE, f"statement is {len(envelope)} bytes, over {max_bytes}")
+    target = evidence_dir / statement_file_name(predicate.platform)
+    write_atomic(target, envelope)
+    return target

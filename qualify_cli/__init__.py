@@ -1,0 +1,5 @@
+"""The `qualify` console script."""
+
+from ._main import main
+
+__all__ = ["main"]

@@ -1,0 +1,68 @@
+"""The one console script, `qualify`, dispatching to each stage's own CLI.
+
+This is the only module that knows all three stages; they never import each
+other (DESIGN.md section 6).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import aggregate
+import consumer
+import producer
+from evidence_schemas import EXIT_OK, ArgumentParser, export_schemas, guarded, render_schemas
+from qualify_policy import load_policy
+
+from ._keygen import ensure_local_keys
+
+
+def _keygen(policy: Path) -> int:
+    def body() -> int:
+        for line in ensure_local_keys(load_policy(policy)):
+            print(line)
+        return EXIT_OK
+
+    return guarded(body)
+
+
+def _schemas(out: Path, check: bool) -> int:
+    def body() -> int:
+        if not check:
+            for path in export_schemas(out):
+                print(f"wrote {path}")
+            return EXIT_OK
+        stale = [name for name, data in render_schemas().items()
+                 if not (out / name).is_file() or (out / name).read_bytes() != data]
+        for name in stale:
+            print(f"QE_SCHEMA_INVALID: {out / name} differs from the models; run 'qualify schemas --out {out}'",
+                  file=sys.stderr)
+        return 1 if stale else EXIT_OK
+
+    return guarded(body)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = ArgumentParser(prog="qualify", description="Desktop release qualification.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    producer.build_parser(sub.add_parser("produce", help="one platform job: gate to signed statement"))
+    aggregate.build_parser(sub.add_parser("aggregate", help="verify platform statements, sign the aggregate"))
+    consumer.build_verify_parser(sub.add_parser("verify", help="the release gate"))
+    consumer.build_audit_parser(sub.add_parser("audit", help="check historical runs offline"))
+    keygen = sub.add_parser("keygen", help="create this machine's local Ed25519 keys")
+    keygen.add_argument("--policy", type=Path, required=True)
+    schemas = sub.add_parser("schemas", help="export the JSON Schemas")
+    schemas.add_argument("--out", type=Path, required=True)
+    schemas.add_argument("--check", action="store_true", help="exit 1 when the folder differs from the models")
+    args = parser.parse_args(argv)
+    handlers = {
+        "produce": lambda: producer.run(args),
+        "aggregate": lambda: aggregate.run(args),
+        "verify": lambda: consumer.run_verify(args),
+        "audit": lambda: consumer.run_audit(args),
+        "keygen": lambda: _keygen(args.policy),
+        "schemas": lambda: _schemas(args.out, args.check),
+    }
+    return handlers[args.command]()

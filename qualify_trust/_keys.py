@@ -1,0 +1,50 @@
+"""Ed25519 keys: generation, key ids, and private key files that never leave the machine."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from evidence_schemas import Code, QualificationError, read_bounded, write_atomic
+
+_MAX_KEY_FILE = 16 * 1024
+
+
+def raw_public_bytes(public_key: Ed25519PublicKey) -> bytes:
+    return public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def keyid_of(public_key: Ed25519PublicKey) -> str:
+    """Key id = SHA-256 of the raw 32-byte public key: derived, never chosen."""
+    return hashlib.sha256(raw_public_bytes(public_key)).hexdigest()
+
+
+def generate_private_key(path: Path) -> Ed25519PrivateKey:
+    """Create a new key at ``path`` (mode 0600); an existing key file is refused, not replaced."""
+    if path.exists():
+        raise QualificationError(Code.KEY_INVALID, f"{path}: a key already exists; refusing to overwrite it")
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, pem)
+    if os.name == "posix":
+        path.chmod(0o600)
+    return key
+
+
+def load_private_key(path: Path) -> Ed25519PrivateKey:
+    data = read_bounded(path, max_bytes=_MAX_KEY_FILE, what=str(path))
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        raise QualificationError(Code.KEY_INVALID, f"{path}: not an unencrypted PEM private key") from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        raise QualificationError(Code.KEY_INVALID, f"{path}: not an Ed25519 key")
+    return key

@@ -1,0 +1,55 @@
+"""Reading an evidence folder: which files are statements, bounded reads, nothing else.
+
+An evidence folder holds exactly the signed statements: ``platform-<p>.dsse.json``
+for each platform job and ``aggregate.dsse.json``. Any other file is refused, so
+that nothing unsigned can sit beside the evidence and be mistaken for it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evidence_schemas import Code, QualificationError, read_bounded
+
+from ._findings import Findings
+
+AGGREGATE_FILE = "aggregate.dsse.json"
+_PLATFORM_FILE = re.compile(r"^platform-([a-z0-9]{1,16})\.dsse\.json$")
+
+
+@dataclass
+class EvidenceFiles:
+    platform: dict[str, bytes] = field(default_factory=dict)  # file name -> bytes
+    aggregate: bytes | None = None
+
+
+def read_evidence_dir(directory: Path, *, max_bytes: int, findings: Findings) -> EvidenceFiles:
+    if not directory.is_dir():
+        raise QualificationError(Code.USAGE, f"{directory}: not a folder")
+    files = EvidenceFiles()
+    entries = sorted(directory.iterdir())
+    if len(entries) > 64:
+        findings.add(Code.EVIDENCE_UNEXPECTED, f"{directory}: {len(entries)} entries; at most 64 are read")
+        entries = entries[:64]
+    for entry in entries:
+        name = entry.name
+        if entry.is_symlink() or not entry.is_file():
+            findings.add(Code.EVIDENCE_UNEXPECTED, f"{name}: not a regular file")
+            continue
+        if name != AGGREGATE_FILE and not _PLATFORM_FILE.match(name):
+            findings.add(Code.EVIDENCE_UNEXPECTED, f"{name}: not an evidence file name")
+            continue
+        try:
+            data = read_bounded(entry, max_bytes=max_bytes, what=name)
+        except QualificationError as exc:
+            findings.add_error(exc)
+            continue
+        if name == AGGREGATE_FILE:
+            files.aggregate = data
+        else:
+            files.platform[name] = data
+    if not files.platform and files.aggregate is None and findings.ok:
+        findings.add(Code.EVIDENCE_MISSING, f"{directory}: no evidence files")
+    return files

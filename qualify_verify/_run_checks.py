@@ -1,0 +1,132 @@
+"""Checks across statements: coverage, one commit, one run, the aggregate, the candidate files."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from evidence_schemas import PLATFORMS, AggregateStatement, Code, QualificationError, parse_statement
+from qualify_trust import Keyring, VerifiedPayload, verify_envelope
+
+from ._expectations import Expectations
+from ._findings import Findings
+from ._platform_checks import VerifiedPlatform
+
+
+def check_coverage(platforms: list[VerifiedPlatform], exp: Expectations, findings: Findings) -> None:
+    """Each required platform exactly once, and no platform the policy does not name."""
+    seen: dict[str, int] = {}
+    for vp in platforms:
+        seen[vp.platform] = seen.get(vp.platform, 0) + 1
+    for platform, count in seen.items():
+        if platform not in exp.required_platforms:
+            findings.add(Code.PLATFORM_UNKNOWN, f"evidence for {platform}, which the policy does not require")
+        if count > 1:
+            findings.add(Code.PLATFORM_DUPLICATE, f"{count} statements for {platform}")
+    for platform in exp.required_platforms:
+        if platform not in seen:
+            findings.add(Code.PLATFORM_MISSING, f"no verified statement for required platform {platform}")
+
+
+def check_one_commit(platforms: list[VerifiedPlatform], candidate_sha: str | None, findings: Findings) -> str | None:
+    """Every statement carries the same SHA, and it is the candidate's when one is named."""
+    shas = {vp.statement.predicate.run.sha for vp in platforms}
+    if len(shas) > 1:
+        findings.add(Code.SHA_MISMATCH, f"platform statements name {len(shas)} different commits: "
+                                        f"{', '.join(sorted(s[:12] for s in shas))}")
+        return None
+    sha = next(iter(shas), None)
+    if candidate_sha is not None and sha is not None and sha != candidate_sha:
+        findings.add(Code.SHA_MISMATCH, f"evidence is for {sha[:12]}, the candidate is {candidate_sha[:12]}")
+    return sha
+
+
+def check_one_run(platforms: list[VerifiedPlatform], findings: Findings) -> tuple[str, int] | None:
+    """All platform jobs of one run and one attempt: no borrowing from another run."""
+    runs = {(vp.statement.predicate.run.run_id, vp.statement.predicate.run.attempt) for vp in platforms}
+    if len(runs) > 1:
+        findings.add(Code.RUN_MISMATCH, "platform statements come from different runs or attempts: "
+                                        + ", ".join(f"{r}#{a}" for r, a in sorted(runs)))
+        return None
+    return next(iter(runs), None)
+
+
+def verify_aggregate(data: bytes | None, keyring: Keyring, findings: Findings,
+                     ) -> tuple[AggregateStatement, VerifiedPayload] | None:
+    if data is None:
+        findings.add(Code.AGGREGATE_MISSING, "no aggregate statement (aggregate.dsse.json)")
+        return None
+    try:
+        signed = verify_envelope(data, keyring, role="aggregate", what="aggregate.dsse.json")
+        statement = parse_statement(signed.payload, what="aggregate.dsse.json")
+    except QualificationError as exc:
+        findings.add_error(exc)
+        return None
+    if not isinstance(statement, AggregateStatement):
+        findings.add(Code.PREDICATE_TYPE_UNKNOWN, "aggregate.dsse.json: not an aggregate qualification")
+        return None
+    return statement, signed
+
+
+def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: list[VerifiedPlatform],
+                                    exp: Expectations, findings: Findings) -> None:
+    """The aggregate lists exactly the platform statements verified here, byte for byte."""
+    pred = aggregate.predicate
+    listed = {(e.platform, e.statement_sha256, e.artifact.name, e.artifact.sha256) for e in pred.platforms}
+    verified = {(vp.platform, vp.signer.envelope_sha256, vp.statement.predicate.build.artifact.name,
+                 vp.statement.predicate.build.artifact.sha256) for vp in platforms}
+    if listed != verified or len(pred.platforms) != len(listed):
+        findings.add(Code.AGGREGATE_MISMATCH, "the aggregate does not list exactly the platform statements present")
+    subjects = {(s.name, s.digest.sha256) for s in aggregate.subject}
+    if subjects != {(name, digest) for _, _, name, digest in listed} or len(aggregate.subject) != len(subjects):
+        findings.add(Code.SUBJECT_MISMATCH, "the aggregate's subjects are not exactly the listed artifacts")
+    if tuple(p for p in PLATFORMS if p in pred.required_platforms) != exp.required_platforms:
+        findings.add(Code.AGGREGATE_MISMATCH, "the aggregate was made for other required platforms")
+    if platforms:
+        run = platforms[0].statement.predicate.run
+        if (pred.run.run_id, pred.run.attempt) != (run.run_id, run.attempt):
+            findings.add(Code.RUN_MISMATCH, f"the aggregate is for run {pred.run.run_id}#{pred.run.attempt}, the "
+                                            f"platforms for {run.run_id}#{run.attempt}")
+        if pred.run.sha != run.sha:
+            findings.add(Code.SHA_MISMATCH, f"the aggregate is for {pred.run.sha[:12]}, the platforms for "
+                                            f"{run.sha[:12]}")
+        if pred.run != run:
+            findings.add(Code.WORKFLOW_IDENTITY_MISMATCH, "the aggregate's run identity differs from the platforms'")
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatform], findings: Findings) -> None:
+    """Each candidate file's SHA-256 equals the evidence's digest; every evidenced artifact is presented."""
+    expected = {vp.statement.predicate.build.artifact.name: vp for vp in platforms}
+    presented: set[str] = set()
+    for path in artifacts:
+        try:
+            digest = _sha256_file(path)
+        except OSError as exc:
+            findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.strerror})")
+            continue
+        vp = expected.get(path.name)
+        if vp is None:
+            by_digest = [v for v in platforms if v.statement.predicate.build.artifact.sha256 == digest]
+            if not by_digest:
+                findings.add(Code.ARTIFACT_DIGEST_MISMATCH,
+                             f"{path.name}: sha256 {digest[:16]} is not an artifact in the evidence")
+                continue
+            vp = by_digest[0]
+        want = vp.statement.predicate.build.artifact.sha256
+        if digest != want:
+            findings.add(Code.ARTIFACT_DIGEST_MISMATCH,
+                         f"{path.name}: sha256 {digest[:16]} differs from the evidence's {want[:16]}", vp.platform)
+            presented.add(vp.statement.predicate.build.artifact.name)
+            continue
+        presented.add(vp.statement.predicate.build.artifact.name)
+    for name, vp in expected.items():
+        if name not in presented:
+            findings.add(Code.ARTIFACT_MISSING, f"candidate file {name} was not presented (--artifact)", vp.platform)

@@ -1,0 +1,115 @@
+"""Whole-evidence verification: the state machine the aggregate and the consumer share.
+
+Load order (each step only sees what the previous one verified):
+  policy -> keyring -> evidence files (bounded) -> each platform statement
+  (signature, payload, identity, commit, outcomes) -> coverage -> one commit
+  -> one run -> aggregate (signature, binding to the platform statements)
+  -> candidate files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evidence_schemas import AggregateStatement, Code, DecisionRow, Reason
+from qualify_policy import Policy
+from qualify_trust import Keyring
+
+from ._evidence_dir import read_evidence_dir
+from ._expectations import Expectations
+from ._findings import Findings
+from ._platform_checks import VerifiedPlatform, install_ok, journey_gaps, probe_ok, verify_platform
+from ._run_checks import (
+    check_aggregate_binds_platforms,
+    check_candidate_files,
+    check_coverage,
+    check_one_commit,
+    check_one_run,
+    verify_aggregate,
+)
+
+
+@dataclass
+class Verdict:
+    expectations: Expectations
+    platforms: list[VerifiedPlatform] = field(default_factory=list)
+    aggregate: AggregateStatement | None = None
+    sha: str | None = None
+    run: tuple[str, int] | None = None
+    findings: Findings = field(default_factory=Findings)
+    aggregate_files: list[bytes] = field(default_factory=list)
+
+    @property
+    def qualified(self) -> bool:
+        return self.findings.ok and bool(self.platforms)
+
+    @property
+    def reasons(self) -> list[Reason]:
+        return self.findings.reasons
+
+    def rows(self) -> list[DecisionRow]:
+        rows = []
+        by_platform = {vp.platform: vp for vp in self.platforms}
+        for platform in self.expectations.required_platforms:
+            vp = by_platform.get(platform)
+            if vp is None:
+                rows.append(DecisionRow(platform=platform, artifact=None, sha256=None, install="missing",
+                                        probe="missing", journey="missing", signature="missing"))
+                continue
+            p = vp.statement.predicate
+            sig_ok = p.signature.passed and p.signature.readback_verified and not any(
+                r.code is Code.ARTIFACT_SIGNATURE_FAILED and r.platform == platform for r in self.reasons)
+            rows.append(DecisionRow(
+                platform=platform, artifact=p.build.artifact.name, sha256=p.build.artifact.sha256,
+                install="pass" if install_ok(vp) else "fail", probe="pass" if probe_ok(vp) else "fail",
+                journey="pass" if not journey_gaps(vp, self.expectations) else "fail",
+                signature="pass" if sig_ok else "fail",
+            ))
+        return rows
+
+
+def _load_keyring(policy: Policy) -> Keyring:
+    return Keyring.load(policy.resolve(policy.ed25519.keyring))
+
+
+def verify_platform_set(policy: Policy, evidence_dirs: list[Path], *, candidate_sha: str | None = None) -> Verdict:
+    """Every platform statement, coverage, one commit, one run (the aggregate job's view)."""
+    keyring = _load_keyring(policy)
+    verdict = Verdict(Expectations.from_policy(policy))
+    findings = verdict.findings
+    for directory in evidence_dirs:
+        files = read_evidence_dir(directory, max_bytes=verdict.expectations.max_statement_bytes, findings=findings)
+        if files.aggregate is not None:
+            verdict.aggregate_files.append(files.aggregate)
+        for name, data in sorted(files.platform.items()):
+            vp = verify_platform(name, data, verdict.expectations, keyring, findings)
+            if vp is not None:
+                verdict.platforms.append(vp)
+    check_coverage(verdict.platforms, verdict.expectations, findings)
+    verdict.sha = check_one_commit(verdict.platforms, candidate_sha, findings)
+    verdict.run = check_one_run(verdict.platforms, findings)
+    return verdict
+
+
+def verify_release(policy: Policy, evidence_dirs: list[Path], artifacts: list[Path] | None, *,
+                   candidate_sha: str | None = None) -> Verdict:
+    """The consumer's full check: the platform set, the aggregate over it, the candidate files.
+
+    Nothing here asks whether the SHA is still the head of main, so the same
+    checks serve the release gate and the auditor's historical check.
+    """
+    verdict = verify_platform_set(policy, evidence_dirs, candidate_sha=candidate_sha)
+    keyring = _load_keyring(policy)
+    if len(verdict.aggregate_files) > 1:
+        verdict.findings.add(Code.AGGREGATE_MISMATCH, f"{len(verdict.aggregate_files)} aggregate statements; "
+                                                      "one run has exactly one")
+    first = verdict.aggregate_files[0] if verdict.aggregate_files else None
+    aggregate = verify_aggregate(first, keyring, verdict.findings)
+    if aggregate is not None:
+        verdict.aggregate = aggregate[0]
+        check_aggregate_binds_platforms(aggregate[0], verdict.platforms, verdict.expectations, verdict.findings)
+    # The auditor checks a historical bundle whose files may be long gone: None skips this step.
+    if artifacts is not None:
+        check_candidate_files(artifacts, verdict.platforms, verdict.findings)
+    return verdict

@@ -1,0 +1,16 @@
+"""Reference desktop skill host (first cut).
+
+Public surface: ``__version__`` and ``main`` (the command-line entry point).
+Everything else lives in private modules.
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "main"]
+
+
+def main(argv=None):
+    """Run the command line; returns the process exit code."""
+    from skillhost._cli import main as _main  # noqa: PLC0415 - keep the package import light
+
+    return _main(argv)

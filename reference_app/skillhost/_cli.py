@@ -1,0 +1,125 @@
+"""Command line: every outcome is one compact JSON line on stdout, never a traceback."""
+# Subcommand modules are imported lazily on purpose: the worker entry must load no host modules.
+# ruff: noqa: PLC0415
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from skillhost._errors import SkillError
+
+MAX_OUTPUT = 64 * 1024
+EXIT_USAGE, EXIT_REFUSED, EXIT_INTERNAL = 2, 3, 4
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise _UsageError(message)
+
+    def exit(self, status=0, message=None):
+        raise _UsageError(message or "help requested")
+
+    def print_help(self, file=None):
+        raise _UsageError("usage: skillhost {probe,journey,worker,sign-skill,keygen}")
+
+
+def _parser():
+    p = _Parser(prog="skillhost", add_help=False)
+    sub = p.add_subparsers(dest="cmd")
+    sub.required = True
+    sub.add_parser("probe", add_help=False)
+    sub.add_parser("journey", add_help=False)
+    w = sub.add_parser("worker", add_help=False)
+    w.add_argument("--self-test", action="store_true")
+    s = sub.add_parser("sign-skill", add_help=False)
+    s.add_argument("--key", required=True)
+    s.add_argument("dir")
+    k = sub.add_parser("keygen", add_help=False)
+    k.add_argument("--out", required=True)
+    return p
+
+
+def _emit(obj) -> None:
+    line = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    if len(line.encode("utf-8")) >= MAX_OUTPUT:
+        line = json.dumps(
+            _error("CC_SKILL_OUTPUT_TOO_LARGE", "output exceeded 64 KiB"), sort_keys=True, separators=(",", ":")
+        )
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def _error(code, message):
+    return {"kind": "skillhost-error", "version": 1, "code": code, "message": str(message)[:300]}
+
+
+def _dispatch(ns):
+    if ns.cmd == "probe":
+        from skillhost._probe import run_probe
+
+        return run_probe()
+    if ns.cmd == "journey":
+        from skillhost._journey import run_journey
+
+        return run_journey()
+    if ns.cmd == "keygen":
+        import base64
+
+        from skillhost._signing import keyid_of, new_key, raw_public, write_private_key
+
+        key = new_key()
+        try:
+            write_private_key(ns.out, key)
+        except FileExistsError:
+            raise SkillError("CC_SKILL_USAGE", "output file already exists") from None
+        pub = key.public_key()
+        return {
+            "kind": "skillhost-keygen",
+            "version": 1,
+            "path": str(Path(ns.out).resolve())[:300],
+            "keyid": keyid_of(pub),
+            "public_key": base64.b64encode(raw_public(pub)).decode("ascii"),
+        }, 0
+    if ns.cmd == "sign-skill":
+        from skillhost._package import sign_package
+        from skillhost._signing import load_private_key
+
+        res = sign_package(ns.dir, load_private_key(ns.key))
+        return dict(res, kind="skillhost-sign", version=1), 0
+    raise _UsageError("unknown command")
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # The worker is the fixed entry point: dispatch before importing anything else.
+    if argv[:1] == ["worker"]:
+        from skillhost._worker import main as worker_main
+
+        try:
+            return worker_main(argv[1:])
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else 70
+        except BaseException:
+            return 70
+    try:
+        ns = _parser().parse_args(argv)
+        report, rc = _dispatch(ns)
+        _emit(report)
+        return rc
+    except _UsageError as exc:
+        _emit(_error("CC_SKILL_USAGE", str(exc).strip()))
+        return EXIT_USAGE
+    except SkillError as exc:
+        _emit(_error(exc.code, exc.message))
+        return EXIT_USAGE if exc.code == "CC_SKILL_USAGE" else EXIT_REFUSED
+    except KeyboardInterrupt:
+        _emit(_error("CC_SKILL_INTERRUPTED", "interrupted"))
+        return EXIT_INTERNAL
+    except BaseException as exc:
+        _emit(_error("CC_SKILL_INTERNAL", exc.__class__.__name__))
+        return EXIT_INTERNAL

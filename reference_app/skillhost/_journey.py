@@ -1,0 +1,325 @@
+"""Scripted, self-contained journey: each allow path and each fail-closed path."""
+
+import gc
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from skillhost import __version__
+from skillhost._broker import default_ports
+from skillhost._bundled import run_bundled
+from skillhost._catalog import verify
+from skillhost._errors import SkillError
+from skillhost._package import build_lock, discover, read_package, sign_package, verify_for_execution
+from skillhost._runner import run_external, self_test
+from skillhost._runtime import build_info, package_dir, platform_name, unexpected_worker_env_keys
+from skillhost._signing import TrustStore, new_key
+
+GREETER_MD = """---
+id: {id}
+name: Greeter
+execution-capabilities:
+{caps}
+---
+
+External test skill written by the skill host journey.
+"""
+
+GREETER_PY = """
+def run(ports, args):
+    now = ports.time.now()
+    ports.logger.info("greeter ran")
+    return {"greeting": "hello " + str(args.get("who", "world"))[:40], "now": now}
+"""
+
+UNDECLARED_PY = """
+def run(ports, args):
+    ports.time.now()
+    return {"token": ports.env.get("API_TOKEN")}
+"""
+
+SWALLOW_PY = """
+def run(ports, args):
+    try:
+        ports.env.get("API_TOKEN")
+    except Exception:
+        pass
+    return {"ok": True}
+"""
+
+IMPORT_PY = """
+import os
+
+def run(ports, args):
+    return {"cwd": os.getcwd()}
+"""
+
+LOOP_PY = """
+def run(ports, args):
+    while True:
+        pass
+"""
+
+FLOOD_PY = """
+def run(ports, args):
+    for _ in range(100):
+        ports.time.now()
+    return {}
+"""
+
+BIG_PY = """
+def run(ports, args):
+    return {"blob": "x" * 100000}
+"""
+
+RESULT_PY = """
+def run(ports, args):
+    return {"blob": "x" * 20000}
+"""
+
+DRIFTED_PY = """
+def run(ports, args):
+    return {"replaced": True}
+"""
+
+SECRET_CANARY = "SKILLHOST_JOURNEY_CANARY"  # noqa: S105 - a variable name, not a secret
+
+
+def _caps_yaml(caps):
+    return "\n".join(f"  - {c}" for c in caps)
+
+
+def _write_skill(root: Path, skill_id: str, handler: str, caps, key=None) -> Path:
+    d = root / skill_id
+    d.mkdir()
+    (d / "SKILL.md").write_text(GREETER_MD.format(id=skill_id, caps=_caps_yaml(caps)), encoding="utf-8", newline="\n")
+    (d / "handler.py").write_text(handler, encoding="utf-8", newline="\n")
+    if key is not None:
+        sign_package(d, key)
+    else:
+        _, files, _ = read_package(d)
+        (d / ".skill-lock.json").write_bytes(json.dumps(build_lock(skill_id, files), sort_keys=True).encode())
+    return d
+
+
+def _step(sid, expected, expected_code, observed, observed_code, detail, extra_ok=True):  # noqa: PLR0917
+    passed = expected == observed and expected_code == observed_code and extra_ok
+    return {
+        "id": sid,
+        "expected": expected,
+        "expected_code": expected_code,
+        "observed": observed,
+        "observed_code": observed_code,
+        "passed": bool(passed),
+        "detail": str(detail)[:200],
+    }
+
+
+class _Ctx:
+    def __init__(self, root: Path, trust: TrustStore):
+        self.root, self.trust = root, trust
+        self.logs: list = []
+
+    def execute(self, skill_dir: Path, mutate=None, **kw):
+        """discover -> (optional mutation) -> re-verify -> worker. Returns (observed, code, outcome|None)."""
+        try:
+            cand = discover(skill_dir)
+            if mutate:
+                mutate(skill_dir)
+            verified = verify_for_execution(cand, self.trust)
+        except SkillError as exc:
+            return "reject", exc.code, None, exc.message
+        ports = default_ports(self.logs, env_values={"API_TOKEN": "journey-secret-value"})
+        outcome = run_external(verified, ports, **kw)
+        if outcome.ok:
+            return "allow", None, outcome, ""
+        return "reject", outcome.code, outcome, outcome.message
+
+
+def _external_step(ctx, sid, skill_dir, expected_code, mutate=None, **kw):
+    observed, code, outcome, msg = ctx.execute(skill_dir, mutate=mutate, **kw)
+    extra_ok, detail = True, msg
+    if outcome is not None:
+        extra_ok = outcome.reaped and outcome.worker_pid != os.getpid()
+        denied = [a["code"] for a in outcome.audit if a["event"] == "denied"]
+        detail = (
+            f"worker_pid={outcome.worker_pid} reaped={outcome.reaped} rc={outcome.returncode} "
+            f"requests={outcome.requests} ms={outcome.duration_ms} denied={denied[:2]} {msg}"
+        )
+        secret_leak = any("journey-secret-value" in str(a) for a in outcome.audit)
+        extra_ok = extra_ok and not secret_leak
+    return _step(sid, "reject", expected_code, observed, code, detail, extra_ok)
+
+
+def _external_code_in_host() -> int:
+    count = 0
+    for obj in gc.get_objects():
+        code = getattr(obj, "__code__", None) if callable(obj) else None
+        if code is not None and getattr(code, "co_filename", "") == "<external-skill>":
+            count += 1
+    return count
+
+
+def _worker_env_step():
+    try:
+        answer = self_test()
+    except SkillError as exc:
+        return _step("worker-environment-minimal", "allow", None, "reject", exc.code, exc.message)
+    keys = answer.get("env_keys", [])
+    extra = unexpected_worker_env_keys(dict.fromkeys(answer.get("_env_passed", [])), keys)
+    ok = SECRET_CANARY not in keys and not extra and answer.get("pid") != os.getpid()
+    if os.name == "posix":
+        ok = ok and answer.get("limits_applied") is True
+    detail = (
+        f"worker_pid={answer.get('pid')} env_keys={len(keys)} unexpected={extra[:3]} "
+        f"canary_leaked={SECRET_CANARY in keys} limits_applied={answer.get('limits_applied')}"
+    )
+    return _step("worker-environment-minimal", "allow", None, "allow", None, detail, ok)
+
+
+def run_journey() -> tuple:  # noqa: PLR0915 - a linear script of steps
+    t0 = time.monotonic()
+    info = build_info()
+    pkg = package_dir()
+    steps = []
+    os.environ[SECRET_CANARY] = "host-only-secret"  # must never reach a worker
+    tmp = Path(tempfile.mkdtemp(prefix="skillhost-journey-"))
+    try:
+        # 1. catalog
+        try:
+            entries = verify(pkg)
+            steps.append(
+                _step(
+                    "catalog-verified",
+                    "allow",
+                    None,
+                    "allow",
+                    None,
+                    f"{len(entries)} bundled skill(s) match catalog digests and capabilities",
+                )
+            )
+        except SkillError as exc:
+            steps.append(_step("catalog-verified", "allow", None, "reject", exc.code, exc.message))
+
+        # 2. bundled skill in the host process
+        try:
+            logs = []
+            value, broker = run_bundled(pkg, "clock", {"label": "journey"}, log_sink=logs)
+            ok = isinstance(value, dict) and isinstance(value.get("now"), str) and len(logs) == 1
+            events = [a["event"] for a in broker.audit]
+            steps.append(
+                _step(
+                    "bundled-skill-runs",
+                    "allow",
+                    None,
+                    "allow",
+                    None,
+                    f"in host pid={os.getpid()} now={value.get('now')} audit={events}",
+                    ok,
+                )
+            )
+        except SkillError as exc:
+            steps.append(_step("bundled-skill-runs", "allow", None, "reject", exc.code, exc.message))
+
+        # keys and trust for this run only
+        good_key, rogue_key = new_key(), new_key()
+        ctx = _Ctx(tmp, TrustStore.from_public_keys([good_key.public_key()]))
+        trust_path = tmp / "trust-store.json"
+        trust_path.write_bytes(ctx.trust.dump())
+        ctx.trust = TrustStore.load(trust_path)
+        skills = tmp / "skills"
+        skills.mkdir()
+        tc = ["host:logger", "runtime:time"]
+
+        # 3. signed external skill runs in a one-shot worker
+        good = _write_skill(skills, "greeter", GREETER_PY, tc, good_key)
+        observed, code, outcome, msg = ctx.execute(good, args={"who": "journey"})
+        if outcome is not None:
+            value = outcome.value if isinstance(outcome.value, dict) else {}
+            extra = (
+                outcome.worker_pid != os.getpid()
+                and outcome.reaped
+                and outcome.returncode is not None
+                and value.get("greeting") == "hello journey"
+                and outcome.requests == 2
+            )
+            detail = (
+                f"worker_pid={outcome.worker_pid} host_pid={os.getpid()} reaped={outcome.reaped} "
+                f"rc={outcome.returncode} requests={outcome.requests} ms={outcome.duration_ms} {msg}"
+            )
+        else:
+            extra, detail = False, msg
+        steps.append(_step("external-signed-runs-in-worker", "allow", None, observed, code, detail, extra))
+
+        # 4..: fail-closed paths
+        unsigned = _write_skill(skills, "unsigned", GREETER_PY, tc, None)
+        steps.append(_external_step(ctx, "external-unsigned-rejected", unsigned, "CC_SKILL_SIGNATURE_MISSING"))
+        rogue = _write_skill(skills, "rogue", GREETER_PY, tc, rogue_key)
+        steps.append(_external_step(ctx, "external-unknown-signer-rejected", rogue, "CC_SKILL_SIGNER_UNKNOWN"))
+        drift = _write_skill(skills, "drifter", GREETER_PY, tc, good_key)
+
+        def replace_handler(d):
+            (d / "handler.py").write_text(DRIFTED_PY, encoding="utf-8", newline="\n")
+
+        steps.append(
+            _external_step(
+                ctx, "external-digest-drift-rejected", drift, "CC_SKILL_DIGEST_DRIFT", mutate=replace_handler
+            )
+        )
+        undeclared = _write_skill(skills, "undeclared", UNDECLARED_PY, ["runtime:time"], good_key)
+        steps.append(
+            _external_step(ctx, "external-undeclared-capability-rejected", undeclared, "CC_SKILL_CAPABILITY_UNDECLARED")
+        )
+        swallow = _write_skill(skills, "swallower", SWALLOW_PY, ["runtime:time"], good_key)
+        steps.append(
+            _external_step(ctx, "external-swallowed-denial-still-rejected", swallow, "CC_SKILL_CAPABILITY_UNDECLARED")
+        )
+        imp = _write_skill(skills, "importer", IMPORT_PY, ["runtime:time"], good_key)
+        steps.append(_external_step(ctx, "external-raw-import-rejected", imp, "CC_SKILL_IMPORT_DENIED"))
+        flood = _write_skill(skills, "flooder", FLOOD_PY, ["runtime:time"], good_key)
+        steps.append(_external_step(ctx, "external-request-flood-killed", flood, "CC_SKILL_PROTOCOL_VIOLATION"))
+        big = _write_skill(skills, "bigframe", BIG_PY, ["runtime:time"], good_key)
+        steps.append(_external_step(ctx, "external-oversized-frame-killed", big, "CC_SKILL_FRAME_TOO_LARGE"))
+        res = _write_skill(skills, "bigresult", RESULT_PY, ["runtime:time"], good_key)
+        steps.append(_external_step(ctx, "external-oversized-result-rejected", res, "CC_SKILL_RESULT_TOO_LARGE"))
+        loop = _write_skill(skills, "looper", LOOP_PY, ["runtime:time"], good_key)
+        steps.append(_external_step(ctx, "external-timeout-killed", loop, "CC_SKILL_TIMEOUT", max_duration=1.5))
+
+        # host boundary: after all of the above, no external handler code was compiled or loaded in this process
+        loaded = _external_code_in_host()
+        steps.append(
+            _step(
+                "host-boundary-external-not-loaded",
+                "allow",
+                None,
+                "allow" if not loaded else "reject",
+                None if not loaded else "CC_SKILL_HOST_BOUNDARY",
+                f"host objects from external handlers: {loaded}; skill_handler module loaded: "
+                f"{'skill_handler' in sys.modules}",
+                "skill_handler" not in sys.modules,
+            )
+        )
+
+        # worker environment is minimal: a host-only variable set now must not reach it
+        steps.append(_worker_env_step())
+
+    finally:
+        os.environ.pop(SECRET_CANARY, None)
+        shutil.rmtree(tmp, ignore_errors=True)
+    passed = bool(steps) and all(s["passed"] for s in steps)
+    report = {
+        "kind": "skillhost-journey",
+        "version": 1,
+        "app_version": __version__,
+        "build_sha": info["build_sha"],
+        "platform": platform_name(),
+        "host_pid": os.getpid(),
+        "duration_ms": int((time.monotonic() - t0) * 1000),
+        "passed": passed,
+        "steps": steps,
+    }
+    return report, (0 if passed else 1)

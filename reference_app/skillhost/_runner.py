@@ -1,0 +1,224 @@
+"""Host side of external execution: one-shot worker, bounded JSONL protocol, broker forwarding."""
+# The protocol loop raises typed SkillErrors into a single kill-and-reap path.
+# ruff: noqa: TRY301
+
+import contextlib
+import json
+import queue
+import secrets
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from skillhost._broker import MAX_REQUESTS, Broker
+from skillhost._canon import canonical_bytes
+from skillhost._errors import SkillError
+from skillhost._runtime import worker_command, worker_env
+
+PROTOCOL_VERSION = 1
+MAX_FRAME = 64 * 1024
+MAX_RESULT = 16 * 1024
+MAX_DURATION = 10.0
+_FRAME_TYPES = {"start", "capability-request", "capability-response", "result", "error"}
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    code: str = None
+    message: str = ""
+    value: object = None
+    worker_pid: int = None
+    returncode: int = None
+    reaped: bool = False
+    requests: int = 0
+    duration_ms: int = 0
+    audit: list = field(default_factory=list)
+
+
+def _spawn(cwd):
+    env = worker_env()
+    proc = subprocess.Popen(
+        worker_command(),
+        shell=False,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+    )
+    return proc, env
+
+
+def self_test(timeout: float = 20.0) -> dict:
+    """Spawn ``worker --self-test`` with the minimal env in a fresh cwd; return its parsed answer."""
+    cwd = tempfile.mkdtemp(prefix="skillhost-worker-")
+    try:
+        env = worker_env()
+        proc = subprocess.Popen(
+            [*worker_command(), "--self-test"],
+            shell=False,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if proc.returncode != 0 or len(out) > MAX_FRAME:
+            raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", f"worker self-test exited {proc.returncode}")
+        try:
+            answer = json.loads(out.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker self-test answer is not JSON") from None
+        if not isinstance(answer, dict) or answer.get("kind") != "skillhost-worker-self-test":
+            raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker self-test answer has the wrong kind")
+        answer["_env_passed"] = sorted(env)
+        return answer
+    finally:
+        shutil.rmtree(cwd, ignore_errors=True)
+
+
+def _reader(stream, q):
+    try:
+        while True:
+            line = stream.readline(MAX_FRAME + 1)
+            if not line:
+                q.put(("eof", None))
+                return
+            if len(line) > MAX_FRAME or not line.endswith(b"\n"):
+                q.put(("too-large", None))
+                return
+            q.put(("line", line))
+    except (OSError, ValueError):
+        q.put(("eof", None))
+
+
+def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cleanup path
+    verified, broker_ports: dict, args=None, max_duration: float = MAX_DURATION, max_requests: int = MAX_REQUESTS
+) -> Outcome:
+    """Run a verified external skill in a one-shot worker. Always kills and reaps the worker."""
+    max_duration = min(max_duration, MAX_DURATION)
+    exec_id = secrets.token_hex(16)
+    broker = Broker(verified.skill_id, exec_id, verified.capabilities, broker_ports, max_requests=max_requests)
+    out = Outcome(ok=False)
+    started = time.monotonic()
+    cwd = tempfile.mkdtemp(prefix="skillhost-worker-")
+    proc = None
+    try:
+        proc, _ = _spawn(cwd)
+        out.worker_pid = proc.pid
+        q = queue.Queue()
+        threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True).start()
+
+        def send(frame):
+            data = canonical_bytes(dict(frame, v=PROTOCOL_VERSION, exec_id=exec_id)) + b"\n"
+            if len(data) > MAX_FRAME:
+                raise SkillError("CC_SKILL_FRAME_TOO_LARGE", "host frame exceeds the cap")
+            proc.stdin.write(data)
+            proc.stdin.flush()
+
+        send(
+            {
+                "type": "start",
+                "skill_id": verified.skill_id,
+                "source": verified.handler_source,
+                "args": args or {},
+                "capabilities": verified.capabilities,
+            }
+        )
+        while True:
+            remaining = max_duration - (time.monotonic() - started)
+            if remaining <= 0:
+                raise SkillError("CC_SKILL_TIMEOUT", f"worker exceeded {max_duration:.1f}s")
+            try:
+                kind, line = q.get(timeout=remaining)
+            except queue.Empty:
+                raise SkillError("CC_SKILL_TIMEOUT", f"worker exceeded {max_duration:.1f}s") from None
+            if kind == "too-large":
+                raise SkillError("CC_SKILL_FRAME_TOO_LARGE", "worker frame exceeds 64 KiB")
+            if kind == "eof":
+                raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "worker closed the channel without a result")
+            try:
+                frame = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "worker frame is not JSON") from None
+            if (
+                not isinstance(frame, dict)
+                or frame.get("v") != PROTOCOL_VERSION
+                or frame.get("exec_id") != exec_id
+                or frame.get("type") not in _FRAME_TYPES
+            ):
+                raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "bad version, execution id or frame type")
+            ftype = frame["type"]
+            if ftype == "capability-request":
+                if broker.requests >= max_requests:
+                    raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", f"more than {max_requests} capability requests")
+                rid = frame.get("request_id")
+                try:
+                    value = broker.call(
+                        frame.get("port"), frame.get("method"), frame.get("args", []), frame.get("kwargs", {})
+                    )
+                    send({"type": "capability-response", "request_id": rid, "ok": True, "value": value})
+                except SkillError as exc:
+                    send(
+                        {
+                            "type": "capability-response",
+                            "request_id": rid,
+                            "ok": False,
+                            "code": exc.code,
+                            "message": exc.message[:200],
+                        }
+                    )
+            elif ftype == "result":
+                if len(canonical_bytes(frame.get("value"))) > MAX_RESULT:
+                    raise SkillError("CC_SKILL_RESULT_TOO_LARGE", "result exceeds 16 KiB")
+                if frame.get("pid") != proc.pid:
+                    raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "result from an unexpected process")
+                out.value = frame.get("value")
+                break
+            elif ftype == "error":
+                code = frame.get("code")
+                code = code if isinstance(code, str) and code.startswith("CC_SKILL_") else "CC_SKILL_HANDLER_FAILED"
+                raise SkillError(code[:64], str(frame.get("message", ""))[:200])
+            else:
+                raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", f"unexpected frame type {ftype}")
+        if broker.denials:
+            # A denial is authoritative even if the handler swallowed the exception.
+            raise SkillError(broker.denials[0], "host broker denied a capability request")
+        out.ok = True
+    except SkillError as exc:
+        out.code, out.message = exc.code, exc.message
+        if broker.denials and exc.code == "CC_SKILL_HANDLER_FAILED":
+            out.code = broker.denials[0]
+    except OSError as exc:
+        out.code, out.message = "CC_SKILL_PROTOCOL_VIOLATION", f"worker channel error: {exc.__class__.__name__}"
+    finally:
+        if proc is not None:
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=0.5 if out.ok else 0)
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            out.returncode = proc.returncode
+            out.reaped = True
+            for s in (proc.stdout,):
+                with contextlib.suppress(OSError):
+                    s.close()
+        shutil.rmtree(cwd, ignore_errors=True)
+        out.requests = broker.requests
+        out.audit = broker.audit
+        out.duration_ms = int((time.monotonic() - started) * 1000)
+    return out

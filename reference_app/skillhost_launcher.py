@@ -1,0 +1,8 @@
+"""PyInstaller entry script for the skill host."""
+
+import sys
+
+from skillhost._cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""Helpers shared by the skill host tests (uniquely named to avoid clashing with other conftests)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+APP_DIR = REPO / "reference_app"
+
+
+def run_source(args, pythonpath=APP_DIR, env_extra=None, timeout=60):
+    """Run ``python -m skillhost ARGS`` from source; return (rc, parsed single JSON line, raw stdout)."""
+    env = {k: v for k, v in os.environ.items() if k != "SKILLHOST_BUILD_INFO"}
+    env["PYTHONPATH"] = str(pythonpath)
+    env.update(env_extra or {})
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillhost", *args],
+        capture_output=True,
+        env=env,
+        check=False,
+        timeout=timeout,
+        cwd=str(REPO),
+    )
+    return proc.returncode, parse_single_line(proc.stdout), proc.stdout
+
+
+def parse_single_line(stdout: bytes):
+    assert len(stdout) < 64 * 1024
+    text = stdout.decode("utf-8")
+    assert text.endswith("\n"), text[:500]
+    assert text.count("\n") == 1, text[:500]
+    assert "Traceback" not in text
+    obj = json.loads(text)
+    assert text.strip() == json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return obj

@@ -1,0 +1,117 @@
+"""Real PyInstaller builds of reference_app/skillhost.spec (the pipeline's build contract)."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from skillhost_testutil import REPO, parse_single_line
+
+SPEC = REPO / "reference_app" / "skillhost.spec"
+
+
+def _pyinstaller(tmp_path, build_info_env, timeout=600):
+    env = {k: v for k, v in os.environ.items() if k != "SKILLHOST_BUILD_INFO"}
+    if build_info_env is not None:
+        env["SKILLHOST_BUILD_INFO"] = build_info_env
+    cmd = [
+        sys.executable,
+        "-m",
+        "PyInstaller",
+        "--noconfirm",
+        "--clean",
+        "--log-level",
+        "WARN",
+        "--distpath",
+        str(tmp_path / "DIST"),
+        "--workpath",
+        str(tmp_path / "WORK"),
+        str(SPEC.relative_to(REPO)),
+    ]
+    return subprocess.run(cmd, cwd=str(REPO), env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _have_pyinstaller():
+    try:
+        import PyInstaller  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_pyinstaller = pytest.mark.skipif(not _have_pyinstaller(), reason="PyInstaller not installed")
+
+
+@needs_pyinstaller
+@pytest.mark.parametrize("content", [None, "not json", '{"build_sha": "XYZ"}', '{"build_sha": "' + "a" * 39 + '"}'])
+def test_spec_refuses_bad_build_info(tmp_path, content):
+    env_value = None
+    if content is not None:
+        p = tmp_path / "build_info.json"
+        p.write_text(content)
+        env_value = str(p)
+    proc = _pyinstaller(tmp_path, env_value, timeout=120)
+    assert proc.returncode != 0
+    assert "skillhost.spec:" in proc.stderr + proc.stdout
+    assert not (tmp_path / "DIST" / "skillhost").exists()
+
+
+@needs_pyinstaller
+@pytest.mark.slow
+def test_frozen_bundle_probe_and_journey(tmp_path):
+    sha = hashlib.sha256(b"skillhost-test-build").hexdigest()
+    info = tmp_path / "build_info.json"
+    info.write_text(json.dumps({"build_sha": sha, "built_at": "2026-12-01T00:00:00Z", "source_ref": "refs/heads/main"}))
+    t0 = time.monotonic()
+    proc = _pyinstaller(tmp_path, str(info))
+    build_s = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    exe = tmp_path / "DIST" / "skillhost" / ("skillhost.exe" if os.name == "nt" else "skillhost")
+    assert exe.is_file()
+    assert (tmp_path / "DIST" / "skillhost" / "_internal").is_dir()
+    bundled_info = tmp_path / "DIST" / "skillhost" / "_internal" / "skillhost" / "build_info.json"
+    assert json.loads(bundled_info.read_text())["build_sha"] == sha
+
+    # Run from a neutral cwd with an environment that does not point at the sources.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SKILLHOST_BUILD_INFO")}
+
+    def run(*a):
+        return subprocess.run([str(exe), *a], capture_output=True, cwd=str(tmp_path), env=env, timeout=120, check=False)
+
+    p = run("probe")
+    probe = parse_single_line(p.stdout)
+    assert p.returncode == 0, probe
+    assert probe["frozen"] is True
+    assert probe["build_sha"] == sha
+    assert probe["built_at"] == "2026-12-01T00:00:00Z"
+    assert probe["executable_sha256"] == hashlib.sha256(exe.read_bytes()).hexdigest()
+    assert probe["worker_entry_resolvable"]
+    assert probe["catalog_verified"]
+    assert probe["isolation_available"]
+
+    j = run("journey")
+    journey = parse_single_line(j.stdout)
+    failed = [s for s in journey["steps"] if not s["passed"]]
+    assert j.returncode == 0, failed
+    assert journey["passed"] is True, failed
+    assert journey["build_sha"] == sha
+    print(
+        f"\nbuild {build_s:.1f}s; probe={json.dumps(probe, sort_keys=True)}; "
+        f"journey duration_ms={journey['duration_ms']} steps={len(journey['steps'])}"
+    )
+
+    # A frozen bundle whose catalog no longer matches a handler refuses to start.
+    handler = tmp_path / "DIST" / "skillhost" / "_internal" / "skillhost" / "bundled_skills" / "clock" / "handler.py"
+    handler.write_bytes(handler.read_bytes() + b"\n# tampered\n")
+    p = run("probe")
+    err = parse_single_line(p.stdout)
+    assert p.returncode == 3
+    assert err["code"] == "CC_SKILL_CATALOG_DRIFT"
+
+    # No worker entry: refuse with ISOLATION_UNAVAILABLE is covered from source; usage error is JSON too.
+    p = run("no-such-command")
+    assert p.returncode == 2
+    assert parse_single_line(p.stdout)["code"] == "CC_SKILL_USAGE"
