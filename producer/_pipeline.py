@@ -66,6 +66,7 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     if not _RUN_ID.match(run_id):
         raise QualificationError(Code.USAGE, f"run id {run_id[:80]!r} must match {_RUN_ID.pattern}")
 
+    out = out.resolve()
     progress = Progress(f"produce {platform}")
     app = policy.file.artifact
     limits = policy.file.limits

@@ -1,0 +1,1 @@
+"""GitHub access on PyGithub: branches, protection, rulesets, workflow runs, artifacts, releases."""

@@ -1,0 +1,1 @@
+"""Test helpers shared by the suites (loopback servers, evidence factories, test keys)."""
