@@ -4,8 +4,8 @@ Pure data by design (DESIGN.md section 6): no cryptography and no network.
 """
 
 from ._bounded import load_json, read_bounded
-from ._cli_guard import ArgumentParser, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, guarded
 from ._canonical import canonical_bytes, sha256_hex
+from ._cli_guard import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
 from ._decision import AuditReport, ConsumerDecision, DecisionRow, Reason
 from ._errors import Code, QualificationError
 from ._export import SCHEMA_MODELS, export_schemas, render_schemas

@@ -35,7 +35,7 @@ def guarded(body: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print("QE_USAGE: interrupted", file=sys.stderr)
         return EXIT_USAGE
-    except Exception as exc:  # noqa: BLE001 - the contract forbids tracebacks; see module docstring
+    except Exception as exc:
         if os.environ.get("QUALIFY_DEBUG") == "1":
             traceback.print_exc()
         print(f"QE_INTERNAL: unexpected {type(exc).__name__}: {str(exc)[:300]} (set QUALIFY_DEBUG=1 for details)",

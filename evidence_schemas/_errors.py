@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 
 
-class Code(str, enum.Enum):
+class Code(enum.StrEnum):
     """A stable rejection or error code."""
 
     # Evidence parsing and shape

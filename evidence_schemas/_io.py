@@ -17,8 +17,8 @@ def write_atomic(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        # os.replace is atomic on POSIX and on Windows (same volume).
-        os.replace(tmp, path)
+        # Path.replace (os.replace) is atomic on POSIX and on Windows (same volume).
+        tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

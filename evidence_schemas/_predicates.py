@@ -6,7 +6,6 @@ from typing import Literal
 
 from pydantic import Field
 
-from ._limits import MAX_LIST
 from ._records import (
     ArtifactRef,
     BuildRecord,

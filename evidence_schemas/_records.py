@@ -24,8 +24,8 @@ from ._types import (
     Sha256Hex,
     ShortText,
     SkillCode,
-    Text,
     StepId,
+    Text,
     Timestamp,
 )
 

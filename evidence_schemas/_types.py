@@ -9,7 +9,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from ._limits import MAX_EXCERPT, MAX_SHORT_STRING, MAX_STRING
 
 
-
 def _no_parent_segment(value: str) -> str:
     if ".." in value.split("/"):
         raise ValueError("path must not contain a '..' segment")

@@ -83,7 +83,7 @@ def _write_member(target: Path, source: object, mode: int) -> None:
     with os.fdopen(fd, "wb") as dst:
         while chunk := source.read(1 << 20):  # type: ignore[attr-defined]
             dst.write(chunk)
-    os.chmod(target, mode & 0o755)
+    target.chmod(mode & 0o755)
 
 
 def unpack(archive: Path, prefix: Path) -> None:
@@ -98,9 +98,8 @@ def unpack(archive: Path, prefix: Path) -> None:
 def _unpack_tar(archive: Path, prefix: Path) -> None:
     try:
         with tarfile.open(archive, "r:gz") as tf:
-            count = total = 0
-            for member in tf:
-                count += 1
+            total = 0
+            for count, member in enumerate(tf, start=1):
                 total += max(member.size, 0)
                 _check_budget(count, total)
                 target = _safe_member_path(member.name, prefix)
@@ -124,9 +123,8 @@ def _unpack_tar(archive: Path, prefix: Path) -> None:
 def _unpack_zip(archive: Path, prefix: Path) -> None:
     try:
         with zipfile.ZipFile(archive) as zf:
-            count = total = 0
-            for info in zf.infolist():
-                count += 1
+            total = 0
+            for count, info in enumerate(zf.infolist(), start=1):
                 total += info.file_size
                 _check_budget(count, total)
                 target = _safe_member_path(info.filename.rstrip("/") or info.filename, prefix)

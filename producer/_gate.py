@@ -56,7 +56,7 @@ class LocalGitGate(SourceGate):
 
     def observe(self) -> SourceGateRecord:
         observations: list[Observation] = []
-        code, top = self._read(observations, "git rev-parse --show-toplevel", "rev-parse", "--show-toplevel")
+        code, _top = self._read(observations, "git rev-parse --show-toplevel", "rev-parse", "--show-toplevel")
         if code != 0:
             raise QualificationError(Code.SOURCE_GATE_FAILED, f"{self._repo}: not inside a git work tree")
         _, ref = self._read(observations, "git symbolic-ref -q HEAD", "symbolic-ref", "-q", "HEAD")

@@ -14,13 +14,26 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel
 
-from evidence_schemas import Code, Platform, PlatformPredicate, QualificationError, RunIdentity, write_atomic
+from evidence_schemas import (
+    Code,
+    InstallRecord,
+    JourneyRecord,
+    LaunchProbeRecord,
+    Platform,
+    PlatformPredicate,
+    QualificationError,
+    RunIdentity,
+    SignatureRecord,
+    SourceGateRecord,
+    write_atomic,
+)
 from qualify_policy import Policy, host_arch, host_platform
 from qualify_trust import Keyring, keyid_of, load_private_key
 
-from ._build import build, executable_name
+from ._build import BuildOutput, build, executable_name
 from ._clock import utc_now
 from ._emit import emit
 from ._gate import LocalGitGate
@@ -41,16 +54,36 @@ class ProduceResult:
     failures: list[str]
 
 
+@dataclass(frozen=True)
+class _Job:
+    """Everything a producer job knows before its first stage runs."""
+
+    policy: Policy
+    platform: Platform
+    arch: str
+    run_id: str
+    key: Ed25519PrivateKey
+    keyring: Keyring
+    evidence_dir: Path
+    artifacts_dir: Path
+    records_dir: Path
+    work_dir: Path
+    progress: Progress
+
+    @property
+    def install_prefix(self) -> Path:
+        return self.work_dir / "install"
+
+    def record(self, name: str, record: BaseModel) -> None:
+        # Unsigned copies for people; the evidence is the signed statement.
+        write_atomic(self.records_dir / f"{name}.json", record.model_dump_json(indent=2).encode() + b"\n")
+
+
 def new_local_run_id() -> str:
     return f"local-{utc_now()[:19].replace(':', '').replace('-', '')}-{secrets.token_hex(4)}"
 
 
-def _write_record(records: Path, name: str, record: BaseModel) -> None:
-    # Unsigned copies for people; the evidence is the signed statement.
-    write_atomic(records / f"{name}.json", record.model_dump_json(indent=2).encode() + b"\n")
-
-
-def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None) -> ProduceResult:
+def _prepare(policy: Policy, platform: Platform, out: Path, run_id: str | None) -> _Job:
     if platform != host_platform():
         raise QualificationError(Code.USAGE, f"a producer job qualifies its own platform; this host is "
                                              f"{host_platform()}, not {platform}")
@@ -65,73 +98,98 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     run_id = run_id or os.environ.get("QUALIFY_RUN_ID") or new_local_run_id()
     if not _RUN_ID.match(run_id):
         raise QualificationError(Code.USAGE, f"run id {run_id[:80]!r} must match {_RUN_ID.pattern}")
-
     out = out.resolve()
-    progress = Progress(f"produce {platform}")
-    app = policy.file.artifact
-    limits = policy.file.limits
-    evidence_dir, artifacts_dir = out / "evidence", out / "artifacts"
-    records, work = out / "records" / platform, out / "work" / platform
+    work = out / "work" / platform
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    arch = host_arch()
+    return _Job(policy, platform, host_arch(), run_id, key, keyring, out / "evidence", out / "artifacts",
+                out / "records" / platform, work, Progress(f"produce {platform}"))
 
-    gate = LocalGitGate(policy.resolve(app.app_source), require_clean=policy.file.source.require_clean_worktree,
-                        repository=policy.file.producer.repository)
-    with progress.stage("source gate") as said:
-        gate_record = gate.observe()
-        said.append(f"sha={gate_record.sha[:12]} ref={gate_record.ref} clean={gate_record.worktree_clean}")
-    _write_record(records, "source-gate", gate_record)
-    run = RunIdentity(mode="local", repository=policy.file.producer.repository,
-                      workflow=policy.file.producer.workflow, ref=gate_record.ref, sha=gate_record.sha,
-                      run_id=run_id, attempt=1, trigger="local", runner_environment="local")
 
-    with progress.stage("build") as said:
+def _gate(job: _Job) -> tuple[LocalGitGate, SourceGateRecord]:
+    gate = LocalGitGate(job.policy.resolve(job.policy.file.artifact.app_source),
+                        require_clean=job.policy.file.source.require_clean_worktree,
+                        repository=job.policy.file.producer.repository)
+    with job.progress.stage("source gate") as said:
+        record = gate.observe()
+        said.append(f"sha={record.sha[:12]} ref={record.ref} clean={record.worktree_clean}")
+    job.record("source-gate", record)
+    return gate, record
+
+
+def _build(job: _Job, gate: LocalGitGate, gate_record: SourceGateRecord) -> BuildOutput:
+    app = job.policy.file.artifact
+    with job.progress.stage("build") as said:
         built = build(repo=gate.toplevel, sha=gate_record.sha, ref=gate_record.ref,
-                      app_source=policy.resolve(app.app_source), spec=app.spec, app_name=app.name,
-                      platform=platform, arch=arch, work=work, artifacts=artifacts_dir,
-                      signer=signer_for(platform, identity=None, entitlements=None, timestamp_url=None),
-                      timeout=limits.build_timeout_seconds)
-        said.append(f"{built.record.artifact.name} {built.record.artifact.size} bytes "
-                    f"sha256={built.record.artifact.sha256[:16]}")
-    _write_record(records, "build", built.record)
+                      app_source=job.policy.resolve(app.app_source), spec=app.spec, app_name=app.name,
+                      platform=job.platform, arch=job.arch, work=job.work_dir, artifacts=job.artifacts_dir,
+                      signer=signer_for(job.platform, identity=None, entitlements=None, timestamp_url=None),
+                      timeout=job.policy.file.limits.build_timeout_seconds)
+        artifact = built.record.artifact
+        said.append(f"{artifact.name} {artifact.size} bytes sha256={artifact.sha256[:16]}")
+    job.record("build", built.record)
+    return built
 
-    with progress.stage("sign") as said:
-        accepted = list(getattr(policy.file.signing, platform))
-        signature = sign_artifact(archive=built.archive, build=built.record, signing=built.signing, key=key,
-                                  keyring=keyring, accepted_states=accepted)
-        said.append(f"keyid={signature.keyid[:16]} readback={signature.readback_verified} "
-                    f"os-signing={signature.platform_signing_state}")
-    _write_record(records, "signature", signature)
 
-    prefix = work / "install"
-    with progress.stage("install") as said:
-        installed = install(archive=built.archive, build=built.record, prefix=prefix,
-                            executable=f"{app.name}/{executable_name(app.name, platform)}")
-        said.append(f"{installed.file_count} files passed={installed.passed}")
-    _write_record(records, "install", installed)
+def _sign(job: _Job, built: BuildOutput) -> SignatureRecord:
+    with job.progress.stage("sign") as said:
+        accepted = list(getattr(job.policy.file.signing, job.platform))
+        record = sign_artifact(archive=built.archive, build=built.record, signing=built.signing, key=job.key,
+                               keyring=job.keyring, accepted_states=accepted)
+        said.append(f"keyid={record.keyid[:16]} readback={record.readback_verified} "
+                    f"os-signing={record.platform_signing_state}")
+    job.record("signature", record)
+    return record
 
-    with progress.stage("launch probe") as said:
-        probe = launch_probe(prefix=prefix, install=installed, platform=platform, gate_sha=gate_record.sha,
-                             timeout=limits.probe_timeout_seconds)
-        said.append(f"exit={probe.exit_code} passed={probe.passed}")
-    _write_record(records, "launch-probe", probe)
 
-    required = list(policy.file.journey.required_steps)
-    with progress.stage("journey") as said:
-        walked = journey(prefix=prefix, install=installed,
-                         gate_sha=gate_record.sha, required_steps=required,
-                         timeout=limits.journey_timeout_seconds)
-        said.append(f"{sum(s.passed for s in walked.steps)}/{len(walked.steps)} steps passed, "
-                    f"missing={len(walked.missing_steps)} passed={walked.passed}")
-    _write_record(records, "journey", walked)
+def _install(job: _Job, built: BuildOutput) -> InstallRecord:
+    app = job.policy.file.artifact.name
+    with job.progress.stage("install") as said:
+        record = install(archive=built.archive, build=built.record, prefix=job.install_prefix,
+                         executable=f"{app}/{executable_name(app, job.platform)}")
+        said.append(f"{record.file_count} files passed={record.passed}")
+    job.record("install", record)
+    return record
 
-    predicate = PlatformPredicate(platform=platform, arch=arch, run=run, produced_at=utc_now(),
+
+def _probe(job: _Job, installed: InstallRecord, sha: str) -> LaunchProbeRecord:
+    with job.progress.stage("launch probe") as said:
+        record = launch_probe(prefix=job.install_prefix, install=installed, platform=job.platform, gate_sha=sha,
+                              timeout=job.policy.file.limits.probe_timeout_seconds)
+        said.append(f"exit={record.exit_code} passed={record.passed}")
+    job.record("launch-probe", record)
+    return record
+
+
+def _journey(job: _Job, installed: InstallRecord, sha: str) -> JourneyRecord:
+    with job.progress.stage("journey") as said:
+        record = journey(prefix=job.install_prefix, install=installed, gate_sha=sha,
+                         required_steps=list(job.policy.file.journey.required_steps),
+                         timeout=job.policy.file.limits.journey_timeout_seconds)
+        said.append(f"{sum(s.passed for s in record.steps)}/{len(record.steps)} steps passed, "
+                    f"missing={len(record.missing_steps)} passed={record.passed}")
+    job.record("journey", record)
+    return record
+
+
+def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None) -> ProduceResult:
+    job = _prepare(policy, platform, out, run_id)
+    gate, gate_record = _gate(job)
+    producer_identity = policy.file.producer
+    run = RunIdentity(mode="local", repository=producer_identity.repository, workflow=producer_identity.workflow,
+                      ref=gate_record.ref, sha=gate_record.sha, run_id=job.run_id, attempt=1, trigger="local",
+                      runner_environment="local")
+    built = _build(job, gate, gate_record)
+    signature = _sign(job, built)
+    installed = _install(job, built)
+    probe = _probe(job, installed, gate_record.sha)
+    walked = _journey(job, installed, gate_record.sha)
+    predicate = PlatformPredicate(platform=platform, arch=job.arch, run=run, produced_at=utc_now(),
                                   source_gate=gate_record, build=built.record, signature=signature,
                                   install=installed, launch_probe=probe, journey=walked)
-    with progress.stage("emit") as said:
-        statement = emit(predicate=predicate, archive=built.archive, gate=gate, key=key,
-                         evidence_dir=evidence_dir, max_bytes=limits.max_statement_bytes)
+    with job.progress.stage("emit") as said:
+        statement = emit(predicate=predicate, archive=built.archive, gate=gate, key=job.key,
+                         evidence_dir=job.evidence_dir, max_bytes=policy.file.limits.max_statement_bytes)
         said.append(str(statement))
     failures = [name for name, ok in (("signature", signature.passed), ("install", installed.passed),
                                       ("launch probe", probe.passed), ("journey", walked.passed)) if not ok]

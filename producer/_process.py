@@ -64,8 +64,9 @@ def run_bounded(
     stderr_cap: int = 16 * 1024,
 ) -> ProcessResult:
     started = time.monotonic()
-    creationflags = subprocess.CREATE_NEW_PROCESS_GROUP if sys.platform == "win32" else 0
-    proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell
+    # A new process group on Windows, a new session on POSIX: the whole tree can be killed on timeout.
+    creationflags = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if sys.platform == "win32" else 0
+    proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
         env=dict(env) if env is not None else None,
@@ -76,7 +77,8 @@ def run_bounded(
         creationflags=creationflags,
         start_new_session=sys.platform != "win32",
     )
-    assert proc.stdout is not None and proc.stderr is not None  # noqa: S101 - pipes requested above
+    if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both pipes were requested
+        raise RuntimeError("child process pipes are missing")
     out: list[bytes] = []
     err: list[bytes] = []
     out_trunc = [False]

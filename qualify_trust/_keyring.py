@@ -63,7 +63,8 @@ class Keyring:
                 Code.KEY_INVALID, exc.message, hint="run 'qualify keygen --policy FILE' to create local keys"
             ) from exc
         try:
-            parsed = validate_model(_KeyringFile, load_json(data, what=what, bounds=JsonBounds(MAX_KEYRING_BYTES, 8)), what=what)
+            value = load_json(data, what=what, bounds=JsonBounds(MAX_KEYRING_BYTES, 8))
+            parsed = validate_model(_KeyringFile, value, what=what)
         except QualificationError as exc:
             raise QualificationError(Code.KEY_INVALID, exc.message) from exc
         keys: dict[str, TrustedKey] = {}

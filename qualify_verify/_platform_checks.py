@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evidence_schemas import Code, PlatformStatement, QualificationError, parse_statement
+from evidence_schemas import Code, Platform, PlatformStatement, QualificationError, parse_statement
 from qualify_trust import Keyring, VerifiedPayload, verify_artifact_digest, verify_envelope
 
 from ._expectations import Expectations
@@ -32,7 +32,7 @@ class VerifiedPlatform:
     signer: VerifiedPayload
 
     @property
-    def platform(self) -> str:
+    def platform(self) -> Platform:
         return self.statement.predicate.platform
 
 

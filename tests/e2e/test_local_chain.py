@@ -1,0 +1,174 @@
+"""The whole local chain on the real PyInstaller bundle, then tampering a consumer must refuse."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from support.chain import Chain, qualify
+
+from evidence_schemas import ConsumerDecision, PlatformStatement, canonical_bytes
+from qualify_trust import generate_private_key, sign_envelope
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="the chain runs per host; "
+                                                   "this test pins the linux platform")]
+
+
+def _verify(chain: Chain, evidence: Path, artifacts: list[Path], *extra: str | Path):
+    args: list[str | Path] = ["verify", "--policy", chain.policy, "--evidence", evidence]
+    for artifact in artifacts:
+        args += ["--artifact", artifact]
+    return qualify(*args, *extra)
+
+
+def _copy_evidence(chain: Chain, tmp_path: Path) -> Path:
+    target = tmp_path / "evidence"
+    shutil.copytree(chain.evidence, target)
+    return target
+
+
+def test_produce_reports_every_stage_with_timings(chain: Chain) -> None:
+    err = chain.logs["produce"].stderr
+    for stage in ("source gate", "build", "sign", "install", "launch probe", "journey", "emit"):
+        assert f"[produce linux] {stage}" in err
+    assert "passed=False" not in err
+    assert f"sha={chain.sha[:12]}" in err
+
+
+def test_untouched_chain_is_qualified(chain: Chain, tmp_path: Path) -> None:
+    decision_file, summary = tmp_path / "decision.json", tmp_path / "summary.md"
+    done = _verify(chain, chain.evidence, chain.artifacts, "--json", decision_file, "--summary", summary)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "QUALIFIED" in done.stdout
+    decision = ConsumerDecision.model_validate_json(decision_file.read_text())
+    assert decision.decision == "QUALIFIED"
+    assert decision.candidate_sha == chain.sha
+    assert [(r.platform, r.install, r.probe, r.journey, r.signature) for r in decision.rows] == [
+        ("linux", "pass", "pass", "pass", "pass")]
+    assert "| linux |" in summary.read_text()
+
+
+def test_statement_binds_the_built_artifact_and_the_gated_sha(chain: Chain) -> None:
+    envelope = json.loads((chain.evidence / "platform-linux.dsse.json").read_bytes())
+    statement = PlatformStatement.model_validate_json(base64.b64decode(envelope["payload"]))
+    (artifact,) = chain.artifacts
+    p = statement.predicate
+    assert statement.subject[0].name == artifact.name
+    assert p.run.sha == p.build.build_sha == p.launch_probe.report.build_sha == chain.sha  # type: ignore[union-attr]
+    assert p.source_gate.protection == "not-observed"
+    assert p.journey.passed
+    assert not p.journey.missing_steps
+    assert p.launch_probe.report is not None
+    assert p.launch_probe.report.isolation_available
+
+
+def test_flipped_artifact_byte_is_refused(chain: Chain, tmp_path: Path) -> None:
+    (artifact,) = chain.artifacts
+    copy = tmp_path / artifact.name
+    data = bytearray(artifact.read_bytes())
+    data[len(data) // 2] ^= 1
+    copy.write_bytes(data)
+    done = _verify(chain, chain.evidence, [copy])
+    assert done.returncode == 1
+    assert "QE_ARTIFACT_DIGEST_MISMATCH" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["platform-linux.dsse.json", "aggregate.dsse.json"])
+@pytest.mark.parametrize("where", [0.1, 0.5, 0.9])
+def test_flipped_statement_byte_is_refused(chain: Chain, tmp_path: Path, name: str, where: float) -> None:
+    evidence = _copy_evidence(chain, tmp_path)
+    path = evidence / name
+    data = bytearray(path.read_bytes())
+    i = int(len(data) * where)
+    data[i] = ord("A") if data[i] != ord("A") else ord("B")
+    path.write_bytes(data)
+    done = _verify(chain, evidence, chain.artifacts)
+    assert done.returncode == 1
+    assert any(code in done.stdout for code in ("QE_SIGNATURE_INVALID", "QE_JSON_MALFORMED", "QE_SCHEMA_INVALID"))
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("name", "code"), [("platform-linux.dsse.json", "QE_PLATFORM_MISSING"),
+                                            ("aggregate.dsse.json", "QE_AGGREGATE_MISSING")])
+def test_removed_statement_is_refused(chain: Chain, tmp_path: Path, name: str, code: str) -> None:
+    evidence = _copy_evidence(chain, tmp_path)
+    (evidence / name).unlink()
+    done = _verify(chain, evidence, chain.artifacts)
+    assert done.returncode == 1
+    assert code in done.stdout
+
+
+def _resign(path: Path, key_path: Path, mutate) -> None:  # type: ignore[no-untyped-def]
+    from qualify_trust import load_private_key
+
+    envelope = json.loads(path.read_bytes())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    mutate(statement)
+    key = load_private_key(key_path) if key_path.exists() else generate_private_key(key_path)
+    path.write_bytes(sign_envelope(canonical_bytes(statement), key))
+
+
+def test_statement_signed_by_an_unknown_key_is_refused(chain: Chain, tmp_path: Path) -> None:
+    evidence = _copy_evidence(chain, tmp_path)
+    _resign(evidence / "platform-linux.dsse.json", tmp_path / "stranger.pem", lambda s: None)
+    done = _verify(chain, evidence, chain.artifacts)
+    assert done.returncode == 1
+    assert "QE_SIGNER_UNTRUSTED" in done.stdout
+
+
+def test_statement_for_another_sha_is_refused(chain: Chain, tmp_path: Path) -> None:
+    evidence = _copy_evidence(chain, tmp_path)
+    other = "0123456789abcdef0123456789abcdef01234567"
+
+    def to_other_sha(statement: dict) -> None:  # type: ignore[type-arg]
+        statement["predicate"]["run"]["sha"] = other
+
+    # Signed with the trusted platform key: only the content check can catch it.
+    _resign(evidence / "platform-linux.dsse.json", chain.root / "keys" / "platform.pem", to_other_sha)
+    done = _verify(chain, evidence, chain.artifacts)
+    assert done.returncode == 1
+    assert "QE_SHA_MISMATCH" in done.stdout
+    assert "QE_AGGREGATE_MISMATCH" in done.stdout
+
+
+def test_verify_names_the_candidate_sha(chain: Chain) -> None:
+    ok = _verify(chain, chain.evidence, chain.artifacts, "--sha", chain.sha)
+    assert ok.returncode == 0
+    wrong = _verify(chain, chain.evidence, chain.artifacts, "--sha", "f" * 40)
+    assert wrong.returncode == 1
+    assert "QE_SHA_MISMATCH" in wrong.stdout
+
+
+def test_audit_checks_the_historical_run_offline(chain: Chain, tmp_path: Path) -> None:
+    report, html = tmp_path / "audit.json", tmp_path / "audit.html"
+    done = qualify("audit", "--policy", chain.policy, "--evidence", chain.evidence, "--json", report,
+                   "--html", html)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(report.read_text())["runs"][0]["decision"] == "QUALIFIED"
+    assert "QUALIFIED" in html.read_text()
+
+
+def test_empty_evidence_folder_is_refused(chain: Chain, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = _verify(chain, empty, chain.artifacts)
+    assert done.returncode == 1
+    assert "QE_EVIDENCE_MISSING" in done.stdout
+
+
+def test_moved_main_blocks_a_new_producer_run(chain: Chain, tmp_path: Path) -> None:
+    """The gate refuses a checkout that is not main's head (a tag at the same commit)."""
+    import subprocess
+
+    subprocess.run(["git", "-C", str(chain.source_repo), "checkout", "-q", "--detach"], check=True)
+    try:
+        done = qualify("produce", "--policy", chain.policy, "--platform", "linux", "--out", tmp_path / "out")
+    finally:
+        subprocess.run(["git", "-C", str(chain.source_repo), "checkout", "-q", "main"], check=True)
+    assert done.returncode == 1
+    assert "QE_REF_NOT_MAIN" in done.stderr
+    assert not (tmp_path / "out" / "evidence").exists()

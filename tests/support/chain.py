@@ -1,0 +1,61 @@
+"""Helpers for running the real local chain from tests: a policy in a temp folder, the CLI in a child."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Chain:
+    root: Path
+    policy: Path
+    out: Path
+    source_repo: Path
+    sha: str
+    logs: dict[str, subprocess.CompletedProcess[str]]
+
+    @property
+    def evidence(self) -> Path:
+        return self.out / "evidence"
+
+    @property
+    def artifacts(self) -> list[Path]:
+        return sorted((self.out / "artifacts").iterdir())
+
+
+def qualify(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the console entry point as a user would, in a child process."""
+    return subprocess.run([sys.executable, "-m", "qualify_cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=900, check=False, cwd=cwd)
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def write_policy(root: Path, app_source: Path, **overrides: str) -> Path:
+    text = (REPO / "policies" / "local.toml").read_text(encoding="utf-8")
+    keys = root / "keys"
+    replacements = {
+        'keyring = "../.qualify/keyring.json"': f'keyring = "{(keys / "keyring.json").as_posix()}"',
+        'platform_key = "../.qualify/keys/platform.ed25519.pem"':
+            f'platform_key = "{(keys / "platform.pem").as_posix()}"',
+        'aggregate_key = "../.qualify/keys/aggregate.ed25519.pem"':
+            f'aggregate_key = "{(keys / "aggregate.pem").as_posix()}"',
+        'app_source = "../reference_app"': f'app_source = "{app_source.as_posix()}"',
+        **overrides,
+    }
+    for old, new in replacements.items():
+        assert old in text, f"policies/local.toml no longer contains {old!r}"
+        text = text.replace(old, new)
+    policy = root / "policy.toml"
+    policy.write_text(text, encoding="utf-8")
+    return policy
+
+
