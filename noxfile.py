@@ -83,3 +83,10 @@ def qualify(session: nox.Session) -> None:
     for name, seconds in timings:
         session.log(f"{name:<16} {seconds:6.1f}s")
     session.log(f"QUALIFIED: evidence in {evidence}, artifacts in {artifacts}")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks: ratios against named baselines; exits 1 when a target is missed."""
+    session.install("-e", ".")
+    session.run("python", "benchmarks/bench_evidence.py")

@@ -1,0 +1,24 @@
+"""The README's table of stable codes is part of the contract: every code is documented."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evidence_schemas import Code
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+@pytest.mark.parametrize("code", list(Code), ids=lambda c: c.value)
+def test_every_code_is_in_the_readme_table(code: Code) -> None:
+    assert f"| `{code.value}` |" in README.read_text(encoding="utf-8")
+
+
+def test_readme_gives_the_two_setup_commands() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert "nox -s qualify" in text
+    assert "nox -s tests" in text
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert "nox -s tests" in ci
