@@ -15,17 +15,15 @@ from evidence_schemas import (
     AggregatedPlatform,
     AggregatePredicate,
     AggregateStatement,
-    Code,
     DigestSet,
-    QualificationError,
     Reason,
     Subject,
     canonical_bytes,
     write_atomic,
 )
 from qualify_policy import Policy
-from qualify_trust import Keyring, keyid_of, load_private_key, sign_envelope
-from qualify_verify import AGGREGATE_FILE, verify_platform_set
+from qualify_trust import signer_for
+from qualify_verify import aggregate_file_name, verify_platform_set
 
 
 @dataclass(frozen=True)
@@ -39,12 +37,7 @@ def _now() -> str:
 
 
 def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path) -> AggregateResult:
-    trust = policy.ed25519
-    key = load_private_key(policy.resolve(trust.aggregate_key))
-    keyring = Keyring.load(policy.resolve(trust.keyring))
-    trusted = keyring.lookup(keyid_of(key.public_key()))
-    if trusted is None or "aggregate" not in trusted.roles:
-        raise QualificationError(Code.KEY_INVALID, "the aggregate signing key is not in the policy's keyring")
+    signer = signer_for(policy, "aggregate")
     verdict = verify_platform_set(policy, evidence_dirs)
     if not verdict.qualified:
         return AggregateResult(None, verdict.reasons)
@@ -52,8 +45,8 @@ def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path) -> Aggregate
     run = platforms[0].statement.predicate.run
     entries = [
         AggregatedPlatform(platform=vp.statement.predicate.platform, artifact=vp.statement.predicate.build.artifact,
-                           statement_sha256=vp.signer.envelope_sha256, signer_keyid=vp.signer.keyid,
-                           signer_identity=vp.signer.signer_name)
+                           statement_sha256=vp.signed.envelope_sha256, signer_keyid=vp.signed.signer.keyid,
+                           signer_identity=vp.signed.signer.name)
         for vp in platforms
     ]
     statement = AggregateStatement(
@@ -63,6 +56,6 @@ def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path) -> Aggregate
         predicate=AggregatePredicate(run=run, required_platforms=list(verdict.expectations.required_platforms),
                                      platforms=entries, aggregated_at=_now(), policy_sha256=policy.sha256),
     )
-    target = out / AGGREGATE_FILE
-    write_atomic(target, sign_envelope(canonical_bytes(statement), key))
+    target = out / aggregate_file_name(signer.file_suffix)
+    write_atomic(target, signer.sign_statement(canonical_bytes(statement)))
     return AggregateResult(target, [])

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from evidence_schemas import (
     Code,
     DigestSet,
@@ -21,17 +19,13 @@ from evidence_schemas import (
     canonical_bytes,
     write_atomic,
 )
-from qualify_trust import sign_envelope
+from qualify_trust import StatementSigner
 
 from ._gate import SourceGate
 from ._hashing import file_sha256
 
 
-def statement_file_name(platform: str) -> str:
-    return f"platform-{platform}.dsse.json"
-
-
-def emit(*, predicate: PlatformPredicate, archive: Path, gate: SourceGate, key: Ed25519PrivateKey,
+def emit(*, predicate: PlatformPredicate, archive: Path, gate: SourceGate, signer: StatementSigner,
          evidence_dir: Path, max_bytes: int) -> Path:
     gate.recheck_head(predicate.source_gate.sha)
     if file_sha256(archive) != predicate.build.artifact.sha256:
@@ -42,9 +36,9 @@ def emit(*, predicate: PlatformPredicate, archive: Path, gate: SourceGate, key: 
         predicateType="https://desktop-qualify.invalid/evidence/platform-qualification/v1",
         predicate=predicate,
     )
-    envelope = sign_envelope(canonical_bytes(statement), key)
+    envelope = signer.sign_statement(canonical_bytes(statement))
     if len(envelope) > max_bytes:
         raise QualificationError(Code.EVIDENCE_TOO_LARGE, f"statement is {len(envelope)} bytes, over {max_bytes}")
-    target = evidence_dir / statement_file_name(predicate.platform)
+    target = evidence_dir / f"platform-{predicate.platform}{signer.file_suffix}"
     write_atomic(target, envelope)
     return target

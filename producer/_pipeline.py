@@ -14,7 +14,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel
 
 from evidence_schemas import (
@@ -31,7 +30,8 @@ from evidence_schemas import (
     write_atomic,
 )
 from qualify_policy import Policy, host_arch, host_platform
-from qualify_trust import Keyring, keyid_of, load_private_key
+from qualify_trust import StatementSigner, StatementVerifier, verifier_for
+from qualify_trust import signer_for as statement_signer_for
 
 from ._build import BuildOutput, build, executable_name
 from ._clock import utc_now
@@ -62,8 +62,8 @@ class _Job:
     platform: Platform
     arch: str
     run_id: str
-    key: Ed25519PrivateKey
-    keyring: Keyring
+    signer: StatementSigner
+    verifier: StatementVerifier
     evidence_dir: Path
     artifacts_dir: Path
     records_dir: Path
@@ -89,12 +89,7 @@ def _prepare(policy: Policy, platform: Platform, out: Path, run_id: str | None) 
                                              f"{host_platform()}, not {platform}")
     if platform not in policy.required_platforms:
         raise QualificationError(Code.USAGE, f"policy {policy.file.name!r} does not require platform {platform!r}")
-    trust = policy.ed25519
-    keyring = Keyring.load(policy.resolve(trust.keyring))
-    key = load_private_key(policy.resolve(trust.platform_key))
-    trusted = keyring.lookup(keyid_of(key.public_key()))
-    if trusted is None or "platform" not in trusted.roles:
-        raise QualificationError(Code.KEY_INVALID, "the platform signing key is not in the policy's keyring")
+    signer, verifier = statement_signer_for(policy, "platform"), verifier_for(policy)
     run_id = run_id or os.environ.get("QUALIFY_RUN_ID") or new_local_run_id()
     if not _RUN_ID.match(run_id):
         raise QualificationError(Code.USAGE, f"run id {run_id[:80]!r} must match {_RUN_ID.pattern}")
@@ -102,7 +97,7 @@ def _prepare(policy: Policy, platform: Platform, out: Path, run_id: str | None) 
     work = out / "work" / platform
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    return _Job(policy, platform, host_arch(), run_id, key, keyring, out / "evidence", out / "artifacts",
+    return _Job(policy, platform, host_arch(), run_id, signer, verifier, out / "evidence", out / "artifacts",
                 out / "records" / platform, work, Progress(f"produce {platform}"))
 
 
@@ -134,8 +129,8 @@ def _build(job: _Job, gate: LocalGitGate, gate_record: SourceGateRecord) -> Buil
 def _sign(job: _Job, built: BuildOutput) -> SignatureRecord:
     with job.progress.stage("sign") as said:
         accepted = list(getattr(job.policy.file.signing, job.platform))
-        record = sign_artifact(archive=built.archive, build=built.record, signing=built.signing, key=job.key,
-                               keyring=job.keyring, accepted_states=accepted)
+        record = sign_artifact(archive=built.archive, build=built.record, signing=built.signing,
+                               signer=job.signer, verifier=job.verifier, accepted_states=accepted)
         said.append(f"keyid={record.keyid[:16]} readback={record.readback_verified} "
                     f"os-signing={record.platform_signing_state}")
     job.record("signature", record)
@@ -188,7 +183,7 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
                                   source_gate=gate_record, build=built.record, signature=signature,
                                   install=installed, launch_probe=probe, journey=walked)
     with job.progress.stage("emit") as said:
-        statement = emit(predicate=predicate, archive=built.archive, gate=gate, key=job.key,
+        statement = emit(predicate=predicate, archive=built.archive, gate=gate, signer=job.signer,
                          evidence_dir=job.evidence_dir, max_bytes=policy.file.limits.max_statement_bytes)
         said.append(str(statement))
     failures = [name for name, ok in (("signature", signature.passed), ("install", installed.passed),

@@ -1,37 +1,32 @@
 """The sign stage: the pipeline's own signature over the archive, then a read-back.
 
 The read-back re-reads the archive from disk, recomputes its digest and verifies
-the signature with the public key the policy's keyring holds (not the private
-key's own half), so a signature nobody downstream could verify is caught here.
+the signature with the policy's verifier (the keyring's public key, or the
+pinned Sigstore root and the producer identity), not with the signer's own
+state, so a signature nobody downstream could verify is caught here.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from evidence_schemas import BuildRecord, SignatureRecord
-from qualify_trust import Keyring, keyid_of, sign_artifact_digest, verify_artifact_digest
+from qualify_trust import StatementSigner, StatementVerifier
 
 from ._hashing import file_sha256
 from ._platform_signing import SigningOutcome
 
 
-def sign_artifact(*, archive: Path, build: BuildRecord, signing: SigningOutcome, key: Ed25519PrivateKey,
-                  keyring: Keyring, accepted_states: list[str]) -> SignatureRecord:
-    digest = file_sha256(archive)
-    signature = sign_artifact_digest(build.artifact.sha256, key)
-    keyid = keyid_of(key.public_key())
+def sign_artifact(*, archive: Path, build: BuildRecord, signing: SigningOutcome, signer: StatementSigner,
+                  verifier: StatementVerifier, accepted_states: list[str]) -> SignatureRecord:
+    signature = signer.sign_artifact_digest(build.artifact.sha256)
     reread = file_sha256(archive)
-    readback = reread == digest == build.artifact.sha256 and verify_artifact_digest(
-        reread, signature, keyring, keyid
-    )
+    readback = reread == build.artifact.sha256 and verifier.verify_artifact_signature(reread, signature)
     return SignatureRecord(
-        method="ed25519-detached",
+        method=signature.method,
         artifact_sha256=build.artifact.sha256,
-        keyid=keyid,
-        signature=signature,
+        keyid=signature.keyid,
+        signature=signature.signature,
         readback_verified=readback,
         platform_signing_tool=signing.tool,
         platform_signing_state=signing.state,

@@ -1,1 +1,25 @@
-"""GitHub access on PyGithub: branches, protection, rulesets, workflow runs, artifacts, releases."""
+"""GitHub access on PyGithub: branches, protection, rulesets, workflow runs, artifacts, releases.
+
+Shared by the producer (source gate) and the consumer. Reads only; bounded
+retries, timeouts, pagination and download caps live in :class:`ClientConfig`.
+"""
+
+from ._client import GitHubClient
+from ._config import DEFAULT_API_URL, ClientConfig, RetryPolicy
+from ._errors import GitHubError
+from ._models import ArtifactInfo, AssetInfo, BranchInfo, Downloaded, ReleaseInfo, RulesetRule, RunInfo
+
+__all__ = [
+    "DEFAULT_API_URL",
+    "ArtifactInfo",
+    "AssetInfo",
+    "BranchInfo",
+    "ClientConfig",
+    "Downloaded",
+    "GitHubClient",
+    "GitHubError",
+    "ReleaseInfo",
+    "RetryPolicy",
+    "RulesetRule",
+    "RunInfo",
+]

@@ -1,10 +1,15 @@
 """The shared signing and verification layer used by producer, aggregate and consumer.
 
 Local trust mode: DSSE envelopes signed with Ed25519 keys that a policy's keyring
-names. GitHub mode (Sigstore) is not implemented yet; see the README.
+names. GitHub mode: Sigstore bundles signed keylessly by the producer workflow,
+verified offline under a pinned trusted root, the signer's workflow identity
+read from the Fulcio certificate and compared exactly with the policy's.
 """
 
 from ._dsse import pae
+from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
+from ._local import KeyringVerifier, LocalSigner
+from ._policy_trust import signer_for, verifier_for
 from ._envelope import (
     ARTIFACT_DIGEST_TYPE,
     VerifiedPayload,
@@ -15,20 +20,58 @@ from ._envelope import (
 )
 from ._keyring import Keyring, Role, TrustedKey, add_to_keyring
 from ._keys import generate_private_key, keyid_of, load_private_key
+from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, check_identity, cross_check_claims, same_run
+from ._sigstore_identity import GitHubIdentity, identity_from_certificate, parse_run_invocation_uri
+from ._sigstore_root import PinnedTrustedRoot, load_pinned_trusted_root, load_trusted_root, trusted_root_from_bytes
+from ._sigstore_sign import sign_dsse_statement
+from ._sigstore_verify import (
+    MAX_BUNDLE_BYTES,
+    VerifiedSigstoreArtifact,
+    VerifiedSigstorePayload,
+    verify_artifact_bundle,
+    verify_dsse_bundle,
+)
 
 __all__ = [
+    "ArtifactSignature",
+    "KeyringVerifier",
+    "LocalSigner",
+    "SignerIdentity",
+    "StatementSigner",
+    "StatementVerifier",
+    "VerifiedStatement",
+    "signer_for",
+    "verifier_for",
     "ARTIFACT_DIGEST_TYPE",
+    "MAX_BUNDLE_BYTES",
+    "CertificateIdentity",
+    "ExpectedWorkflow",
+    "GitHubIdentity",
     "Keyring",
+    "PinnedTrustedRoot",
     "Role",
     "TrustedKey",
     "VerifiedPayload",
+    "VerifiedSigstoreArtifact",
+    "VerifiedSigstorePayload",
     "add_to_keyring",
+    "check_identity",
+    "cross_check_claims",
     "generate_private_key",
+    "identity_from_certificate",
     "keyid_of",
+    "load_pinned_trusted_root",
     "load_private_key",
+    "load_trusted_root",
     "pae",
+    "parse_run_invocation_uri",
+    "same_run",
     "sign_artifact_digest",
+    "sign_dsse_statement",
     "sign_envelope",
+    "trusted_root_from_bytes",
+    "verify_artifact_bundle",
     "verify_artifact_digest",
+    "verify_dsse_bundle",
     "verify_envelope",
 ]

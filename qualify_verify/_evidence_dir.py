@@ -1,7 +1,8 @@
 """Reading an evidence folder: which files are statements, bounded reads, nothing else.
 
-An evidence folder holds exactly the signed statements: ``platform-<p>.dsse.json``
-for each platform job and ``aggregate.dsse.json``. Any other file is refused, so
+An evidence folder holds exactly the signed statements: ``platform-<p><suffix>``
+for each platform job and ``aggregate<suffix>``, where the suffix is the trust
+mode's (``.dsse.json`` local, ``.sigstore.json`` GitHub). Any other file is refused, so
 that nothing unsigned can sit beside the evidence and be mistaken for it.
 """
 
@@ -15,8 +16,11 @@ from evidence_schemas import Code, QualificationError, read_bounded
 
 from ._findings import Findings
 
-AGGREGATE_FILE = "aggregate.dsse.json"
-_PLATFORM_FILE = re.compile(r"^platform-([a-z0-9]{1,16})\.dsse\.json$")
+_PLATFORM_FILE = re.compile(r"^platform-([a-z0-9]{1,16})(\.[a-z0-9.]{1,24})$")
+
+
+def aggregate_file_name(suffix: str) -> str:
+    return f"aggregate{suffix}"
 
 
 @dataclass
@@ -25,7 +29,7 @@ class EvidenceFiles:
     aggregate: bytes | None = None
 
 
-def read_evidence_dir(directory: Path, *, max_bytes: int, findings: Findings) -> EvidenceFiles:
+def read_evidence_dir(directory: Path, *, suffix: str, max_bytes: int, findings: Findings) -> EvidenceFiles:
     if not directory.is_dir():
         raise QualificationError(Code.USAGE, f"{directory}: not a folder")
     files = EvidenceFiles()
@@ -38,7 +42,8 @@ def read_evidence_dir(directory: Path, *, max_bytes: int, findings: Findings) ->
         if entry.is_symlink() or not entry.is_file():
             findings.add(Code.EVIDENCE_UNEXPECTED, f"{name}: not a regular file")
             continue
-        if name != AGGREGATE_FILE and not _PLATFORM_FILE.match(name):
+        match = _PLATFORM_FILE.match(name)
+        if name != aggregate_file_name(suffix) and (match is None or match.group(2) != suffix):
             findings.add(Code.EVIDENCE_UNEXPECTED, f"{name}: not an evidence file name")
             continue
         try:
@@ -46,7 +51,7 @@ def read_evidence_dir(directory: Path, *, max_bytes: int, findings: Findings) ->
         except QualificationError as exc:
             findings.add_error(exc)
             continue
-        if name == AGGREGATE_FILE:
+        if name == aggregate_file_name(suffix):
             files.aggregate = data
         else:
             files.platform[name] = data

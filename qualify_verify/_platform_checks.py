@@ -17,29 +17,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evidence_schemas import Code, Platform, PlatformStatement, QualificationError, parse_statement
-from qualify_trust import Keyring, VerifiedPayload, verify_artifact_digest, verify_envelope
+from qualify_trust import ArtifactSignature, StatementVerifier, VerifiedStatement
 
 from ._expectations import Expectations
 from ._findings import Findings
-
-_EXPECTED_FILE = "platform-{}.dsse.json"
 
 
 @dataclass(frozen=True)
 class VerifiedPlatform:
     file_name: str
     statement: PlatformStatement
-    signer: VerifiedPayload
+    signed: VerifiedStatement
 
     @property
     def platform(self) -> Platform:
         return self.statement.predicate.platform
 
 
-def verify_signature_and_payload(name: str, data: bytes, keyring: Keyring,
+def verify_signature_and_payload(name: str, data: bytes, verifier: StatementVerifier,
                                  findings: Findings) -> VerifiedPlatform | None:
     try:
-        signed = verify_envelope(data, keyring, role="platform", what=name)
+        signed = verifier.verify_statement(data, role="platform", what=name)
         statement = parse_statement(signed.payload, what=name)
     except QualificationError as exc:
         findings.add_error(exc)
@@ -51,9 +49,9 @@ def verify_signature_and_payload(name: str, data: bytes, keyring: Keyring,
     return VerifiedPlatform(name, statement, signed)
 
 
-def check_artifact_identity(vp: VerifiedPlatform, findings: Findings) -> None:
+def check_artifact_identity(vp: VerifiedPlatform, suffix: str, findings: Findings) -> None:
     p = vp.statement.predicate
-    if vp.file_name != _EXPECTED_FILE.format(p.platform):
+    if vp.file_name != f"platform-{p.platform}{suffix}":
         findings.add(Code.PLATFORM_UNKNOWN, f"{vp.file_name}: the statement is for {p.platform}", p.platform)
     subjects = vp.statement.subject
     artifact = p.build.artifact
@@ -105,7 +103,8 @@ def check_source_gate(vp: VerifiedPlatform, exp: Expectations, findings: Finding
         findings.add(Code.WORKTREE_DIRTY, f"{vp.file_name}: the work tree was dirty", p.platform)
 
 
-def check_signature_record(vp: VerifiedPlatform, exp: Expectations, keyring: Keyring, findings: Findings) -> None:
+def check_signature_record(vp: VerifiedPlatform, exp: Expectations, verifier: StatementVerifier,
+                           findings: Findings) -> None:
     p = vp.statement.predicate
     sig = p.signature
     artifact = p.build.artifact
@@ -113,8 +112,8 @@ def check_signature_record(vp: VerifiedPlatform, exp: Expectations, keyring: Key
         findings.add(Code.ARTIFACT_SIGNATURE_FAILED, f"{vp.file_name}: the artifact signature read-back failed",
                      p.platform)
     # The detached signature is re-verified here, not taken from the record's word.
-    if sig.method != "ed25519-detached" or not verify_artifact_digest(artifact.sha256, sig.signature, keyring,
-                                                                      sig.keyid):
+    claimed = ArtifactSignature(sig.method, sig.keyid, sig.signature)
+    if not verifier.verify_artifact_signature(artifact.sha256, claimed):
         findings.add(Code.ARTIFACT_SIGNATURE_FAILED, f"{vp.file_name}: the artifact signature does not verify",
                      p.platform)
     if sig.platform_signing_state not in exp.accepted_signing[p.platform]:
@@ -150,10 +149,11 @@ def journey_gaps(vp: VerifiedPlatform, exp: Expectations) -> list[str]:
     return gaps
 
 
-def check_outcomes(vp: VerifiedPlatform, exp: Expectations, keyring: Keyring, findings: Findings) -> None:
+def check_outcomes(vp: VerifiedPlatform, exp: Expectations, verifier: StatementVerifier,
+                   findings: Findings) -> None:
     p = vp.statement.predicate
     check_source_gate(vp, exp, findings)
-    check_signature_record(vp, exp, keyring, findings)
+    check_signature_record(vp, exp, verifier, findings)
     if not install_ok(vp):
         why = p.install.failure or "no files installed"
         findings.add(Code.INSTALL_FAILED, f"{vp.file_name}: install did not pass ({why})", p.platform)
@@ -165,13 +165,13 @@ def check_outcomes(vp: VerifiedPlatform, exp: Expectations, keyring: Keyring, fi
                                               f"{', '.join(gaps)[:500]}", p.platform)
 
 
-def verify_platform(name: str, data: bytes, exp: Expectations, keyring: Keyring,
+def verify_platform(name: str, data: bytes, exp: Expectations, verifier: StatementVerifier,
                     findings: Findings) -> VerifiedPlatform | None:
-    vp = verify_signature_and_payload(name, data, keyring, findings)
+    vp = verify_signature_and_payload(name, data, verifier, findings)
     if vp is None:
         return None
-    check_artifact_identity(vp, findings)
+    check_artifact_identity(vp, verifier.file_suffix, findings)
     check_identity_claims(vp, exp, findings)
     check_single_commit(vp, findings)
-    check_outcomes(vp, exp, keyring, findings)
+    check_outcomes(vp, exp, verifier, findings)
     return vp

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 from evidence_schemas import PLATFORMS, AggregateStatement, Code, QualificationError, parse_statement
-from qualify_trust import Keyring, VerifiedPayload, verify_envelope
+from qualify_trust import StatementVerifier, VerifiedStatement
 
 from ._expectations import Expectations
 from ._findings import Findings
@@ -51,19 +51,20 @@ def check_one_run(platforms: list[VerifiedPlatform], findings: Findings) -> tupl
     return next(iter(runs), None)
 
 
-def verify_aggregate(data: bytes | None, keyring: Keyring, findings: Findings,
-                     ) -> tuple[AggregateStatement, VerifiedPayload] | None:
+def verify_aggregate(data: bytes | None, verifier: StatementVerifier, findings: Findings,
+                     ) -> tuple[AggregateStatement, VerifiedStatement] | None:
+    name = f"aggregate{verifier.file_suffix}"
     if data is None:
-        findings.add(Code.AGGREGATE_MISSING, "no aggregate statement (aggregate.dsse.json)")
+        findings.add(Code.AGGREGATE_MISSING, f"no aggregate statement ({name})")
         return None
     try:
-        signed = verify_envelope(data, keyring, role="aggregate", what="aggregate.dsse.json")
-        statement = parse_statement(signed.payload, what="aggregate.dsse.json")
+        signed = verifier.verify_statement(data, role="aggregate", what=name)
+        statement = parse_statement(signed.payload, what=name)
     except QualificationError as exc:
         findings.add_error(exc)
         return None
     if not isinstance(statement, AggregateStatement):
-        findings.add(Code.PREDICATE_TYPE_UNKNOWN, "aggregate.dsse.json: not an aggregate qualification")
+        findings.add(Code.PREDICATE_TYPE_UNKNOWN, f"{name}: not an aggregate qualification")
         return None
     return statement, signed
 
@@ -73,7 +74,7 @@ def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: li
     """The aggregate lists exactly the platform statements verified here, byte for byte."""
     pred = aggregate.predicate
     listed = {(e.platform, e.statement_sha256, e.artifact.name, e.artifact.sha256) for e in pred.platforms}
-    verified = {(vp.platform, vp.signer.envelope_sha256, vp.statement.predicate.build.artifact.name,
+    verified = {(vp.platform, vp.signed.envelope_sha256, vp.statement.predicate.build.artifact.name,
                  vp.statement.predicate.build.artifact.sha256) for vp in platforms}
     if listed != verified or len(pred.platforms) != len(listed):
         findings.add(Code.AGGREGATE_MISMATCH, "the aggregate does not list exactly the platform statements present")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from evidence_schemas import AggregateStatement, Code, DecisionRow, Reason
 from qualify_policy import Policy
-from qualify_trust import Keyring
+from qualify_trust import StatementVerifier, verifier_for
 
 from ._evidence_dir import read_evidence_dir
 from ._expectations import Expectations
@@ -33,6 +33,7 @@ from ._run_checks import (
 @dataclass
 class Verdict:
     expectations: Expectations
+    verifier: StatementVerifier
     platforms: list[VerifiedPlatform] = field(default_factory=list)
     aggregate: AggregateStatement | None = None
     sha: str | None = None
@@ -69,21 +70,18 @@ class Verdict:
         return rows
 
 
-def _load_keyring(policy: Policy) -> Keyring:
-    return Keyring.load(policy.resolve(policy.ed25519.keyring))
-
-
 def verify_platform_set(policy: Policy, evidence_dirs: list[Path], *, candidate_sha: str | None = None) -> Verdict:
     """Every platform statement, coverage, one commit, one run (the aggregate job's view)."""
-    keyring = _load_keyring(policy)
-    verdict = Verdict(Expectations.from_policy(policy))
+    verifier = verifier_for(policy)
+    verdict = Verdict(Expectations.from_policy(policy), verifier=verifier)
     findings = verdict.findings
     for directory in evidence_dirs:
-        files = read_evidence_dir(directory, max_bytes=verdict.expectations.max_statement_bytes, findings=findings)
+        files = read_evidence_dir(directory, suffix=verifier.file_suffix,
+                                  max_bytes=verdict.expectations.max_statement_bytes, findings=findings)
         if files.aggregate is not None:
             verdict.aggregate_files.append(files.aggregate)
         for name, data in sorted(files.platform.items()):
-            vp = verify_platform(name, data, verdict.expectations, keyring, findings)
+            vp = verify_platform(name, data, verdict.expectations, verifier, findings)
             if vp is not None:
                 verdict.platforms.append(vp)
     check_coverage(verdict.platforms, verdict.expectations, findings)
@@ -100,12 +98,11 @@ def verify_release(policy: Policy, evidence_dirs: list[Path], artifacts: list[Pa
     checks serve the release gate and the auditor's historical check.
     """
     verdict = verify_platform_set(policy, evidence_dirs, candidate_sha=candidate_sha)
-    keyring = _load_keyring(policy)
     if len(verdict.aggregate_files) > 1:
         verdict.findings.add(Code.AGGREGATE_MISMATCH, f"{len(verdict.aggregate_files)} aggregate statements; "
                                                       "one run has exactly one")
     first = verdict.aggregate_files[0] if verdict.aggregate_files else None
-    aggregate = verify_aggregate(first, keyring, verdict.findings)
+    aggregate = verify_aggregate(first, verdict.verifier, verdict.findings)
     if aggregate is not None:
         verdict.aggregate = aggregate[0]
         check_aggregate_binds_platforms(aggregate[0], verdict.platforms, verdict.expectations, verdict.findings)

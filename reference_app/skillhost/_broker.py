@@ -1,11 +1,17 @@
 """Host ports and the capability broker.
 
 What a call may do = declared ∩ catalog ∩ approved port (authority) ∩ broker policy.
-Every call is audited (start / done / denied) with bounded fields and no values.
+Every call is audited (start / done / denied) with bounded fields and no values:
+the audit names the skill, the authority, the port, the method and at most a
+short non-secret target (a logical key name, a host name, a command name), never
+an argument value, an environment value, argv or output.
 """
+
+from __future__ import annotations
 
 import datetime
 import time
+from typing import Any, Protocol
 
 from skillhost._errors import SkillError
 from skillhost._manifest import PORT_CAPABILITY
@@ -13,61 +19,75 @@ from skillhost._manifest import PORT_CAPABILITY
 MAX_REQUESTS = 32
 MAX_LOG_MESSAGE = 200
 MAX_AUDIT = 256
+MAX_TARGET = 64
+
+
+class Port(Protocol):
+    """A host port: a fixed tuple of callable method names plus an audit label."""
+
+    methods: tuple[str, ...]
+
+    def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str: ...
 
 
 class TimePort:
     methods = ("now", "epoch_ms")
 
-    def now(self):
+    def now(self) -> str:
         return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
-    def epoch_ms(self):
+    def epoch_ms(self) -> int:
         return int(time.time() * 1000)
+
+    def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str:
+        return ""
 
 
 class LoggerPort:
     methods = ("info", "warn")
 
-    def __init__(self, sink: list, limit: int = 64):
+    def __init__(self, sink: list[dict[str, str]], limit: int = 64) -> None:
         self._sink, self._limit = sink, limit
 
-    def _log(self, level, message):
+    def _log(self, level: str, message: object) -> None:
         if len(self._sink) < self._limit:
             self._sink.append({"level": level, "message": str(message)[:MAX_LOG_MESSAGE]})
 
-    def info(self, message=""):
-        return self._log("info", message)
+    def info(self, message: object = "") -> None:
+        self._log("info", message)
 
-    def warn(self, message=""):
-        return self._log("warn", message)
+    def warn(self, message: object = "") -> None:
+        self._log("warn", message)
 
-
-class EnvPort:
-    """Logical keys only, per skill: values come from a host-chosen mapping, never os.environ."""
-
-    methods = ("get",)
-
-    def __init__(self, values: dict):
-        self._values = dict(values)
-
-    def get(self, key=""):
-        if not isinstance(key, str) or key not in self._values:
-            raise SkillError("CC_SKILL_ENV_KEY_DENIED", "logical key not granted to this skill")
-        return self._values[key]
+    def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str:
+        return ""
 
 
 class Broker:
-    def __init__(self, skill_id: str, exec_id: str, declared, approved_ports: dict, max_requests: int = MAX_REQUESTS):
+    """One broker per execution: it owns the quota and the audit trail of that run."""
+
+    def __init__(  # noqa: PLR0917 - positional order kept for the existing callers
+        self,
+        skill_id: str,
+        exec_id: str,
+        declared: object,
+        approved_ports: dict[str, Any],
+        max_requests: int = MAX_REQUESTS,
+        authority: str = "host",
+    ) -> None:
         self.skill_id = skill_id
         self.exec_id = exec_id
-        self.declared = frozenset(declared)
+        self.authority = authority
+        self.declared = frozenset(declared)  # type: ignore[arg-type]
         self.ports = dict(approved_ports)
         self.max_requests = max_requests
         self.requests = 0
-        self.audit: list = []
-        self.denials: list = []
+        self.audit: list[dict[str, Any]] = []
+        self.denials: list[str] = []
 
-    def _record(self, event, port, method, capability, code=None):
+    def _record(  # noqa: PLR0917
+        self, event: str, port: object, method: object, capability: str | None, code: str | None = None, target: str = ""
+    ) -> None:
         if len(self.audit) >= MAX_AUDIT:
             return
         self.audit.append(
@@ -76,72 +96,88 @@ class Broker:
                 "event": event,
                 "exec_id": self.exec_id[:64],
                 "skill_id": self.skill_id[:64],
+                "authority": self.authority[:64],
                 "port": str(port)[:32],
                 "method": str(method)[:32],
                 "capability": capability,
+                "target": target[:MAX_TARGET],
                 "code": code,
             }
         )
 
-    def call(self, port: str, method: str, args=(), kwargs=None):
-        kwargs = {} if kwargs is None else kwargs
-        self.requests += 1
+    def _deny(self, port: object, method: object, capability: str | None, code: str, target: str = "") -> SkillError:
+        self._record("denied", port, method, capability, code, target)
+        self.denials.append(code)
+        return SkillError(code, f"{str(port)[:32]}.{str(method)[:32]} denied")
+
+    def _precheck(self, port: object, method: object, args: object, kwargs: object) -> str | None:
         capability = PORT_CAPABILITY.get(port) if isinstance(port, str) else None
-        code = None
         if self.requests > self.max_requests:
-            code = "CC_SKILL_QUOTA_EXCEEDED"
-        elif capability is None:
-            code = "CC_SKILL_PORT_UNKNOWN"
-        elif capability not in self.declared:
-            code = "CC_SKILL_CAPABILITY_UNDECLARED"
-        elif port not in self.ports:
-            code = "CC_SKILL_PORT_UNAPPROVED"
-        elif not isinstance(method, str) or method not in type(self.ports[port]).methods:
-            code = "CC_SKILL_PORT_METHOD_UNKNOWN"
-        elif (
+            return "CC_SKILL_QUOTA_EXCEEDED"
+        if capability is None:
+            return "CC_SKILL_PORT_UNKNOWN"
+        if capability not in self.declared:
+            return "CC_SKILL_CAPABILITY_UNDECLARED"
+        if port not in self.ports:
+            return "CC_SKILL_PORT_UNAPPROVED"
+        if not isinstance(method, str) or method not in type(self.ports[port]).methods:  # type: ignore[index]
+            return "CC_SKILL_PORT_METHOD_UNKNOWN"
+        if (
             not isinstance(args, (list, tuple))
             or len(args) > 8
             or not isinstance(kwargs, dict)
             or len(kwargs) > 8
-            or not all(isinstance(k, str) for k in kwargs)
+            or not all(isinstance(k, str) and not k.startswith("_") for k in kwargs)
         ):
-            code = "CC_SKILL_PROTOCOL_VIOLATION"
+            return "CC_SKILL_PROTOCOL_VIOLATION"
+        return None
+
+    def call(self, port: Any, method: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = {} if kwargs is None else kwargs
+        self.requests += 1
+        capability = PORT_CAPABILITY.get(port) if isinstance(port, str) else None
+        code = self._precheck(port, method, args, kwargs)
         if code:
-            self._record("denied", port, method, capability, code)
-            self.denials.append(code)
-            raise SkillError(code, f"{port}.{method} denied")
-        self._record("start", port, method, capability)
+            raise self._deny(port, method, capability, code)
+        impl = self.ports[port]
+        args = list(args)
         try:
-            value = getattr(self.ports[port], method)(*args, **kwargs)
+            target = str(impl.audit_target(method, args, kwargs))
+        except (TypeError, ValueError, AttributeError):
+            target = ""
+        self._record("start", port, method, capability, target=target)
+        try:
+            value = getattr(impl, method)(*args, **kwargs)
         except SkillError as exc:
-            self._record("denied", port, method, capability, exc.code)
-            self.denials.append(exc.code)
-            raise
+            raise self._deny(port, method, capability, exc.code, target) from None
         except TypeError:
-            self._record("denied", port, method, capability, "CC_SKILL_PORT_BAD_ARGS")
-            self.denials.append("CC_SKILL_PORT_BAD_ARGS")
-            raise SkillError("CC_SKILL_PORT_BAD_ARGS", f"{port}.{method}: bad arguments") from None
-        self._record("done", port, method, capability)
+            raise self._deny(port, method, capability, "CC_SKILL_PORT_BAD_ARGS", target) from None
+        except OSError:
+            # A port must map its own failures; an OS error escaping one is still a denial, never a traceback.
+            raise self._deny(port, method, capability, "CC_SKILL_PORT_FAILED", target) from None
+        self._record("done", port, method, capability, target=target)
         return value
 
 
-def default_ports(log_sink: list, env_values=None) -> dict:
-    """Ports the host approves in this first cut. fs/process/https brokers are not approved yet."""
-    ports = {"time": TimePort(), "logger": LoggerPort(log_sink)}
+def default_ports(log_sink: list[dict[str, str]], env_values: dict[str, str] | None = None) -> dict[str, Any]:
+    """The always-safe ports (time, logger) plus an environment port over host-chosen values."""
+    from skillhost._env_broker import EnvironmentPort  # noqa: PLC0415 - avoid an import cycle
+
+    ports: dict[str, Any] = {"time": TimePort(), "logger": LoggerPort(log_sink)}
     if env_values is not None:
-        ports["env"] = EnvPort(env_values)
+        ports["env"] = EnvironmentPort(env_values)
     return ports
 
 
 class _PortProxy:
-    def __init__(self, broker, port):
+    def __init__(self, broker: Broker, port: str) -> None:
         self._broker, self._port = broker, port
 
-    def __getattr__(self, method):
+    def __getattr__(self, method: str) -> Any:
         if method.startswith("_"):
             raise AttributeError(method)
 
-        def call(*args, **kwargs):
+        def call(*args: Any, **kwargs: Any) -> Any:
             return self._broker.call(self._port, method, list(args), kwargs)
 
         return call
@@ -150,10 +186,10 @@ class _PortProxy:
 class HostPorts:
     """The ``ports`` object handed to an in-process (bundled) handler; every call hits the broker."""
 
-    def __init__(self, broker):
+    def __init__(self, broker: Broker) -> None:
         self._broker = broker
 
-    def __getattr__(self, port):
+    def __getattr__(self, port: str) -> _PortProxy:
         if port.startswith("_"):
             raise AttributeError(port)
         return _PortProxy(self._broker, port)

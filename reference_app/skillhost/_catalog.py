@@ -20,6 +20,14 @@ MAX_MANIFEST_BYTES = 16 * 1024
 ALLOWED_IMPORTS = frozenset(
     {"json", "math", "re", "datetime", "itertools", "functools", "collections", "string", "textwrap"}
 )
+# Named so a refusal says which surface a handler tried to reach around the brokers (seed §4, §8).
+RAW_MODULES = {
+    **dict.fromkeys(("socket", "ssl", "http", "urllib", "urllib3", "requests", "httpx", "dns", "ftplib"), "network"),
+    **dict.fromkeys(("smtplib", "select", "selectors", "asyncio"), "network"),
+    **dict.fromkeys(("subprocess", "multiprocessing", "pty", "signal", "concurrent"), "process"),
+    **dict.fromkeys(("os", "posix", "nt", "sys", "shutil", "pathlib", "io", "tempfile", "glob"), "environment/os"),
+    **dict.fromkeys(("ctypes", "cffi", "importlib", "builtins", "marshal", "pickle", "runpy", "code"), "interpreter"),
+}
 FORBIDDEN_NAMES = frozenset(
     {
         "__import__",
@@ -77,7 +85,8 @@ def audit_handler(source: bytes) -> dict:  # noqa: PLR0912
                 problems.append("ports used other than as ports.<port>")
     for mod in sorted(imports):
         if mod not in ALLOWED_IMPORTS:
-            problems.append(f"raw module import {mod}")
+            kind = RAW_MODULES.get(mod, "not allow-listed")
+            problems.append(f"raw module import {mod} ({kind})")
     if not has_run:
         problems.append("no top-level def run(ports, args)")
     return {"capabilities": sorted(caps), "imports": sorted(imports), "problems": sorted(set(problems))}

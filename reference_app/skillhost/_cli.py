@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message or "help requested")
 
     def print_help(self, file=None):
-        raise _UsageError("usage: skillhost {probe,journey,worker,sign-skill,keygen}")
+        raise _UsageError("usage: skillhost {probe,journey,worker,sign-skill,keygen,run-skill}")
 
 
 def _parser():
@@ -41,7 +41,43 @@ def _parser():
     s.add_argument("dir")
     k = sub.add_parser("keygen", add_help=False)
     k.add_argument("--out", required=True)
+    r = sub.add_parser("run-skill", add_help=False)
+    r.add_argument("--workspace", required=True)
+    r.add_argument("--trust-store", required=True)
+    r.add_argument("--safe-mode", action="store_true")
+    r.add_argument("--args-json", default="{}")
+    r.add_argument("skill_id")
     return p
+
+
+MAX_ARGS_JSON = 4096
+
+
+def _run_skill(ns):
+    from skillhost._host import HostConfig, SkillHost
+    from skillhost._signing import TrustStore
+
+    if len(ns.args_json) > MAX_ARGS_JSON:
+        raise SkillError("CC_SKILL_USAGE", "--args-json is larger than 4096 bytes")
+    try:
+        args = json.loads(ns.args_json)
+    except ValueError:
+        raise SkillError("CC_SKILL_USAGE", "--args-json is not JSON") from None
+    if not isinstance(args, dict):
+        raise SkillError("CC_SKILL_USAGE", "--args-json must be a JSON object")
+    trust = TrustStore.load(Path(ns.trust_store))
+    host = SkillHost(HostConfig(workspace=Path(ns.workspace), trust=trust, safe_mode=ns.safe_mode))
+    res = host.run(ns.skill_id, args)
+    report = {
+        "kind": "skillhost-run",
+        "version": 1,
+        "skill_id": res.skill_id,
+        "tier": res.tier,
+        "safe_mode": bool(ns.safe_mode),
+        "value": res.value,
+        "audit": res.audit[:64],
+    }
+    return report, 0
 
 
 def _emit(obj) -> None:
@@ -91,6 +127,8 @@ def _dispatch(ns):
 
         res = sign_package(ns.dir, load_private_key(ns.key))
         return dict(res, kind="skillhost-sign", version=1), 0
+    if ns.cmd == "run-skill":
+        return _run_skill(ns)
     raise _UsageError("unknown command")
 
 

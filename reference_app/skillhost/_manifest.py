@@ -54,9 +54,31 @@ def parse_front_matter(text: str) -> dict:
     raise SkillError("CC_SKILL_MANIFEST_INVALID", "front matter not terminated")
 
 
+# Everything a manifest may say. Anything else (install hooks, scripts, dependencies,
+# a second entry point) is refused rather than ignored: an ignored field is a field
+# someone will one day believe is enforced.
+KNOWN_FIELDS = frozenset({"id", "name", "description", "version", "execution-capabilities", "entry"})
+ENTRY_POINT = "handler.py"
+
+
+def _check_entry(value: object) -> None:
+    if value == ENTRY_POINT:
+        return
+    if not isinstance(value, str):
+        raise SkillError("CC_SKILL_PACKAGE_INVALID", "entry must be a string")
+    if ".." in re.split(r"[\\/]", value) or value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", value):
+        raise SkillError("CC_SKILL_PACKAGE_INVALID", "path traversal in entry point")
+    raise SkillError("CC_SKILL_PACKAGE_INVALID", f"bad entry point {value[:40]!r}: the only entry is {ENTRY_POINT}")
+
+
 def parse_manifest(text: str) -> dict:
     """Return {"id", "name", "capabilities": sorted list}; fail closed on anything odd."""
     fields = parse_front_matter(text)
+    unknown = sorted(set(fields) - KNOWN_FIELDS)
+    if unknown:
+        raise SkillError("CC_SKILL_PACKAGE_INVALID", f"unknown manifest field(s): {', '.join(unknown)[:80]}")
+    if "entry" in fields:
+        _check_entry(fields["entry"])
     skill_id = fields.get("id")
     if not isinstance(skill_id, str) or not SKILL_ID_RE.match(skill_id):
         raise SkillError("CC_SKILL_MANIFEST_INVALID", "missing or malformed id")

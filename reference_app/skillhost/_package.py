@@ -4,6 +4,7 @@
 
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,22 +13,27 @@ from skillhost._canon import canonical_bytes, sha256_hex
 from skillhost._errors import SkillError
 from skillhost._manifest import parse_manifest
 from skillhost._signing import LOCK_NAME, SIG_NAME, TrustStore, sign_lock, verify_signature
+from skillhost._source_audit import audit_external_source
 
 MAX_FILES = 16
 MAX_FILE_BYTES = 32 * 1024
 MAX_TOTAL_BYTES = 128 * 1024
 ALLOWED_SUFFIXES = (".md", ".txt", ".json")
 HANDLER_NAME = "handler.py"
-_EXEC_MAGIC = (
+# Native binaries (ELF, PE, Mach-O thin/fat), WebAssembly and zip containers (zipapps, jars, wheels).
+_NATIVE_MAGIC = (
     b"\x7fELF",
     b"MZ",
-    b"#!",
     b"\xfe\xed\xfa\xce",
     b"\xfe\xed\xfa\xcf",
     b"\xce\xfa\xed\xfe",
     b"\xcf\xfa\xed\xfe",
     b"\xca\xfe\xba\xbe",
+    b"\x00asm",
+    b"PK\x03\x04",
 )
+_SHEBANG = b"#!"
+_TRAVERSAL = re.compile(r"(^|[\\/])\.\.([\\/]|$)|^[\\/]|^[A-Za-z]:")
 
 
 @dataclass
@@ -53,11 +59,11 @@ def _read_stable(root_real: str, name: str) -> tuple:
     path = os.path.join(root_real, name)
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
-        raise SkillError("CC_SKILL_SYMLINK_REJECTED", f"{name} is a symlink")
+        raise SkillError("CC_SKILL_PACKAGE_INVALID", f"symlink in package: {name[:60]}")
     if not stat.S_ISREG(st.st_mode):
         raise SkillError("CC_SKILL_PACKAGE_INVALID", f"{name} is not a regular file")
     if st.st_size > MAX_FILE_BYTES:
-        raise SkillError("CC_SKILL_FILE_TOO_LARGE", f"{name} exceeds {MAX_FILE_BYTES} bytes")
+        raise SkillError("CC_SKILL_PACKAGE_INVALID", f"oversize file: {name[:60]} exceeds {MAX_FILE_BYTES} bytes")
     if os.path.dirname(os.path.realpath(path)) != root_real:
         raise SkillError("CC_SKILL_PATH_ESCAPE", f"{name} resolves outside the skill root")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
@@ -73,7 +79,7 @@ def _read_stable(root_real: str, name: str) -> tuple:
                 break
             total += len(block)
             if total > MAX_FILE_BYTES:
-                raise SkillError("CC_SKILL_FILE_TOO_LARGE", f"{name} grew past the cap")
+                raise SkillError("CC_SKILL_PACKAGE_INVALID", f"oversize file: {name[:60]} grew past the cap")
             chunks.append(block)
         after = os.fstat(fd)
         if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns) or after.st_size != total:
@@ -81,7 +87,7 @@ def _read_stable(root_real: str, name: str) -> tuple:
     finally:
         os.close(fd)
     if os.name == "posix" and st.st_mode & 0o111:
-        raise SkillError("CC_SKILL_PACKAGE_INVALID", f"{name} has an executable mode bit")
+        raise SkillError("CC_SKILL_PACKAGE_INVALID", f"executable payload: {name[:60]} has an exec mode bit")
     data = b"".join(chunks)
     return data, (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns)
 
@@ -90,7 +96,7 @@ def read_package(root) -> tuple:
     """Stable re-read of every file in a flat package. Returns (root_real, {name: bytes}, identities)."""
     root = os.fspath(root)
     if os.path.islink(root):
-        raise SkillError("CC_SKILL_SYMLINK_REJECTED", "skill root is a symlink")
+        raise SkillError("CC_SKILL_PACKAGE_INVALID", "symlink: the skill root is a symlink")
     root_real = os.path.realpath(root)
     if not os.path.isdir(root_real):
         raise SkillError("CC_SKILL_PACKAGE_INVALID", "skill root is not a directory")
@@ -105,11 +111,14 @@ def read_package(root) -> tuple:
         elif name.startswith(".") or not name.endswith(ALLOWED_SUFFIXES):
             raise SkillError("CC_SKILL_PACKAGE_INVALID", f"file type not allowed: {name[:60]!r}")
         data, ident = _read_stable(root_real, name)
-        if data.startswith(_EXEC_MAGIC):
-            raise SkillError("CC_SKILL_PACKAGE_INVALID", f"{name} looks like a native/executable payload")
+        if data.startswith(_NATIVE_MAGIC):
+            raise SkillError("CC_SKILL_PACKAGE_INVALID", f"native binary: {name[:60]}")
+        # The handler is source handed to the worker, never executed by the OS; any other script is a payload.
+        if data.startswith(_SHEBANG) and name != HANDLER_NAME:
+            raise SkillError("CC_SKILL_PACKAGE_INVALID", f"executable payload: {name[:60]} has a shebang")
         total += len(data)
         if total > MAX_TOTAL_BYTES:
-            raise SkillError("CC_SKILL_FILE_TOO_LARGE", "package exceeds the total size cap")
+            raise SkillError("CC_SKILL_PACKAGE_INVALID", "oversize package: exceeds the total size cap")
         files[name], ids[name] = data, ident
     return root_real, files, ids
 
@@ -148,6 +157,8 @@ def _check_lock_shape(lock) -> None:
             ):
                 ok = False
         paths = [e["path"] for e in lock["files"]] if ok else []
+        if any(_TRAVERSAL.search(p) or "/" in p or "\\" in p for p in paths):
+            raise SkillError("CC_SKILL_PACKAGE_INVALID", "path traversal: lock names a path outside the package")
         ok = ok and paths == sorted(set(paths))
     if not ok:
         raise SkillError("CC_SKILL_LOCK_INVALID", "lock file has the wrong shape")
@@ -158,7 +169,11 @@ def discover(root) -> Candidate:
     manifest = parse_manifest(files.get("SKILL.md", b"").decode("utf-8", "replace")) if "SKILL.md" in files else None
     if manifest is None:
         raise SkillError("CC_SKILL_MANIFEST_INVALID", "no SKILL.md")
-    lock_sha = sha256_hex(files[LOCK_NAME]) if LOCK_NAME in files else ""
+    lock_sha = ""
+    if LOCK_NAME in files:
+        # Structure is validated at discovery already: a traversal in the lock is refused before any signature work.
+        _check_lock_shape(_parse_json(files[LOCK_NAME], "CC_SKILL_LOCK_INVALID", "lock"))
+        lock_sha = sha256_hex(files[LOCK_NAME])
     return Candidate(root=os.fspath(root), skill_id=manifest["id"], lock_sha256=lock_sha, identities=ids)
 
 
@@ -192,6 +207,8 @@ def verify_for_execution(candidate: Candidate, trust: TrustStore) -> VerifiedSki
         source = files[HANDLER_NAME].decode("utf-8")
     except UnicodeDecodeError:
         raise SkillError("CC_SKILL_PACKAGE_INVALID", "handler is not UTF-8") from None
+    # Parsed, never executed, in the host: raw imports and introspection tricks are refused before a worker starts.
+    audit_external_source(source)
     return VerifiedSkill(
         skill_id=manifest["id"],
         capabilities=manifest["capabilities"],

@@ -103,13 +103,31 @@ def _reader(stream, q):
         q.put(("eof", None))
 
 
+_POLL = 0.05
+
+
 def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cleanup path
-    verified, broker_ports: dict, args=None, max_duration: float = MAX_DURATION, max_requests: int = MAX_REQUESTS
+    verified,
+    broker_ports: dict,
+    args=None,
+    max_duration: float = MAX_DURATION,
+    max_requests: int = MAX_REQUESTS,
+    *,
+    cancel: threading.Event | None = None,
+    authority: str = "host",
+    protocol_version: int = PROTOCOL_VERSION,
 ) -> Outcome:
-    """Run a verified external skill in a one-shot worker. Always kills and reaps the worker."""
+    """Run a verified external skill in a one-shot worker. Always kills and reaps the worker.
+
+    ``cancel`` is the host's abort switch: once set, the run ends with ``CC_SKILL_ABORTED``
+    and the worker is killed. ``protocol_version`` is the version this host speaks; it is
+    a parameter only so the journey can prove that a worker refuses a version it does not speak.
+    """
     max_duration = min(max_duration, MAX_DURATION)
     exec_id = secrets.token_hex(16)
-    broker = Broker(verified.skill_id, exec_id, verified.capabilities, broker_ports, max_requests=max_requests)
+    broker = Broker(
+        verified.skill_id, exec_id, verified.capabilities, broker_ports, max_requests=max_requests, authority=authority
+    )
     out = Outcome(ok=False)
     started = time.monotonic()
     cwd = tempfile.mkdtemp(prefix="skillhost-worker-")
@@ -121,7 +139,7 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
         threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True).start()
 
         def send(frame):
-            data = canonical_bytes(dict(frame, v=PROTOCOL_VERSION, exec_id=exec_id)) + b"\n"
+            data = canonical_bytes(dict(frame, v=protocol_version, exec_id=exec_id)) + b"\n"
             if len(data) > MAX_FRAME:
                 raise SkillError("CC_SKILL_FRAME_TOO_LARGE", "host frame exceeds the cap")
             proc.stdin.write(data)
@@ -137,13 +155,15 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
             }
         )
         while True:
+            if cancel is not None and cancel.is_set():
+                raise SkillError("CC_SKILL_ABORTED", "the host cancelled the run")
             remaining = max_duration - (time.monotonic() - started)
             if remaining <= 0:
                 raise SkillError("CC_SKILL_TIMEOUT", f"worker exceeded {max_duration:.1f}s")
             try:
-                kind, line = q.get(timeout=remaining)
+                kind, line = q.get(timeout=min(remaining, _POLL))
             except queue.Empty:
-                raise SkillError("CC_SKILL_TIMEOUT", f"worker exceeded {max_duration:.1f}s") from None
+                continue
             if kind == "too-large":
                 raise SkillError("CC_SKILL_FRAME_TOO_LARGE", "worker frame exceeds 64 KiB")
             if kind == "eof":
@@ -154,7 +174,7 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
                 raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "worker frame is not JSON") from None
             if (
                 not isinstance(frame, dict)
-                or frame.get("v") != PROTOCOL_VERSION
+                or frame.get("v") != protocol_version
                 or frame.get("exec_id") != exec_id
                 or frame.get("type") not in _FRAME_TYPES
             ):

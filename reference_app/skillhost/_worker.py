@@ -32,6 +32,9 @@ _REMOVED_BUILTINS = (
     "locals",
     "vars",
     "memoryview",
+    "getattr",
+    "setattr",
+    "delattr",
 )
 REQUIRED_LIMITS = ("RLIMIT_CORE", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE")
 
@@ -85,6 +88,8 @@ class _Protocol:
             raise SystemExit(70)
         frame = json.loads(line.decode("utf-8"))
         if not isinstance(frame, dict) or frame.get("v") != PROTOCOL_VERSION:
+            # Say why once, in our own version, then stop: nothing runs under a protocol we do not speak.
+            self.send({"type": "error", "code": "CC_SKILL_PROTOCOL_VIOLATION", "message": "protocol version mismatch"})
             raise SystemExit(71)
         if self.exec_id is not None and frame.get("exec_id") != self.exec_id:
             raise SystemExit(72)
@@ -97,47 +102,56 @@ class CapabilityDeniedError(Exception):
         self.code = code
 
 
-class _RemotePort:
-    def __init__(self, proto, port):
-        self._proto, self._port = proto, port
+def _remote_ports(proto):
+    """The ``ports`` object of an external handler.
 
-    def __getattr__(self, method):
-        if method.startswith("_"):
-            raise AttributeError(method)
-        proto, port = self._proto, self._port
+    The protocol object lives only in this closure, not in an attribute, so the
+    handler cannot reach the raw channel as ``ports._proto`` (attribute access to
+    ``_`` names and ``__closure__`` is refused by the host's static audit too).
+    """
 
-        def call(*args, **kwargs):
-            proto.next_request += 1
-            rid = proto.next_request
-            proto.send(
-                {
-                    "type": "capability-request",
-                    "request_id": rid,
-                    "port": port,
-                    "method": method,
-                    "args": list(args),
-                    "kwargs": kwargs,
-                }
-            )
-            resp = proto.recv()
-            if resp.get("type") != "capability-response" or resp.get("request_id") != rid:
-                raise SystemExit(73)
-            if not resp.get("ok"):
-                code = str(resp.get("code", "CC_SKILL_CAPABILITY_DENIED"))
-                raise CapabilityDeniedError(code, str(resp.get("message", "")))
-            return resp.get("value")
+    def request(port, method, args, kwargs):
+        proto.next_request += 1
+        rid = proto.next_request
+        proto.send(
+            {
+                "type": "capability-request",
+                "request_id": rid,
+                "port": port,
+                "method": method,
+                "args": list(args),
+                "kwargs": kwargs,
+            }
+        )
+        resp = proto.recv()
+        if resp.get("type") != "capability-response" or resp.get("request_id") != rid:
+            raise SystemExit(73)
+        if not resp.get("ok"):
+            code = str(resp.get("code", "CC_SKILL_CAPABILITY_DENIED"))
+            raise CapabilityDeniedError(code, str(resp.get("message", "")))
+        return resp.get("value")
 
-        return call
+    class RemotePort:
+        __slots__ = ("name",)
 
+        def __init__(self, name):
+            self.name = name
 
-class _RemotePorts:
-    def __init__(self, proto):
-        self._proto = proto
+        def __getattr__(self, method):
+            if method.startswith("_"):
+                raise AttributeError(method)
+            port = self.name
+            return lambda *a, **k: request(port, method, a, k)
 
-    def __getattr__(self, port):
-        if port.startswith("_"):
-            raise AttributeError(port)
-        return _RemotePort(self._proto, port)
+    class RemotePorts:
+        __slots__ = ()
+
+        def __getattr__(self, port):
+            if port.startswith("_"):
+                raise AttributeError(port)
+            return RemotePort(port)
+
+    return RemotePorts()
 
 
 class _ImportDeniedError(Exception):
@@ -214,7 +228,7 @@ def serve() -> int:
         if not callable(run):
             proto.send({"type": "error", "code": "CC_SKILL_HANDLER_INVALID", "message": "no run(ports, args)"})
             return 0
-        value = run(_RemotePorts(proto), start.get("args") or {})
+        value = run(_remote_ports(proto), start.get("args") or {})
         proto.send({"type": "result", "value": value, "pid": os.getpid(), "limits_applied": limits["applied"]})
     except CapabilityDeniedError as exc:
         proto.send({"type": "error", "code": exc.code, "message": "capability denied by host broker"})

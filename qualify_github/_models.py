@@ -1,0 +1,78 @@
+"""What the client returns: small frozen values, read once inside the retry loop.
+
+PyGithub objects fetch missing attributes lazily; handing them out would let a
+network call (and its failures) happen anywhere. These values are complete.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class BranchInfo:
+    repository: str
+    name: str
+    head_sha: str
+    protected: bool
+
+
+@dataclass(frozen=True)
+class RulesetRule:
+    """One active rule on a branch, as ``GET /repos/{owner}/{repo}/rules/branches/{branch}`` lists it."""
+
+    type: str
+    ruleset_id: int | None
+    source_type: str
+    source: str
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    repository: str
+    id: int
+    path: str
+    event: str
+    head_branch: str
+    head_sha: str
+    run_attempt: int
+    status: str
+    conclusion: str | None
+
+
+@dataclass(frozen=True)
+class ArtifactInfo:
+    repository: str
+    id: int
+    name: str
+    size_in_bytes: int
+    expired: bool
+    # "sha256:<hex>" where GitHub reports one (artifacts uploaded since 2025).
+    digest: str | None
+
+
+@dataclass(frozen=True)
+class AssetInfo:
+    repository: str
+    id: int
+    name: str
+    size: int
+    digest: str | None
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    repository: str
+    id: int
+    tag_name: str
+    draft: bool
+    prerelease: bool
+    assets: tuple[AssetInfo, ...]
+
+
+@dataclass(frozen=True)
+class Downloaded:
+    path: Path
+    size: int
+    sha256: str

@@ -1,0 +1,69 @@
+"""The two roles the trust layer plays for the stages, one small interface each.
+
+A stage never asks which trust mode is in force: it signs with a
+:class:`StatementSigner` and verifies with a :class:`StatementVerifier` that the
+policy chose (local Ed25519 keyring, or Sigstore with a pinned trusted root).
+Identity always comes out of the verifier, from the signature.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Literal
+
+from ._keyring import Role
+
+
+@dataclass(frozen=True)
+class SignerIdentity:
+    """Who signed, as the signature (not the payload) proves it."""
+
+    kind: Literal["ed25519", "sigstore"]
+    # The keyring's key name, or the certificate's build signer URI.
+    name: str
+    # SHA-256 of the raw public key (ed25519) or of the leaf certificate DER (sigstore).
+    keyid: str
+    # The certificate's GitHub claims (sigstore only); see qualify_trust's sigstore module.
+    claims: object | None = None
+
+
+@dataclass(frozen=True)
+class VerifiedStatement:
+    payload: bytes
+    signer: SignerIdentity
+    envelope_sha256: str
+
+
+@dataclass(frozen=True)
+class ArtifactSignature:
+    method: Literal["ed25519-detached", "sigstore-bundle"]
+    keyid: str
+    signature: str
+
+
+class StatementSigner(ABC):
+    """Signs statements and artifact digests for one role."""
+
+    #: evidence files this signer writes end with this suffix
+    file_suffix: str
+
+    @abstractmethod
+    def sign_statement(self, payload: bytes) -> bytes:
+        """The evidence file's bytes for ``payload`` (exact bytes, RFC 8785 JSON)."""
+
+    @abstractmethod
+    def sign_artifact_digest(self, sha256_hex: str) -> ArtifactSignature: ...
+
+
+class StatementVerifier(ABC):
+    """Verifies evidence files and artifact signatures under a policy's trust root."""
+
+    file_suffix: str
+
+    @abstractmethod
+    def verify_statement(self, data: bytes, *, role: Role, what: str) -> VerifiedStatement:
+        """Raise QualificationError unless ``data`` is validly signed by an identity trusted for ``role``."""
+
+    @abstractmethod
+    def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> bool: ...

@@ -1,0 +1,56 @@
+"""Local trust mode: DSSE envelopes and detached digests signed with this machine's Ed25519 keys."""
+
+from __future__ import annotations
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from evidence_schemas import Code, QualificationError
+
+from ._envelope import sign_artifact_digest, sign_envelope, verify_artifact_digest, verify_envelope
+from ._interfaces import (
+    ArtifactSignature,
+    SignerIdentity,
+    StatementSigner,
+    StatementVerifier,
+    VerifiedStatement,
+)
+from ._keyring import Keyring, Role
+from ._keys import keyid_of
+
+LOCAL_SUFFIX = ".dsse.json"
+
+
+class LocalSigner(StatementSigner):
+    file_suffix = LOCAL_SUFFIX
+
+    def __init__(self, key: Ed25519PrivateKey, keyring: Keyring, role: Role) -> None:
+        # Refuse early: a statement signed by a key the keyring does not trust
+        # for this role would only be rejected downstream.
+        trusted = keyring.lookup(keyid_of(key.public_key()))
+        if trusted is None or role not in trusted.roles:
+            raise QualificationError(Code.KEY_INVALID, f"the {role} signing key is not in the policy's keyring "
+                                                       f"for role {role!r}")
+        self._key = key
+
+    def sign_statement(self, payload: bytes) -> bytes:
+        return sign_envelope(payload, self._key)
+
+    def sign_artifact_digest(self, sha256_hex: str) -> ArtifactSignature:
+        return ArtifactSignature("ed25519-detached", keyid_of(self._key.public_key()),
+                                 sign_artifact_digest(sha256_hex, self._key))
+
+
+class KeyringVerifier(StatementVerifier):
+    file_suffix = LOCAL_SUFFIX
+
+    def __init__(self, keyring: Keyring) -> None:
+        self._keyring = keyring
+
+    def verify_statement(self, data: bytes, *, role: Role, what: str) -> VerifiedStatement:
+        verified = verify_envelope(data, self._keyring, role=role, what=what)
+        return VerifiedStatement(verified.payload, SignerIdentity("ed25519", verified.signer_name, verified.keyid),
+                                 verified.envelope_sha256)
+
+    def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> bool:
+        return signature.method == "ed25519-detached" and verify_artifact_digest(
+            sha256_hex, signature.signature, self._keyring, signature.keyid)

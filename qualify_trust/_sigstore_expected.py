@@ -1,0 +1,164 @@
+"""Which workflow identity is trusted, and the exact checks against it.
+
+The expected identity is built from the committed policy only (DESIGN.md
+section 3: no CLI flag or workflow_dispatch input can replace it). Every
+comparison is exact string equality against a URI rebuilt from the policy:
+no regexes, no prefixes, so `owner/repo-evil`, `release.yml.attacker.yml` or
+`main@refs/heads/attacker` cannot pass for the real thing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from evidence_schemas import Code, QualificationError, RunIdentity
+from qualify_policy import Policy
+
+from ._sigstore_identity import GitHubIdentity
+
+GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
+MAIN_REF = "refs/heads/main"
+GITHUB_HOSTED = "github-hosted"
+# Git object names: SHA-1 (40 hex) or SHA-256 (64 hex) repositories.
+_GIT_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}", re.ASCII)
+
+
+@dataclass(frozen=True)
+class ExpectedWorkflow:
+    """The producer workflow a policy trusts; ``candidate_sha`` binds it to one commit when given."""
+
+    issuer: str
+    repository: str
+    workflow: str
+    ref: str
+    allowed_triggers: frozenset[str]
+    runner_environment: str
+    candidate_sha: str | None = None
+
+    def __post_init__(self) -> None:
+        # Refs other than main are refused by design, even when they point at the same commit.
+        if self.ref != MAIN_REF:
+            raise QualificationError(Code.POLICY_INVALID, f"the producer ref must be {MAIN_REF}, not {self.ref!r}")
+        if not self.allowed_triggers:
+            raise QualificationError(Code.POLICY_INVALID, "the policy allows no workflow trigger")
+        if self.candidate_sha is not None and _GIT_SHA.fullmatch(self.candidate_sha) is None:
+            raise QualificationError(
+                Code.USAGE, f"candidate SHA {self.candidate_sha[:80]!r} is not a lowercase hex commit SHA"
+            )
+
+    @classmethod
+    def from_policy(cls, policy: Policy, *, candidate_sha: str | None = None) -> ExpectedWorkflow:
+        trust = policy.sigstore
+        if trust is None:
+            raise QualificationError(Code.POLICY_INVALID, f"{policy.path}: trust mode is not 'sigstore'")
+        producer = policy.file.producer
+        if producer.runner_environment != GITHUB_HOSTED:
+            raise QualificationError(
+                Code.POLICY_INVALID, f"{policy.path}: sigstore trust requires runner_environment = {GITHUB_HOSTED!r}"
+            )
+        return cls(
+            issuer=trust.issuer,
+            repository=producer.repository,
+            workflow=producer.workflow,
+            ref=producer.ref,
+            allowed_triggers=frozenset(producer.allowed_triggers),
+            runner_environment=producer.runner_environment,
+            candidate_sha=candidate_sha,
+        )
+
+    @property
+    def repository_uri(self) -> str:
+        return f"https://github.com/{self.repository}"
+
+    @property
+    def workflow_uri(self) -> str:
+        """The build signer URI the producer workflow's certificate must carry."""
+        return f"https://github.com/{self.repository}/{self.workflow}@{self.ref}"
+
+
+@dataclass(frozen=True)
+class CertificateIdentity:
+    """A plain SAN + issuer identity (sigstore's ``--certificate-identity``), for foreign bundles."""
+
+    san: str
+    issuer: str
+
+
+def _require(ok: bool, code: Code, message: str) -> None:
+    if not ok:
+        raise QualificationError(code, message)
+
+
+def check_identity(identity: GitHubIdentity, expected: ExpectedWorkflow) -> None:
+    """Refuse a certificate identity that is not exactly the policy's producer workflow."""
+    got, wim = identity, Code.WORKFLOW_IDENTITY_MISMATCH
+    _require(got.issuer == expected.issuer, Code.SIGNER_UNTRUSTED,
+             f"certificate issuer {got.issuer!r} is not the policy's {expected.issuer!r}")
+    _require(got.source_repository_uri == expected.repository_uri, wim,
+             f"signed from repository {got.source_repository_uri!r}, expected {expected.repository_uri!r}")
+    _require(got.source_repository_ref == expected.ref, Code.REF_NOT_MAIN,
+             f"signed from ref {got.source_repository_ref!r}; only {expected.ref} may produce evidence")
+    _require(got.build_signer_uri == expected.workflow_uri, wim,
+             f"signed by workflow {got.build_signer_uri!r}, expected {expected.workflow_uri!r}")
+    # Fulcio derives both from the same claim; a difference means a non-GitHub certificate profile.
+    _require(got.san_uri == got.build_signer_uri, wim,
+             f"certificate SAN {got.san_uri!r} differs from its build signer URI")
+    # The build config is the top-level workflow: a different one means another workflow
+    # called ours as a reusable workflow, with its own triggers and inputs.
+    _require(got.build_config_uri == expected.workflow_uri, wim,
+             f"run started by workflow {got.build_config_uri!r}, not by {expected.workflow_uri!r}")
+    _require(got.run_repository == expected.repository, wim,
+             f"run {got.run_invocation_uri!r} belongs to another repository")
+    _require(got.runner_environment == expected.runner_environment, wim,
+             f"runner environment {got.runner_environment!r}, expected {expected.runner_environment!r}")
+    allowed = ", ".join(sorted(expected.allowed_triggers))
+    _require(got.build_trigger in expected.allowed_triggers, wim,
+             f"trigger {got.build_trigger!r} is not one the policy allows ({allowed})")
+    if expected.candidate_sha is not None:
+        _require(got.source_repository_digest == expected.candidate_sha, Code.SHA_MISMATCH,
+                 f"signed at commit {got.source_repository_digest!r}, the candidate is {expected.candidate_sha!r}")
+    # A top-level workflow runs from the commit it was triggered for.
+    _require(got.build_signer_digest == got.source_repository_digest, wim,
+             f"workflow file from commit {got.build_signer_digest!r}, source commit {got.source_repository_digest!r}")
+
+
+def cross_check_claims(identity: GitHubIdentity, run: RunIdentity) -> None:
+    """Every claim the predicate shares with the certificate must equal the certificate's value."""
+    cert, wim = identity, Code.WORKFLOW_IDENTITY_MISMATCH
+    said = "the certificate says"
+    _require(run.mode == "github", wim, f"predicate claims {run.mode!r} mode but carries a Sigstore signature")
+    _require(f"https://github.com/{run.repository}" == cert.source_repository_uri, wim,
+             f"predicate claims repository {run.repository!r}; {said} {cert.source_repository_uri!r}")
+    _require(f"https://github.com/{run.repository}/{run.workflow}@{run.ref}" == cert.build_signer_uri, wim,
+             f"predicate claims workflow {run.workflow!r}@{run.ref!r}; {said} {cert.build_signer_uri!r}")
+    _require(run.ref == cert.source_repository_ref, wim,
+             f"predicate claims ref {run.ref!r}; {said} {cert.source_repository_ref!r}")
+    _require(run.sha == cert.source_repository_digest, Code.SHA_MISMATCH,
+             f"predicate claims commit {run.sha!r}; {said} {cert.source_repository_digest!r}")
+    _require(run.run_id == cert.run_id and run.attempt == cert.run_attempt, Code.RUN_MISMATCH,
+             f"predicate claims run {run.run_id!r} attempt {run.attempt}; "
+             f"{said} run {cert.run_id!r} attempt {cert.run_attempt}")
+    _require(run.trigger == cert.build_trigger, wim,
+             f"predicate claims trigger {run.trigger!r}; {said} {cert.build_trigger!r}")
+    _require(run.runner_environment == cert.runner_environment, wim,
+             f"predicate claims runner {run.runner_environment!r}; {said} {cert.runner_environment!r}")
+
+
+def same_run(identities: Sequence[GitHubIdentity]) -> tuple[str, int]:
+    """The one (run id, attempt) every certificate comes from; evidence of two runs is refused."""
+    if not identities:
+        # Like sigstore's empty AllOf: vacuous agreement is API misuse, never a pass.
+        raise QualificationError(Code.USAGE, "same_run() needs at least one identity")
+    first = identities[0]
+    for other in identities[1:]:
+        if (other.run_repository, other.run_id, other.run_attempt) != (
+            first.run_repository, first.run_id, first.run_attempt
+        ):
+            raise QualificationError(
+                Code.RUN_MISMATCH,
+                f"evidence from two runs: {first.run_invocation_uri!r} and {other.run_invocation_uri!r}",
+                hint="all platform statements and the aggregate must come from one run attempt",
+            )
+    return first.run_id, first.run_attempt

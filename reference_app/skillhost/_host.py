@@ -1,0 +1,134 @@
+"""The host API: which ports a skill gets, trust tiers, and safe mode.
+
+One ``SkillHost`` per session. It builds the broker ports for each run from its
+own configuration (scoped root, process allow-list, egress policy, environment
+grants) and decides the tier: bundled skills run in this process after the
+catalog check, external skills only after package validation and signature
+verification and only in a one-shot worker, prompt-only skills never run.
+Safe mode (seed 002, "Sicherer Modus") is decided before anything of a
+third-party skill is read: bundled skills keep working.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillhost import __version__
+from skillhost._broker import Broker, LoggerPort, TimePort
+from skillhost._bundled import run_bundled
+from skillhost._catalog import list_bundled
+from skillhost._egress import EgressPolicy, HttpsPort, Resolver, system_resolver
+from skillhost._env_broker import EnvGrants
+from skillhost._errors import SkillError
+from skillhost._fs_broker import FilesystemPort
+from skillhost._manifest import SKILL_ID_RE
+from skillhost._package import discover, verify_for_execution
+from skillhost._process_broker import ProcessPort, ProcessRule
+from skillhost._runner import MAX_DURATION, Outcome, run_external
+from skillhost._runtime import package_dir, platform_name
+from skillhost._signing import TrustStore
+
+EXTERNAL_DIR = "skills"
+
+
+def default_env_grants(authority: str) -> EnvGrants:
+    """Host-derived, non-secret logical keys; the bundled ``host-info`` skill may read ``host-platform``."""
+    return EnvGrants({"host-info": {authority: {"host-platform": platform_name(), "app-version": __version__}}})
+
+
+@dataclass
+class HostConfig:
+    workspace: Path
+    trust: TrustStore
+    safe_mode: bool = False
+    authority: str = "cli"
+    process_rules: tuple[ProcessRule, ...] | None = None
+    egress: EgressPolicy = field(default_factory=EgressPolicy)
+    resolver: Resolver = system_resolver
+    ssl_context: ssl.SSLContext | None = None
+    env_grants: EnvGrants | None = None
+
+
+@dataclass
+class RunResult:
+    skill_id: str
+    tier: str
+    value: Any
+    audit: list[dict[str, Any]]
+    worker_pid: int | None = None
+
+
+class SkillHost:
+    def __init__(self, config: HostConfig, pkg_dir: Path | None = None) -> None:
+        self.config = config
+        self.pkg_dir = package_dir() if pkg_dir is None else Path(pkg_dir)
+        self.workspace = Path(os.path.realpath(config.workspace))
+        if not self.workspace.is_dir():
+            raise SkillError("CC_SKILL_USAGE", "workspace is not a directory")
+        self.env_grants = config.env_grants or default_env_grants(config.authority)
+        self.logs: list[dict[str, str]] = []
+
+    def ports_for(self, skill_id: str) -> dict[str, Any]:
+        """Fresh port objects for one run; the broker still intersects them with the declared set."""
+        cfg = self.config
+        return {
+            "time": TimePort(),
+            "logger": LoggerPort(self.logs),
+            "env": self.env_grants.port_for(skill_id, cfg.authority),
+            "fs": FilesystemPort(self.workspace),
+            "process": ProcessPort(self.workspace, cfg.process_rules),
+            "https": HttpsPort(cfg.egress, cfg.resolver, cfg.ssl_context),
+        }
+
+    def run_bundled(self, skill_id: str, args: dict[str, Any] | None = None) -> tuple[Any, Broker]:
+        return run_bundled(
+            self.pkg_dir, skill_id, args, self.logs, ports=self.ports_for(skill_id), authority=self.config.authority
+        )
+
+    def external_dir(self, skill_id: str) -> Path:
+        if not isinstance(skill_id, str) or not SKILL_ID_RE.match(skill_id):
+            raise SkillError("CC_SKILL_USAGE", "skill id must match ^[a-z0-9][a-z0-9-]{0,63}$")
+        return self.workspace / EXTERNAL_DIR / skill_id
+
+    def run_external(  # noqa: PLR0913
+        self,
+        skill_dir: Path,
+        args: dict[str, Any] | None = None,
+        *,
+        cancel: threading.Event | None = None,
+        max_duration: float = MAX_DURATION,
+        protocol_version: int | None = None,
+    ) -> Outcome:
+        # Safe mode is decided first: not even discovery reads a third-party package.
+        if self.config.safe_mode:
+            raise SkillError("CC_SKILL_SAFE_MODE", "safe mode: third-party skills are not loaded")
+        candidate = discover(skill_dir)
+        verified = verify_for_execution(candidate, self.config.trust)
+        extra: dict[str, Any] = {} if protocol_version is None else {"protocol_version": protocol_version}
+        return run_external(
+            verified,
+            self.ports_for(verified.skill_id),
+            args,
+            max_duration,
+            cancel=cancel,
+            authority=self.config.authority,
+            **extra,
+        )
+
+    def run(self, skill_id: str, args: dict[str, Any] | None = None) -> RunResult:
+        """Bundled ids win: an external package can never shadow a bundled skill."""
+        if skill_id in list_bundled(self.pkg_dir):
+            value, broker = self.run_bundled(skill_id, args)
+            return RunResult(skill_id, "bundled", value, broker.audit)
+        skill_dir = self.external_dir(skill_id)
+        if not self.config.safe_mode and not os.path.lexists(skill_dir):
+            raise SkillError("CC_SKILL_NOT_FOUND", f"no bundled or workspace skill {skill_id!r}")
+        out = self.run_external(skill_dir, args)
+        if not out.ok:
+            raise SkillError(out.code or "CC_SKILL_HANDLER_FAILED", out.message)
+        return RunResult(skill_id, "external", out.value, out.audit, out.worker_pid)

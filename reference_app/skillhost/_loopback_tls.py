@@ -1,0 +1,127 @@
+"""A loopback HTTPS server with a certificate made for one run (journey and tests).
+
+The certificate is self-signed for one DNS name and generated in memory with
+``cryptography``; the client trusts exactly that certificate through the
+``ssl.SSLContext`` returned here. Nothing is reachable beyond 127.0.0.1.
+"""
+# ruff: noqa: N802 - http.server's do_GET naming
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import shutil
+import ssl
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+SERVER_NAME = "skillhost-journey.test"
+BIG_BODY = 200 * 1024
+
+
+def make_cert(name: str) -> tuple[bytes, bytes]:
+    """Return (certificate PEM, private key PEM) valid for ``name`` for one day."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "skillhost-loopback"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - base class signature
+        return
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        routes = {
+            "/hello": (200, b"hello from the loopback server", {}),
+            "/host": (200, f"host={self.headers.get('Host', '')}".encode(), {}),
+            "/redirect-in": (302, b"", {"Location": "/hello"}),
+            "/redirect-out": (302, b"", {"Location": "https://not-allowed.test/steal"}),
+            "/redirect-http": (302, b"", {"Location": f"http://{SERVER_NAME}/hello"}),
+            "/redirect-loop": (302, b"", {"Location": "/redirect-loop"}),
+            "/big": (200, b"x" * BIG_BODY, {}),
+        }
+        status, body, headers = routes.get(self.path, (404, b"not found", {}))
+        with contextlib.suppress(OSError):
+            self._send(status, body, headers)
+
+
+class LoopbackTLSServer:
+    """``with LoopbackTLSServer() as srv:`` -> ``srv.port``, ``srv.client_context()``, ``srv.resolver``."""
+
+    def __init__(self, name: str = SERVER_NAME) -> None:
+        self.name = name
+        self._cert, key = make_cert(name)
+        self._dir = tempfile.mkdtemp(prefix="skillhost-tls-")
+        # ssl only loads a chain from files; the key file is private to this user and removed on close.
+        cert_path, key_path = Path(self._dir, "cert.pem"), Path(self._dir, "key.pem")
+        cert_path.write_bytes(self._cert)
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(str(cert_path), str(key_path))
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.socket = ctx.wrap_socket(self._httpd.socket, server_side=True)
+        self.port = int(self._httpd.server_address[1])
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def client_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cadata=self._cert.decode("ascii"))
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        return ctx
+
+    def resolver(self, host: str, port: int) -> list[str]:
+        """Resolve only this server's name, to loopback; everything else does not resolve."""
+        return ["127.0.0.1"] if host == self.name else []
+
+    def __enter__(self) -> LoopbackTLSServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._thread.is_alive():
+                self._httpd.shutdown()
+            self._httpd.server_close()
+        shutil.rmtree(self._dir, ignore_errors=True)

@@ -1,0 +1,177 @@
+"""Process broker: fixed executables, literal argv allow-list, no shell.
+
+A request is an argv list. It runs only if it equals, element for element, one
+reviewed rule (``git status --porcelain``); there is no pattern matching, so
+shell metacharacters are just bytes of an argv that is not on the list. The
+executable is resolved to an absolute path once, when the broker is built; the
+child gets ``shell=False``, a minimal environment, a cwd inside the allowed
+root, no stdin, a timeout and capped output. The audit names the rule, never
+argv or output (seed §6).
+"""
+# ruff: noqa: PTH120
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from skillhost._errors import SkillError
+from skillhost._fs_broker import resolve_inside
+
+MAX_ARGV = 16
+MAX_ARG = 256
+MAX_OUTPUT = 16 * 1024
+MAX_STDERR = 2 * 1024
+TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class ProcessRule:
+    """One allowed command: a logical name and its literal argv (``argv[0]`` is the executable name)."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = field(default=())
+
+
+def git_rules() -> tuple[ProcessRule, ...]:
+    # Git must not read system/global config (hooks, aliases, credential helpers) or walk above the root.
+    env = (("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", os.devnull), ("GIT_TERMINAL_PROMPT", "0"))
+    return (
+        ProcessRule("git-status", ("git", "status", "--porcelain"), env),
+        ProcessRule("git-version", ("git", "--version"), env),
+    )
+
+
+class _Capped:
+    """Read a stream to a byte cap; remember whether it went over."""
+
+    def __init__(self, stream: IO[bytes], cap: int) -> None:
+        self.data = b""
+        self.over = False
+        self._thread = threading.Thread(target=self._run, args=(stream, cap), daemon=True)
+        self._thread.start()
+
+    def _run(self, stream: IO[bytes], cap: int) -> None:
+        chunks, total = [], 0
+        with contextlib.suppress(OSError, ValueError):
+            while True:
+                block = stream.read1(4096) if hasattr(stream, "read1") else stream.read(4096)
+                if not block:
+                    break
+                total += len(block)
+                if total > cap:
+                    self.over = True
+                    break
+                chunks.append(block)
+        self.data = b"".join(chunks)
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
+class ProcessPort:
+    """``process.run(argv, cwd=".")`` for argv lists on the allow-list."""
+
+    methods = ("run",)
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        rules: tuple[ProcessRule, ...] | None = None,
+        timeout: float = TIMEOUT,
+        max_output: int = MAX_OUTPUT,
+    ) -> None:
+        self._root = os.path.realpath(os.fspath(root))
+        self._rules = {r.argv: r for r in (git_rules() if rules is None else rules)}
+        # Resolve each executable once, now, to an absolute path: later PATH changes cannot redirect it.
+        self._exe = {name: shutil.which(name) for name in {r.argv[0] for r in self._rules.values()}}
+        self._timeout, self._max = timeout, max_output
+
+    def _rule(self, argv: object) -> ProcessRule:
+        if (
+            not isinstance(argv, list)
+            or not 1 <= len(argv) <= MAX_ARGV
+            or not all(isinstance(a, str) and len(a) <= MAX_ARG for a in argv)
+        ):
+            raise SkillError("CC_SKILL_PORT_BAD_ARGS", "argv must be a list of strings (no shell string)")
+        rule = self._rules.get(tuple(argv))
+        if rule is None:
+            raise SkillError("CC_SKILL_PROCESS_DENIED", "argv is not on the literal allow-list")
+        return rule
+
+    def _env(self, rule: ProcessRule, exe: str) -> dict[str, str]:
+        env = {"PATH": os.path.dirname(exe), "LC_ALL": "C", "LANG": "C", "HOME": self._root}
+        env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(self._root)
+        if os.name == "nt":
+            for key in ("SYSTEMROOT", "WINDIR"):
+                if os.environ.get(key):
+                    env[key] = os.environ[key]
+        env.update(dict(rule.env))
+        return env
+
+    def run(self, argv: object = None, cwd: object = ".") -> dict[str, Any]:
+        rule = self._rule(argv)
+        workdir = resolve_inside(self._root, cwd)
+        if not os.path.isdir(workdir):
+            raise SkillError("CC_SKILL_PATH_ESCAPE", "cwd is not a directory inside the allowed root")
+        exe = self._exe.get(rule.argv[0])
+        if not exe:
+            raise SkillError("CC_SKILL_PROCESS_UNAVAILABLE", f"{rule.name}: executable not installed")
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                [exe, *rule.argv[1:]],
+                shell=False,
+                cwd=workdir,
+                env=self._env(rule, exe),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                close_fds=True,
+            )
+        except OSError:
+            raise SkillError("CC_SKILL_PROCESS_UNAVAILABLE", f"{rule.name}: could not start") from None
+        assert proc.stdout is not None and proc.stderr is not None  # noqa: S101 - PIPE was requested
+        out, err = _Capped(proc.stdout, self._max), _Capped(proc.stderr, MAX_STDERR)
+        code = None
+        try:
+            while proc.poll() is None:
+                if out.over or err.over:
+                    code = ("CC_SKILL_PROCESS_OUTPUT_TOO_LARGE", "output exceeded the cap")
+                    break
+                if time.monotonic() - started > self._timeout:
+                    code = ("CC_SKILL_PROCESS_TIMEOUT", f"exceeded {self._timeout:.1f}s")
+                    break
+                time.sleep(0.01)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            out.join(1.0)
+            err.join(1.0)
+            for stream in (proc.stdout, proc.stderr):
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if code is None and (out.over or err.over):
+            code = ("CC_SKILL_PROCESS_OUTPUT_TOO_LARGE", "output exceeded the cap")
+        if code is not None:
+            raise SkillError(*code)
+        return {
+            "command": rule.name,
+            "returncode": proc.returncode,
+            "stdout": out.data.decode("utf-8", "replace"),
+            "stderr": err.data.decode("utf-8", "replace")[:MAX_STDERR],
+            "duration_ms": int((time.monotonic() - started) * 1000),
+        }
+
+    def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str:
+        argv = args[0] if args else kwargs.get("argv")
+        rule = self._rules.get(tuple(argv)) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
+        return rule.name if rule else "not-allow-listed"

@@ -1,0 +1,411 @@
+"""Valid signed local evidence, built without building the app, and the knobs to spoil it.
+
+The factory writes what a real local chain leaves behind (a keyring and two
+Ed25519 keys, a policy naming them by absolute path, one fake artifact per
+platform, ``platform-<p>.dsse.json`` statements and ``aggregate.dsse.json``),
+with every record filled consistently so that the untouched evidence is
+QUALIFIED. A test then changes exactly one thing and expects exactly one code.
+
+Three levels of change, from the most to the least structured:
+
+* ``PlatformSpec`` fields: another SHA, run id or attempt, another signing key,
+  another file name (a duplicate), another subject;
+* ``PlatformSpec.edit``: a function that edits the predicate as JSON data
+  (``pred["install"]["passed"] = False``) before it is re-validated and signed;
+* ``PlatformSpec.payload``: a function on the exact payload bytes that get
+  signed, for inputs no model can express (NaN, duplicate keys, another
+  predicate type).
+
+The aggregate is built the way ``aggregate/_aggregate.py`` builds it, but over
+whatever platform statements the test made, so that a consumer test can see
+one platform defect without the aggregate job refusing first.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from evidence_schemas import (
+    AGGREGATE_PREDICATE_TYPE,
+    IN_TOTO_STATEMENT_TYPE,
+    PLATFORM_PREDICATE_TYPE,
+    AggregatedPlatform,
+    AggregatePredicate,
+    AggregateStatement,
+    DigestSet,
+    Platform,
+    PlatformPredicate,
+    PlatformStatement,
+    Subject,
+    canonical_bytes,
+)
+from qualify_policy import Policy, host_platform, load_policy
+from qualify_trust import add_to_keyring, generate_private_key, keyid_of, sign_artifact_digest, sign_envelope
+
+DEFAULT_SHA = "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"
+OTHER_SHA = "c0ffee0000000000000000000000000000000001"
+DEFAULT_RUN_ID = "local-20260101T000000-0123abcd"
+REPOSITORY = "local/desktop-qualify"
+WORKFLOW = ".github/workflows/qualify.yml"
+MAIN_REF = "refs/heads/main"
+DEFAULT_STEPS: tuple[str, ...] = (
+    "catalog-verified",
+    "bundled-skill-runs",
+    "external-signed-runs-in-worker",
+    "external-unsigned-rejected",
+)
+# The steps each required step expects: the first three are allow paths, the
+# last a fail-closed path with the skill host's code.
+_REJECT_CODES = {"external-unsigned-rejected": "CC_SKILL_SIGNATURE_MISSING"}
+
+KeyChoice = Literal["platform", "aggregate", "stranger"]
+PredicateEdit = Callable[[dict[str, Any]], None]
+BytesEdit = Callable[[bytes], bytes]
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Keys:
+    keyring: Path
+    platform_path: Path
+    aggregate_path: Path
+    platform: Ed25519PrivateKey
+    aggregate: Ed25519PrivateKey
+    # A valid key that no keyring names.
+    stranger: Ed25519PrivateKey
+
+    def pick(self, choice: KeyChoice) -> Ed25519PrivateKey:
+        return {"platform": self.platform, "aggregate": self.aggregate, "stranger": self.stranger}[choice]
+
+
+def make_keys(directory: Path) -> Keys:
+    """A keyring with one platform-role and one aggregate-role key, as `qualify keygen` makes it."""
+    keyring = directory / "keyring.json"
+    platform_path = directory / "keys" / "platform.ed25519.pem"
+    aggregate_path = directory / "keys" / "aggregate.ed25519.pem"
+    platform = generate_private_key(platform_path)
+    aggregate = generate_private_key(aggregate_path)
+    add_to_keyring(keyring, "local-platform", platform.public_key(), ["platform"])
+    add_to_keyring(keyring, "local-aggregate", aggregate.public_key(), ["aggregate"])
+    return Keys(keyring, platform_path, aggregate_path, platform, aggregate, Ed25519PrivateKey.generate())
+
+
+def _toml_list(values: Sequence[str]) -> str:
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+def policy_text(keys: Keys, *, required: Sequence[str] = ("host",), required_steps: Sequence[str] = DEFAULT_STEPS,
+                signing: dict[str, Sequence[str]] | None = None, require_clean: bool = False,
+                max_statement_bytes: int = 1048576, app_source: Path | None = None) -> str:
+    """policies/local.toml's shape, with absolute paths to the temporary keyring and keys."""
+    signing = {"linux": ["unsigned"], "macos": ["unsigned"], "windows": ["unsigned"], **(signing or {})}
+    return f"""version = 1
+name = "local"
+
+[producer]
+repository = "{REPOSITORY}"
+workflow = "{WORKFLOW}"
+ref = "{MAIN_REF}"
+allowed_triggers = ["local"]
+runner_environment = "local"
+
+[trust]
+mode = "ed25519"
+keyring = {json.dumps(str(keys.keyring))}
+platform_key = {json.dumps(str(keys.platform_path))}
+aggregate_key = {json.dumps(str(keys.aggregate_path))}
+
+[source]
+require_clean_worktree = {"true" if require_clean else "false"}
+
+[artifact]
+name = "skillhost"
+app_source = {json.dumps(str(app_source or keys.keyring.parent))}
+spec = "skillhost.spec"
+
+[platforms]
+required = {_toml_list(required)}
+
+[journey]
+required_steps = {_toml_list(required_steps)}
+
+[signing]
+linux = {_toml_list(signing["linux"])}
+macos = {_toml_list(signing["macos"])}
+windows = {_toml_list(signing["windows"])}
+
+[limits]
+max_statement_bytes = {max_statement_bytes}
+build_timeout_seconds = 1200
+probe_timeout_seconds = 60
+journey_timeout_seconds = 300
+"""
+
+
+def artifact_name(platform: str, sha: str) -> str:
+    suffix = ".zip" if platform == "windows" else ".tar.gz"
+    return f"skillhost-{sha[:12]}-{platform}-x86_64{suffix}"
+
+
+def write_artifact(directory: Path, platform: str, sha: str) -> Path:
+    """A stand-in archive: its bytes only need a stable digest, nobody unpacks it."""
+    path = directory / artifact_name(platform, sha)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(f"fake {platform} bundle built from {sha}\n".encode() * 64)
+    return path
+
+
+def _journey_steps(steps: Sequence[str]) -> list[dict[str, Any]]:
+    out = []
+    for step in steps:
+        code = _REJECT_CODES.get(step)
+        verdict = "reject" if code else "allow"
+        out.append({"id": step, "expected": verdict, "expected_code": code, "observed": verdict,
+                    "observed_code": code, "passed": True, "detail": f"{step}: as expected"})
+    return out
+
+
+def predicate_data(*, platform: Platform, artifact: Path, sha: str, run_id: str, attempt: int,
+                   key: Ed25519PrivateKey, required_steps: Sequence[str], worktree_clean: bool = True,
+                   ) -> dict[str, Any]:
+    """A passing platform predicate as JSON data: every record names the same artifact, commit and key."""
+    data = artifact.read_bytes()
+    digest = _sha256(data)
+    exe_digest = _sha256(b"installed executable of " + data[:32])
+    now = utc_now()
+    return {
+        "version": 1,
+        "platform": platform,
+        "arch": "x86_64",
+        "run": {"mode": "local", "repository": REPOSITORY, "workflow": WORKFLOW, "ref": MAIN_REF, "sha": sha,
+                "run_id": run_id, "attempt": attempt, "trigger": "local", "runner_environment": "local"},
+        "produced_at": now,
+        "source_gate": {
+            "kind": "source-gate", "version": 1, "mode": "local", "repository": REPOSITORY, "ref": MAIN_REF,
+            "sha": sha, "worktree_clean": worktree_clean, "protection": "not-observed", "head_matches": True,
+            "observations": [{"source": "git rev-parse HEAD", "value": sha, "observed_at": now},
+                             {"source": f"git rev-parse {MAIN_REF}", "value": sha, "observed_at": now}],
+            "passed": True,
+        },
+        "build": {
+            "kind": "build", "version": 1,
+            "artifact": {"name": artifact.name, "size": len(data), "sha256": digest},
+            "build_sha": sha, "source_digest": _sha256(b"source of " + sha.encode()),
+            "tools": {"python": "3.11.7", "pyinstaller": "6.22.3"}, "started_at": now, "duration_ms": 1000,
+            "passed": True,
+        },
+        "signature": {
+            "kind": "signature", "version": 1, "method": "ed25519-detached", "artifact_sha256": digest,
+            "keyid": keyid_of(key.public_key()), "signature": sign_artifact_digest(digest, key),
+            "readback_verified": True, "platform_signing_tool": "none", "platform_signing_state": "unsigned",
+            "passed": True,
+        },
+        "install": {
+            "kind": "install", "version": 1, "artifact_sha256": digest, "method": "unpack", "file_count": 3,
+            "total_bytes": 4096, "manifest_sha256": _sha256(b"manifest " + data[:32]),
+            "executable": "skillhost/skillhost", "executable_sha256": exe_digest, "duration_ms": 20,
+            "passed": True, "failure": None,
+        },
+        "launch_probe": {
+            "kind": "launch-probe", "version": 1, "exit_code": 0, "timed_out": False, "duration_ms": 100,
+            "report": {"app_version": "0.1.0", "build_sha": sha, "platform": platform,
+                       "executable_sha256": exe_digest, "worker_entry_resolvable": True, "catalog_verified": True,
+                       "isolation_available": True},
+            "build_sha_matches": True, "executable_matches_install": True, "stderr_excerpt": "", "passed": True,
+        },
+        "journey": {
+            "kind": "journey", "version": 1, "exit_code": 0, "timed_out": False, "duration_ms": 900,
+            "app_build_sha": sha, "host_pid": 4242, "steps": _journey_steps(required_steps),
+            "required_steps": list(required_steps), "missing_steps": [], "failed_steps": [],
+            "stderr_excerpt": "", "passed": True,
+        },
+    }
+
+
+def platform_payload(predicate: PlatformPredicate, *, subject: Subject | None = None) -> bytes:
+    """The RFC 8785 statement bytes, built as producer/_emit.py builds them."""
+    artifact = predicate.build.artifact
+    statement = PlatformStatement(
+        type_=IN_TOTO_STATEMENT_TYPE,
+        subject=[subject or Subject(name=artifact.name, digest=DigestSet(sha256=artifact.sha256))],
+        predicateType=PLATFORM_PREDICATE_TYPE,
+        predicate=predicate,
+    )
+    return canonical_bytes(statement)
+
+
+@dataclass(frozen=True)
+class PlatformSpec:
+    """One platform statement to write; every field left alone gives a passing statement."""
+
+    platform: Platform
+    file_name: str | None = None
+    sha: str | None = None
+    run_id: str | None = None
+    attempt: int = 1
+    key: KeyChoice = "platform"
+    edit: PredicateEdit | None = None
+    payload: BytesEdit | None = None
+    subject: Subject | None = None
+
+
+@dataclass(frozen=True)
+class WrittenPlatform:
+    spec: PlatformSpec
+    path: Path
+    artifact: Path
+    predicate: PlatformPredicate | None  # None when the payload edit made it something else
+    envelope: bytes
+
+
+@dataclass
+class Evidence:
+    """A temporary local chain's output: policy, keys, artifacts, statements."""
+
+    root: Path
+    keys: Keys
+    policy_path: Path
+    evidence_dir: Path
+    artifacts_dir: Path
+    sha: str
+    run_id: str
+    required_steps: tuple[str, ...]
+    platforms: list[WrittenPlatform] = field(default_factory=list)
+    aggregate_path: Path | None = None
+
+    @property
+    def policy(self) -> Policy:
+        return load_policy(self.policy_path)
+
+    @property
+    def artifact_paths(self) -> list[Path]:
+        seen: list[Path] = []
+        for written in self.platforms:
+            if written.artifact not in seen:
+                seen.append(written.artifact)
+        return seen
+
+    def platform_file(self, platform: str) -> Path:
+        return self.evidence_dir / f"platform-{platform}.dsse.json"
+
+    def verify_argv(self, *extra: str, artifacts: Sequence[Path] | None = None) -> list[str]:
+        """`qualify verify` arguments for this evidence, every artifact presented unless told otherwise."""
+        argv = ["verify", "--policy", str(self.policy_path), "--evidence", str(self.evidence_dir)]
+        for path in self.artifact_paths if artifacts is None else artifacts:
+            argv += ["--artifact", str(path)]
+        return [*argv, *extra]
+
+    # -- building blocks a test can call again to add or replace one file --------------------------------
+
+    def write_platform(self, spec: PlatformSpec) -> WrittenPlatform:
+        sha = spec.sha or self.sha
+        artifact = self.artifacts_dir / artifact_name(spec.platform, sha)
+        if not artifact.exists():
+            write_artifact(self.artifacts_dir, spec.platform, sha)
+        key = self.keys.pick(spec.key)
+        data = predicate_data(platform=spec.platform, artifact=artifact, sha=sha, run_id=spec.run_id or self.run_id,
+                              attempt=spec.attempt, key=key, required_steps=self.required_steps)
+        if spec.edit is not None:
+            spec.edit(data)
+        predicate = PlatformPredicate.model_validate(data)
+        payload = platform_payload(predicate, subject=spec.subject)
+        if spec.payload is not None:
+            payload = spec.payload(payload)
+        envelope = sign_envelope(payload, key)
+        path = self.evidence_dir / (spec.file_name or f"platform-{spec.platform}.dsse.json")
+        path.write_bytes(envelope)
+        written = WrittenPlatform(spec, path, artifact, predicate if spec.payload is None else None, envelope)
+        self.platforms = [w for w in self.platforms if w.path != path] + [written]
+        return written
+
+    def aggregate_payload(self, *, over: Sequence[WrittenPlatform] | None = None,
+                          required: Sequence[Platform] | None = None, edit: PredicateEdit | None = None) -> bytes:
+        """The aggregate statement's bytes, built as aggregate/_aggregate.py builds them."""
+        chosen = [w for w in (self.platforms if over is None else over) if w.predicate is not None]
+        chosen.sort(key=lambda w: w.spec.platform)
+        if not chosen:
+            raise ValueError("an aggregate needs at least one platform statement with a predicate")
+        keyid = keyid_of(self.keys.platform.public_key())
+        entries = [
+            AggregatedPlatform(platform=w.predicate.platform, artifact=w.predicate.build.artifact,
+                               statement_sha256=_sha256(w.envelope), signer_keyid=keyid,
+                               signer_identity="local-platform")
+            for w in chosen if w.predicate is not None
+        ]
+        first = chosen[0].predicate
+        assert first is not None
+        statement = AggregateStatement(
+            type_=IN_TOTO_STATEMENT_TYPE,
+            subject=[Subject(name=e.artifact.name, digest=DigestSet(sha256=e.artifact.sha256)) for e in entries],
+            predicateType=AGGREGATE_PREDICATE_TYPE,
+            predicate=AggregatePredicate(
+                run=first.run,
+                required_platforms=list(self.policy.required_platforms if required is None else required),
+                platforms=entries, aggregated_at=utc_now(), policy_sha256=self.policy.sha256),
+        )
+        if edit is None:
+            return canonical_bytes(statement)
+        data = statement.model_dump(mode="json", by_alias=True)
+        edit(data)
+        return canonical_bytes(AggregateStatement.model_validate(data))
+
+    def write_aggregate(self, *, key: KeyChoice = "aggregate", over: Sequence[WrittenPlatform] | None = None,
+                        required: Sequence[Platform] | None = None, edit: PredicateEdit | None = None,
+                        payload: BytesEdit | None = None) -> Path:
+        data = self.aggregate_payload(over=over, required=required, edit=edit)
+        if payload is not None:
+            data = payload(data)
+        path = self.evidence_dir / "aggregate.dsse.json"
+        path.write_bytes(sign_envelope(data, self.keys.pick(key)))
+        self.aggregate_path = path
+        return path
+
+
+def make_evidence(tmp_path: Path, *, platforms: Sequence[PlatformSpec | Platform] | None = None,
+                  required: Sequence[str] | None = None, required_steps: Sequence[str] = DEFAULT_STEPS,
+                  signing: dict[str, Sequence[str]] | None = None, require_clean: bool = False,
+                  max_statement_bytes: int = 1048576, sha: str = DEFAULT_SHA, run_id: str = DEFAULT_RUN_ID,
+                  aggregate: bool = True, aggregate_key: KeyChoice = "aggregate",
+                  aggregate_edit: PredicateEdit | None = None, aggregate_payload: BytesEdit | None = None,
+                  ) -> Evidence:
+    """Write a complete, passing local evidence folder under ``tmp_path``; the keywords spoil it.
+
+    ``platforms`` defaults to this host's platform; ``required`` (the policy's
+    ``[platforms] required``) defaults to ``["host"]`` for one host platform and
+    to the platforms given otherwise.
+    """
+    specs = [p if isinstance(p, PlatformSpec) else PlatformSpec(p) for p in (platforms or [host_platform()])]
+    if required is None:
+        names = list(dict.fromkeys(s.platform for s in specs))
+        required = ["host"] if names == [host_platform()] else names
+    root = tmp_path / "chain"
+    keys = make_keys(root / "trust")
+    policy_path = root / "policy.toml"
+    policy_path.write_text(policy_text(keys, required=required, required_steps=required_steps, signing=signing,
+                                       require_clean=require_clean, max_statement_bytes=max_statement_bytes),
+                           encoding="utf-8")
+    evidence = Evidence(root=root, keys=keys, policy_path=policy_path, evidence_dir=root / "evidence",
+                        artifacts_dir=root / "artifacts", sha=sha, run_id=run_id,
+                        required_steps=tuple(required_steps))
+    evidence.evidence_dir.mkdir(parents=True)
+    evidence.artifacts_dir.mkdir(parents=True)
+    for spec in specs:
+        evidence.write_platform(spec)
+    if aggregate and any(w.predicate is not None for w in evidence.platforms):
+        evidence.write_aggregate(key=aggregate_key, edit=aggregate_edit, payload=aggregate_payload)
+    return evidence

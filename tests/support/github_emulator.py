@@ -1,0 +1,453 @@
+"""A loopback GitHub REST API for tests: GitHub-shaped JSON from a thread on 127.0.0.1.
+
+Configure the state per test (branches, protection, rulesets, workflow runs,
+artifacts with zip bodies, releases and assets), inject faults (an error status,
+a rate limit with ``Retry-After``, a body cut short, a slow answer), and point
+PyGithub at :attr:`GitHubEmulator.api_url`. Every request is recorded so a test
+can assert what was asked and with which credentials. Nothing leaves the host.
+
+Like python-tuf's repository simulator, it is a small real server, not a mock
+of the client library: the client under test speaks real HTTP to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import threading
+import urllib.parse
+import zipfile
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_TOKEN = "ghs_emulatorTestToken0123456789abcdef"  # a test value, not a credential
+
+
+def zip_bytes(files: dict[str, bytes]) -> bytes:
+    """A zip archive as GitHub serves an artifact download."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def rule(rule_type: str, ruleset_id: int = 1, source: str = "") -> dict[str, Any]:
+    """One entry of ``GET /repos/{owner}/{repo}/rules/branches/{branch}``."""
+    return {"type": rule_type, "ruleset_source_type": "Repository", "ruleset_source": source,
+            "ruleset_id": ruleset_id, "parameters": {}}
+
+
+@dataclass
+class Branch:
+    sha: str
+    protected: bool = False
+
+
+@dataclass
+class Artifact:
+    id: int
+    name: str
+    body: bytes
+    expired: bool = False
+    # None: the correct "sha256:..." of body; "" : omit the field (older artifacts).
+    digest: str | None = None
+
+    def reported_digest(self) -> str | None:
+        if self.digest == "":
+            return None
+        return self.digest or f"sha256:{hashlib.sha256(self.body).hexdigest()}"
+
+
+@dataclass
+class Asset:
+    id: int
+    name: str
+    body: bytes
+    digest: str | None = None
+
+
+@dataclass
+class Release:
+    id: int
+    tag_name: str
+    assets: list[Asset] = field(default_factory=list)
+    draft: bool = False
+    prerelease: bool = False
+
+
+@dataclass
+class Run:
+    id: int
+    path: str
+    event: str
+    head_branch: str
+    head_sha: str
+    run_attempt: int = 1
+    status: str = "completed"
+    conclusion: str | None = "success"
+
+
+@dataclass
+class Repo:
+    branches: dict[str, Branch] = field(default_factory=dict)
+    rules: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    runs: dict[int, Run] = field(default_factory=dict)
+    artifacts: dict[int, list[Artifact]] = field(default_factory=dict)
+    releases: list[Release] = field(default_factory=list)
+
+
+@dataclass
+class Fault:
+    """What to do instead of (or to) the normal answer.
+
+    ``status`` set: answer that status with a GitHub error body. ``truncate``:
+    declare the full length, send half, close. ``delay``: wait first.
+    ``raw_body``: send these bytes (with ``status`` or 200) instead of JSON.
+    ``echo_authorization``: put the received Authorization header in the error
+    message, to prove the client scrubs it.
+    """
+
+    status: int | None = None
+    message: str = "Server Error"
+    headers: dict[str, str] = field(default_factory=dict)
+    truncate: bool = False
+    delay: float = 0.0
+    raw_body: bytes | None = None
+    echo_authorization: bool = False
+
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    authorization: str | None
+    accept: str | None
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    emulator: GitHubEmulator
+
+
+class GitHubEmulator:
+    def __init__(self, *, token: str | None = DEFAULT_TOKEN, prefix: str = "/api/v3") -> None:
+        self.token = token
+        self.prefix = prefix
+        self.repos: dict[str, Repo] = {}
+        self.requests: list[Recorded] = []
+        self._faults: list[tuple[re.Pattern[str], Fault, list[int]]] = []
+        self._lock = threading.Lock()
+        self.stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def start(self) -> GitHubEmulator:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.emulator = self
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    @property
+    def origin(self) -> str:
+        assert self._server is not None, "start() the emulator first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.origin}{self.prefix}"
+
+    # -- configuration -----------------------------------------------------------------------------------
+
+    def repo(self, full_name: str) -> Repo:
+        return self.repos.setdefault(full_name, Repo())
+
+    def inject(self, path_pattern: str, fault: Fault, *, times: int = 1) -> None:
+        """Apply ``fault`` to the next ``times`` requests whose API path (no prefix, no query) matches."""
+        with self._lock:
+            self._faults.append((re.compile(path_pattern), fault, [times]))
+
+    def calls(self, path_pattern: str) -> list[Recorded]:
+        pattern = re.compile(path_pattern)
+        return [r for r in self.requests if pattern.search(r.path)]
+
+    def take_fault(self, path: str) -> Fault | None:
+        with self._lock:
+            for pattern, fault, left in self._faults:
+                if left[0] > 0 and pattern.search(path):
+                    left[0] -= 1
+                    return fault
+        return None
+
+
+@dataclass
+class _Reply:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _ReplyError(Exception):
+    """Raised to answer early with an error status."""
+
+    def __init__(self, reply: _Reply) -> None:
+        super().__init__(reply.status)
+        self.reply = reply
+
+
+def _not_found(message: str = "Not Found") -> _ReplyError:
+    return _ReplyError(_Reply(404, {"message": message, "documentation_url": "https://docs.github.com/rest"}))
+
+
+def _fault_reply(fault: Fault, authorization: str | None) -> _Reply:
+    assert fault.status is not None
+    message = fault.message + (f" (you sent {authorization})" if fault.echo_authorization else "")
+    body = fault.raw_body if fault.raw_body is not None else {
+        "message": message, "documentation_url": "https://docs.github.com/rest"}
+    return _Reply(fault.status, body, dict(fault.headers))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            return  # the client gave up (a timeout test): nothing to answer
+
+    def do_GET(self) -> None:
+        emu = self.server.emulator
+        parsed = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(parsed.query)
+        authorization = self.headers.get("Authorization")
+        emu.requests.append(Recorded("GET", parsed.path, query, authorization, self.headers.get("Accept")))
+        blob = parsed.path.startswith("/_blobs/")
+        path = parsed.path if blob else parsed.path.removeprefix(emu.prefix)
+        fault = emu.take_fault(path)
+        if fault is not None and fault.delay:
+            emu.stopping.wait(fault.delay)
+        if fault is not None and fault.status is not None:
+            reply = _fault_reply(fault, authorization)
+        elif fault is not None and fault.raw_body is not None:
+            reply = _Reply(200, fault.raw_body)
+        else:
+            try:
+                if not blob:
+                    self._authorize(authorization)
+                reply = _route(emu, path, query, self.headers.get("Accept") or "")
+            except _ReplyError as exc:
+                reply = exc.reply
+        self._send(reply, truncate=fault is not None and fault.truncate)
+
+    def _authorize(self, sent: str | None) -> None:
+        token = self.server.emulator.token
+        if token is not None and sent not in (f"token {token}", f"Bearer {token}"):
+            raise _ReplyError(_Reply(401, {"message": "Bad credentials",
+                                           "documentation_url": "https://docs.github.com/rest"}))
+
+    def _send(self, reply: _Reply, *, truncate: bool) -> None:
+        if isinstance(reply.body, bytes):
+            data, kind = reply.body, "application/octet-stream"
+        else:
+            data, kind = json.dumps(reply.body).encode(), "application/json; charset=utf-8"
+        self.send_response(reply.status)
+        headers = {"Content-Type": kind, "X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999",
+                   **reply.headers}
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        if truncate:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2] if truncate else data)
+        self.wfile.flush()
+        if truncate:
+            self.close_connection = True
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    emu: GitHubEmulator
+    name: str
+    repo: Repo
+    path: str
+    query: dict[str, list[str]]
+    accept: str
+
+    @property
+    def api(self) -> str:
+        return f"{self.emu.api_url}/repos/{self.name}"
+
+    def page(self, items: list[Any]) -> tuple[list[Any], dict[str, str]]:
+        """One page of ``items`` and its ``Link`` header, the way GitHub paginates."""
+        per_page = min(100, int(self.query.get("per_page", ["30"])[0]))
+        page = int(self.query.get("page", ["1"])[0])
+        last = max(1, -(-len(items) // per_page))
+        base = f"{self.emu.api_url}{self.path}"
+        links = []
+        if page < last:
+            links.append(f'<{base}?per_page={per_page}&page={page + 1}>; rel="next"')
+            links.append(f'<{base}?per_page={per_page}&page={last}>; rel="last"')
+        return items[(page - 1) * per_page: page * per_page], ({"Link": ", ".join(links)} if links else {})
+
+
+def _repository(ctx: _Ctx, _m: re.Match[str]) -> _Reply:
+    return _Reply(200, {"id": 1, "full_name": ctx.name, "name": ctx.name.split("/")[1], "url": ctx.api,
+                        "private": False})
+
+
+def _branch(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    name = urllib.parse.unquote(m.group(1))
+    branch = ctx.repo.branches.get(name)
+    if branch is None:
+        raise _not_found("Branch not found")
+    return _Reply(200, {"name": name, "commit": {"sha": branch.sha, "url": f"{ctx.api}/commits/{branch.sha}"},
+                        "protected": branch.protected, "protection_url": f"{ctx.api}/branches/{name}/protection"})
+
+
+def _rules(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    items, headers = ctx.page(ctx.repo.rules.get(urllib.parse.unquote(m.group(1)), []))
+    return _Reply(200, items, headers)
+
+
+def _run(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    run = ctx.repo.runs.get(int(m.group(1)))
+    if run is None:
+        raise _not_found()
+    return _Reply(200, {**run.__dict__, "name": "qualify", "url": f"{ctx.api}/actions/runs/{run.id}",
+                        "artifacts_url": f"{ctx.api}/actions/runs/{run.id}/artifacts"})
+
+
+def _run_artifacts(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    if int(m.group(1)) not in ctx.repo.runs:
+        raise _not_found()
+    artifacts = [_artifact_json(ctx.api, a) for a in ctx.repo.artifacts.get(int(m.group(1)), [])]
+    items, headers = ctx.page(artifacts)
+    return _Reply(200, {"total_count": len(artifacts), "artifacts": items}, headers)
+
+
+def _artifact_zip(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    _find_artifact(ctx.repo, int(m.group(1)))
+    return _Reply(302, b"", {"Location": f"{ctx.emu.origin}/_blobs/artifacts/{m.group(1)}?sig=presigned"})
+
+
+def _releases(ctx: _Ctx, _m: re.Match[str]) -> _Reply:
+    items, headers = ctx.page([_release_json(ctx.api, r) for r in ctx.repo.releases])
+    return _Reply(200, items, headers)
+
+
+def _release_by_tag(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    for release in ctx.repo.releases:
+        if release.tag_name == urllib.parse.unquote(m.group(1)):
+            return _Reply(200, _release_json(ctx.api, release))
+    raise _not_found()
+
+
+def _asset(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    asset = _find_asset(ctx.repo, int(m.group(1)))
+    if "application/octet-stream" in ctx.accept:
+        return _Reply(302, b"", {"Location": f"{ctx.emu.origin}/_blobs/assets/{asset.id}?sig=presigned"})
+    return _Reply(200, _asset_json(ctx.api, asset))
+
+
+_ROUTES = [
+    (re.compile(r""), _repository),
+    (re.compile(r"/branches/(.+)"), _branch),
+    (re.compile(r"/rules/branches/(.+)"), _rules),
+    (re.compile(r"/actions/runs/(\d+)"), _run),
+    (re.compile(r"/actions/runs/(\d+)/artifacts"), _run_artifacts),
+    (re.compile(r"/actions/artifacts/(\d+)/zip"), _artifact_zip),
+    (re.compile(r"/releases"), _releases),
+    (re.compile(r"/releases/tags/(.+)"), _release_by_tag),
+    (re.compile(r"/releases/assets/(\d+)"), _asset),
+]
+
+
+def _route(emu: GitHubEmulator, path: str, query: dict[str, list[str]], accept: str) -> _Reply:
+    blob = re.fullmatch(r"/_blobs/(artifacts|assets)/(\d+)", path)
+    if blob:
+        return _Reply(200, _blob(emu, blob.group(1), int(blob.group(2))))
+    match = re.fullmatch(r"/repos/([^/]+/[^/]+)(/.*)?", path)
+    if not match or match.group(1) not in emu.repos:
+        raise _not_found()
+    ctx = _Ctx(emu, match.group(1), emu.repos[match.group(1)], path, query, accept)
+    rest = match.group(2) or ""
+    for pattern, handler in _ROUTES:
+        if m := pattern.fullmatch(rest):
+            return handler(ctx, m)
+    raise _not_found()
+
+
+def _find_artifact(repo: Repo, artifact_id: int) -> Artifact:
+    for artifacts in repo.artifacts.values():
+        for artifact in artifacts:
+            if artifact.id == artifact_id:
+                return artifact
+    raise _not_found()
+
+
+def _find_asset(repo: Repo, asset_id: int) -> Asset:
+    for release in repo.releases:
+        for asset in release.assets:
+            if asset.id == asset_id:
+                return asset
+    raise _not_found()
+
+
+def _blob(emu: GitHubEmulator, kind: str, blob_id: int) -> bytes:
+    for repo in emu.repos.values():
+        try:
+            return _find_artifact(repo, blob_id).body if kind == "artifacts" else _find_asset(repo, blob_id).body
+        except _ReplyError:
+            continue
+    raise _not_found()
+
+
+def _artifact_json(api: str, artifact: Artifact) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": artifact.id, "node_id": f"A_{artifact.id}", "name": artifact.name,
+        "size_in_bytes": len(artifact.body), "url": f"{api}/actions/artifacts/{artifact.id}",
+        "archive_download_url": f"{api}/actions/artifacts/{artifact.id}/zip", "expired": artifact.expired,
+        "created_at": "2025-01-01T00:00:00Z", "expires_at": "2025-04-01T00:00:00Z",
+        "updated_at": "2025-01-01T00:00:00Z",
+    }
+    digest = artifact.reported_digest()
+    if digest is not None:
+        data["digest"] = digest
+    return data
+
+
+def _asset_json(api: str, asset: Asset) -> dict[str, Any]:
+    return {"id": asset.id, "name": asset.name, "size": len(asset.body), "url": f"{api}/releases/assets/{asset.id}",
+            "content_type": "application/octet-stream", "state": "uploaded",
+            "digest": asset.digest or f"sha256:{hashlib.sha256(asset.body).hexdigest()}",
+            "browser_download_url": f"https://github.invalid/download/{asset.name}"}
+
+
+def _release_json(api: str, release: Release) -> dict[str, Any]:
+    return {"id": release.id, "tag_name": release.tag_name, "name": release.tag_name, "draft": release.draft,
+            "prerelease": release.prerelease, "url": f"{api}/releases/{release.id}",
+            "assets_url": f"{api}/releases/{release.id}/assets",
+            "upload_url": f"{api}/releases/{release.id}/assets{{?name,label}}",
+            "assets": [_asset_json(api, a) for a in release.assets]}
