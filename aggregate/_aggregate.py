@@ -22,7 +22,7 @@ from evidence_schemas import (
     write_atomic,
 )
 from qualify_policy import Policy
-from qualify_trust import signer_for
+from qualify_trust import StatementSigner, signer_for
 from qualify_verify import aggregate_file_name, verify_platform_set
 
 
@@ -36,8 +36,10 @@ def _now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path) -> AggregateResult:
-    signer = signer_for(policy, "aggregate")
+def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path, *,
+              signer: StatementSigner | None = None) -> AggregateResult:
+    """Verify the platform statements in ``evidence_dirs``; sign and write the aggregate into ``out``."""
+    signer = signer or signer_for(policy, "aggregate")
     verdict = verify_platform_set(policy, evidence_dirs)
     if not verdict.qualified:
         return AggregateResult(None, verdict.reasons)

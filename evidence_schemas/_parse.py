@@ -47,7 +47,11 @@ def validate_model(model: type[M], value: Any, *, what: str) -> M:
 
 
 def parse_envelope(data: bytes, *, what: str) -> DsseEnvelope:
-    return validate_model(DsseEnvelope, load_json(data, what=what), what=what)
+    value = load_json(data, what=what)
+    # An envelope without signatures is unsigned evidence, not merely a bad shape.
+    if isinstance(value, dict) and value.get("signatures", []) == []:
+        raise QualificationError(Code.SIGNATURE_MISSING, f"{what}: the envelope carries no signature")
+    return validate_model(DsseEnvelope, value, what=what)
 
 
 def parse_statement(payload: bytes, *, what: str) -> PlatformStatement | AggregateStatement:

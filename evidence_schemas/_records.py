@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ._limits import MAX_LIST
+from ._limits import MAX_BUNDLE_TEXT, MAX_LIST
 from ._types import (
     Count,
     Excerpt,
@@ -77,7 +77,8 @@ class SignatureRecord(Record):
     method: Literal["ed25519-detached", "sigstore-bundle"]
     artifact_sha256: Sha256Hex
     keyid: KeyId
-    signature: ShortText
+    # A base64 Ed25519 signature, or a whole Sigstore bundle (JSON text).
+    signature: Annotated[str, Field(min_length=1, max_length=MAX_BUNDLE_TEXT)]
     readback_verified: bool
     # The operating system's own code signing (codesign, signtool); see
     # producer._platform_signing for the tools each platform runs.

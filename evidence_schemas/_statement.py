@@ -12,7 +12,7 @@ from ._types import FileName, KeyId, Record, Sha256Hex
 
 IN_TOTO_STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
-PREDICATE_PREFIX = "https://desktop-qualify.invalid/evidence/"
+PREDICATE_PREFIX = "https://desktop-qualify.invalid/evidence/"  # one prefix, a versioned type per kind
 PLATFORM_PREDICATE_TYPE = PREDICATE_PREFIX + "platform-qualification/v1"
 AGGREGATE_PREDICATE_TYPE = PREDICATE_PREFIX + "aggregate-qualification/v1"
 KNOWN_PREDICATE_TYPES = frozenset({PLATFORM_PREDICATE_TYPE, AGGREGATE_PREDICATE_TYPE})

@@ -8,6 +8,7 @@ set-id bits; nothing else is trusted.
 
 from __future__ import annotations
 
+import gzip
 import os
 import stat
 import tarfile
@@ -30,6 +31,10 @@ def pack(bundle_dir: Path, archive: Path) -> None:
     """Archive ``bundle_dir`` (its folder name kept as the top level), sorted and without owners."""
     files = sorted(p for p in bundle_dir.rglob("*"))
     top = bundle_dir.name
+    # A link in the bundle would be dropped (zip) or could escape on unpack: refuse it for every format.
+    for path in files:
+        if path.is_symlink():
+            raise QualificationError(Code.BUILD_FAILED, f"bundle contains a symlink: {path.relative_to(bundle_dir)}")
     if archive.name.endswith(".zip"):
         with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for path in files:
@@ -50,11 +55,11 @@ def pack(bundle_dir: Path, archive: Path) -> None:
         info.mtime = _EPOCH
         return info
 
-    with tarfile.open(archive, "w:gz", format=tarfile.PAX_FORMAT) as tf:
+    # The gzip header's name and mtime are fixed too: same content, same bytes.
+    with archive.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=_EPOCH) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tf:
         tf.add(bundle_dir, arcname=top, recursive=False, filter=normalise)
         for path in files:
-            if path.is_symlink():
-                raise QualificationError(Code.BUILD_FAILED, f"bundle contains a symlink: {path.name}")
             tf.add(path, arcname=f"{top}/{path.relative_to(bundle_dir).as_posix()}", recursive=False,
                    filter=normalise)
 
@@ -88,7 +93,11 @@ def _write_member(target: Path, source: object, mode: int) -> None:
 
 def unpack(archive: Path, prefix: Path) -> None:
     """Extract into an empty ``prefix``; refuse anything unsafe before writing it."""
-    prefix.mkdir(parents=True, exist_ok=False)
+    try:
+        prefix.mkdir(parents=True, exist_ok=False)
+    except FileExistsError as exc:
+        raise QualificationError(Code.INSTALL_FAILED,
+                                 f"install prefix {prefix} already exists; it must be fresh") from exc
     if archive.name.endswith(".zip"):
         _unpack_zip(archive, prefix)
     else:

@@ -42,6 +42,14 @@ def _git(repo: Path, *args: str) -> tuple[int, str]:
     return done.returncode, done.stdout.decode("utf-8", errors="replace").strip()
 
 
+def repository_root(path: Path) -> Path:
+    """The git work tree that holds ``path``."""
+    code, top = _git(path, "rev-parse", "--show-toplevel")
+    if code != 0:
+        raise QualificationError(Code.SOURCE_GATE_FAILED, f"{path}: not inside a git work tree")
+    return Path(top)
+
+
 class LocalGitGate(SourceGate):
     def __init__(self, repo: Path, *, require_clean: bool, repository: str) -> None:
         self._repo = repo
@@ -94,10 +102,3 @@ class LocalGitGate(SourceGate):
             raise QualificationError(
                 Code.NOT_MAIN_HEAD, f"main moved from {sha[:12]} to {head[:12] or '?'} before signing"
             )
-
-    @property
-    def toplevel(self) -> Path:
-        code, top = _git(self._repo, "rev-parse", "--show-toplevel")
-        if code != 0:
-            raise QualificationError(Code.SOURCE_GATE_FAILED, f"{self._repo}: not inside a git work tree")
-        return Path(top)

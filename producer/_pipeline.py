@@ -11,6 +11,7 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +37,8 @@ from qualify_trust import signer_for as statement_signer_for
 from ._build import BuildOutput, build, executable_name
 from ._clock import utc_now
 from ._emit import emit
-from ._gate import LocalGitGate
+from ._gate import LocalGitGate, SourceGate, repository_root
+from ._gate_github import GitHubGate, github_run_identity
 from ._install import install
 from ._launch import journey, launch_probe
 from ._platform_signing import signer_for
@@ -61,7 +63,8 @@ class _Job:
     policy: Policy
     platform: Platform
     arch: str
-    run_id: str
+    run_id: str | None
+    env: Mapping[str, str]
     signer: StatementSigner
     verifier: StatementVerifier
     evidence_dir: Path
@@ -83,28 +86,40 @@ def new_local_run_id() -> str:
     return f"local-{utc_now()[:19].replace(':', '').replace('-', '')}-{secrets.token_hex(4)}"
 
 
-def _prepare(policy: Policy, platform: Platform, out: Path, run_id: str | None) -> _Job:
+def _prepare(policy: Policy, platform: Platform, out: Path, *, run_id: str | None, env: Mapping[str, str],
+             signer: StatementSigner | None) -> _Job:
     if platform != host_platform():
         raise QualificationError(Code.USAGE, f"a producer job qualifies its own platform; this host is "
                                              f"{host_platform()}, not {platform}")
     if platform not in policy.required_platforms:
         raise QualificationError(Code.USAGE, f"policy {policy.file.name!r} does not require platform {platform!r}")
-    signer, verifier = statement_signer_for(policy, "platform"), verifier_for(policy)
-    run_id = run_id or os.environ.get("QUALIFY_RUN_ID") or new_local_run_id()
-    if not _RUN_ID.match(run_id):
-        raise QualificationError(Code.USAGE, f"run id {run_id[:80]!r} must match {_RUN_ID.pattern}")
+    signer = signer or statement_signer_for(policy, "platform")
+    verifier = verifier_for(policy)
+    if policy.sigstore is not None:
+        # GitHub mode: the run is GitHub's, named by its environment and later by the certificate.
+        if run_id is not None:
+            raise QualificationError(Code.USAGE, "--run-id is for local mode; GitHub mode takes the run from "
+                                                 "GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT")
+    else:
+        run_id = run_id or env.get("QUALIFY_RUN_ID") or new_local_run_id()
+        if not _RUN_ID.match(run_id):
+            raise QualificationError(Code.USAGE, f"run id {run_id[:80]!r} must match {_RUN_ID.pattern}")
     out = out.resolve()
     work = out / "work" / platform
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    return _Job(policy, platform, host_arch(), run_id, signer, verifier, out / "evidence", out / "artifacts",
+    return _Job(policy, platform, host_arch(), run_id, env, signer, verifier, out / "evidence", out / "artifacts",
                 out / "records" / platform, work, Progress(f"produce {platform}"))
 
 
-def _gate(job: _Job) -> tuple[LocalGitGate, SourceGateRecord]:
-    gate = LocalGitGate(job.policy.resolve(job.policy.file.artifact.app_source),
-                        require_clean=job.policy.file.source.require_clean_worktree,
-                        repository=job.policy.file.producer.repository)
+def _gate(job: _Job) -> tuple[SourceGate, SourceGateRecord]:
+    app_source = job.policy.resolve(job.policy.file.artifact.app_source)
+    gate: SourceGate
+    if job.policy.sigstore is not None:
+        gate = GitHubGate(job.policy, job.env, checkout=app_source)
+    else:
+        gate = LocalGitGate(app_source, require_clean=job.policy.file.source.require_clean_worktree,
+                            repository=job.policy.file.producer.repository)
     with job.progress.stage("source gate") as said:
         record = gate.observe()
         said.append(f"sha={record.sha[:12]} ref={record.ref} clean={record.worktree_clean}")
@@ -112,10 +127,20 @@ def _gate(job: _Job) -> tuple[LocalGitGate, SourceGateRecord]:
     return gate, record
 
 
-def _build(job: _Job, gate: LocalGitGate, gate_record: SourceGateRecord) -> BuildOutput:
+def _run_identity(job: _Job, gate_record: SourceGateRecord) -> RunIdentity:
+    if job.policy.sigstore is not None:
+        return github_run_identity(job.env, job.policy)
+    producer = job.policy.file.producer
+    return RunIdentity(mode="local", repository=producer.repository, workflow=producer.workflow,
+                       ref=gate_record.ref, sha=gate_record.sha, run_id=job.run_id or new_local_run_id(),
+                       attempt=1, trigger="local", runner_environment="local")
+
+
+def _build(job: _Job, gate_record: SourceGateRecord) -> BuildOutput:
     app = job.policy.file.artifact
+    app_source = job.policy.resolve(app.app_source)
     with job.progress.stage("build") as said:
-        built = build(repo=gate.toplevel, sha=gate_record.sha, ref=gate_record.ref,
+        built = build(repo=repository_root(app_source), sha=gate_record.sha, ref=gate_record.ref,
                       app_source=job.policy.resolve(app.app_source), spec=app.spec, app_name=app.name,
                       platform=job.platform, arch=job.arch, work=job.work_dir, artifacts=job.artifacts_dir,
                       signer=signer_for(job.platform, identity=None, entitlements=None, timestamp_url=None),
@@ -167,14 +192,13 @@ def _journey(job: _Job, installed: InstallRecord, sha: str) -> JourneyRecord:
     return record
 
 
-def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None) -> ProduceResult:
-    job = _prepare(policy, platform, out, run_id)
+def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None = None,
+            env: Mapping[str, str] | None = None, signer: StatementSigner | None = None) -> ProduceResult:
+    """Run one producer job. ``env`` defaults to the process environment; ``signer`` to the policy's."""
+    job = _prepare(policy, platform, out, run_id=run_id, env=os.environ if env is None else env, signer=signer)
     gate, gate_record = _gate(job)
-    producer_identity = policy.file.producer
-    run = RunIdentity(mode="local", repository=producer_identity.repository, workflow=producer_identity.workflow,
-                      ref=gate_record.ref, sha=gate_record.sha, run_id=job.run_id, attempt=1, trigger="local",
-                      runner_environment="local")
-    built = _build(job, gate, gate_record)
+    run = _run_identity(job, gate_record)
+    built = _build(job, gate_record)
     signature = _sign(job, built)
     installed = _install(job, built)
     probe = _probe(job, installed, gate_record.sha)

@@ -19,7 +19,7 @@ from ._platform_signing import SigningOutcome
 
 def sign_artifact(*, archive: Path, build: BuildRecord, signing: SigningOutcome, signer: StatementSigner,
                   verifier: StatementVerifier, accepted_states: list[str]) -> SignatureRecord:
-    signature = signer.sign_artifact_digest(build.artifact.sha256)
+    signature = signer.sign_artifact_digest(build.artifact.name, build.artifact.sha256)
     reread = file_sha256(archive)
     readback = reread == build.artifact.sha256 and verifier.verify_artifact_signature(reread, signature)
     return SignatureRecord(

@@ -48,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = ArgumentParser(prog="qualify", description="Desktop release qualification.")
     sub = parser.add_subparsers(dest="command", required=True)
     producer.build_parser(sub.add_parser("produce", help="one platform job: gate to signed statement"))
+    producer.build_gate_parser(sub.add_parser("gate", help="the GitHub-mode source gate alone"))
     aggregate.build_parser(sub.add_parser("aggregate", help="verify platform statements, sign the aggregate"))
     consumer.build_verify_parser(sub.add_parser("verify", help="the release gate"))
     consumer.build_audit_parser(sub.add_parser("audit", help="check historical runs offline"))
@@ -59,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handlers = {
         "produce": lambda: producer.run(args),
+        "gate": lambda: producer.run_gate(args),
         "aggregate": lambda: aggregate.run(args),
         "verify": lambda: consumer.run_verify(args),
         "audit": lambda: consumer.run_audit(args),

@@ -94,7 +94,7 @@ class GitHubClient:
         # lazy=True: get_repo() makes no request; each read below is one call.
         self._github = Github(base_url=config.api_url, auth=Auth.Token(token) if token else None,
                               timeout=config.timeout, retry=0, per_page=config.per_page, lazy=True,
-                              user_agent=USER_AGENT)
+                              user_agent=USER_AGENT, seconds_between_requests=config.seconds_between_requests)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, config: ClientConfig | None = None) -> GitHubClient:

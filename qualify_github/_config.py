@@ -45,6 +45,9 @@ class ClientConfig:
     per_page: int = 100
     # A listing longer than this is refused rather than silently truncated.
     max_items: int = 1000
+    # PyGithub's own pause between requests (its default), kind to the API's
+    # secondary rate limits; tests against the loopback server set it to 0.
+    seconds_between_requests: float = 0.25
     # A download slower than this in total is abandoned, whatever the socket timeout.
     max_download_seconds: float = 600.0
 
@@ -52,7 +55,8 @@ class ClientConfig:
         parsed = urllib.parse.urlsplit(self.api_url)
         if parsed.scheme not in ("https", "http") or not parsed.hostname or parsed.query or parsed.fragment:
             raise QualificationError(Code.USAGE, f"GitHub API URL {self.api_url[:200]!r} is not an http(s) base URL")
-        if self.timeout < 1 or not 1 <= self.per_page <= 100 or self.max_items < 1 or self.max_download_seconds <= 0:
+        if self.timeout < 1 or not 1 <= self.per_page <= 100 or self.max_items < 1 or self.max_download_seconds <= 0 \
+                or self.seconds_between_requests < 0:
             raise QualificationError(Code.USAGE, "invalid GitHub client bounds")
 
     @classmethod

@@ -8,7 +8,8 @@ read from the Fulcio certificate and compared exactly with the policy's.
 
 from ._dsse import pae
 from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
-from ._local import KeyringVerifier, LocalSigner
+from ._github_mode import SIGSTORE_SUFFIX, SigstoreSigner, SigstoreVerifier
+from ._local import LOCAL_SUFFIX, KeyringVerifier, LocalSigner
 from ._policy_trust import signer_for, verifier_for
 from ._envelope import (
     ARTIFACT_DIGEST_TYPE,
@@ -23,7 +24,7 @@ from ._keys import generate_private_key, keyid_of, load_private_key
 from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, check_identity, cross_check_claims, same_run
 from ._sigstore_identity import GitHubIdentity, identity_from_certificate, parse_run_invocation_uri
 from ._sigstore_root import PinnedTrustedRoot, load_pinned_trusted_root, load_trusted_root, trusted_root_from_bytes
-from ._sigstore_sign import sign_dsse_statement
+from ._sigstore_sign import sign_artifact_bundle, sign_dsse_statement
 from ._sigstore_verify import (
     MAX_BUNDLE_BYTES,
     VerifiedSigstoreArtifact,
@@ -35,7 +36,11 @@ from ._sigstore_verify import (
 __all__ = [
     "ArtifactSignature",
     "KeyringVerifier",
+    "LOCAL_SUFFIX",
     "LocalSigner",
+    "SIGSTORE_SUFFIX",
+    "SigstoreSigner",
+    "SigstoreVerifier",
     "SignerIdentity",
     "StatementSigner",
     "StatementVerifier",
@@ -66,6 +71,7 @@ __all__ = [
     "pae",
     "parse_run_invocation_uri",
     "same_run",
+    "sign_artifact_bundle",
     "sign_artifact_digest",
     "sign_dsse_statement",
     "sign_envelope",

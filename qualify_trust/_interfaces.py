@@ -53,7 +53,8 @@ class StatementSigner(ABC):
         """The evidence file's bytes for ``payload`` (exact bytes, RFC 8785 JSON)."""
 
     @abstractmethod
-    def sign_artifact_digest(self, sha256_hex: str) -> ArtifactSignature: ...
+    def sign_artifact_digest(self, name: str, sha256_hex: str) -> ArtifactSignature:
+        """A signature over the artifact ``name`` with digest ``sha256_hex``."""
 
 
 class StatementVerifier(ABC):

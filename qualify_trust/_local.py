@@ -35,7 +35,7 @@ class LocalSigner(StatementSigner):
     def sign_statement(self, payload: bytes) -> bytes:
         return sign_envelope(payload, self._key)
 
-    def sign_artifact_digest(self, sha256_hex: str) -> ArtifactSignature:
+    def sign_artifact_digest(self, name: str, sha256_hex: str) -> ArtifactSignature:
         return ArtifactSignature("ed25519-detached", keyid_of(self._key.public_key()),
                                  sign_artifact_digest(sha256_hex, self._key))
 

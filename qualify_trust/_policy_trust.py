@@ -4,20 +4,28 @@ from __future__ import annotations
 
 from qualify_policy import Policy
 
+from ._github_mode import SigstoreSigner, SigstoreVerifier
 from ._interfaces import StatementSigner, StatementVerifier
 from ._keyring import Keyring, Role
 from ._keys import load_private_key
 from ._local import KeyringVerifier, LocalSigner
+from ._sigstore_expected import ExpectedWorkflow
+from ._sigstore_root import load_pinned_trusted_root
 
 
-def verifier_for(policy: Policy) -> StatementVerifier:
+def verifier_for(policy: Policy, *, candidate_sha: str | None = None) -> StatementVerifier:
     """The verifier the policy names; the trust root comes from the policy file only."""
-    trust = policy.ed25519
-    return KeyringVerifier(Keyring.load(policy.resolve(trust.keyring)))
+    sigstore = policy.sigstore
+    if sigstore is not None:
+        root = load_pinned_trusted_root(policy.resolve(sigstore.trusted_root), sigstore.trusted_root_sha256)
+        return SigstoreVerifier(root, ExpectedWorkflow.from_policy(policy, candidate_sha=candidate_sha))
+    return KeyringVerifier(Keyring.load(policy.resolve(policy.ed25519.keyring)))
 
 
 def signer_for(policy: Policy, role: Role) -> StatementSigner:
-    """This machine's signer for ``role`` under the policy."""
+    """This job's signer for ``role`` under the policy (keyless with the job's OIDC token in GitHub mode)."""
+    if policy.sigstore is not None:
+        return SigstoreSigner()
     trust = policy.ed25519
     keyring = Keyring.load(policy.resolve(trust.keyring))
     key_path = trust.platform_key if role == "platform" else trust.aggregate_key

@@ -10,17 +10,22 @@ request is made.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 
 from sigstore import dsse
 from sigstore.errors import Error as SigstoreError
-from sigstore.models import ClientTrustConfig
+from sigstore.hashes import Hashed
+from sigstore.models import Bundle, ClientTrustConfig
 from sigstore.oidc import ExpiredIdentity, IdentityToken, detect_credential
-from sigstore.sign import SigningContext
+from sigstore.sign import Signer, SigningContext
+from sigstore_models.common.v1 import HashAlgorithm
 
 from evidence_schemas import Code, QualificationError
 
 from ._sigstore_expected import GITHUB_ISSUER
 
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}", re.ASCII)
 _HINT = "run inside GitHub Actions with 'permissions: id-token: write' on the job"
 
 
@@ -40,20 +45,12 @@ def _github_token() -> IdentityToken:
     return token
 
 
-def sign_dsse_statement(payload: bytes) -> bytes:
-    """A Sigstore bundle (v0.3 JSON) holding ``payload`` (an in-toto statement) in a DSSE envelope.
-
-    The payload bytes are signed as given, never re-serialised.
-    """
+def _sign(sign: Callable[[Signer], Bundle]) -> bytes:
     token = _github_token()
-    try:
-        statement = dsse.Statement(payload)
-    except SigstoreError as exc:
-        raise QualificationError(Code.SCHEMA_INVALID, f"payload is not an in-toto statement: {str(exc)[:300]}") from exc
     try:
         context = SigningContext.from_trust_config(ClientTrustConfig.production())
         with context.signer(token, cache=False) as signer:
-            bundle = signer.sign_dsse(statement)
+            bundle = sign(signer)
     except (SigstoreError, ExpiredIdentity) as exc:
         raise QualificationError(
             Code.ENVIRONMENT,
@@ -61,3 +58,23 @@ def sign_dsse_statement(payload: bytes) -> bytes:
             hint="Fulcio, Rekor or the timestamp authority refused the request or was unreachable",
         ) from exc
     return bundle.to_json().encode("utf-8")
+
+
+def sign_dsse_statement(payload: bytes) -> bytes:
+    """A Sigstore bundle (v0.3 JSON) holding ``payload`` (an in-toto statement) in a DSSE envelope.
+
+    The payload bytes are signed as given, never re-serialised.
+    """
+    try:
+        statement = dsse.Statement(payload)
+    except SigstoreError as exc:
+        raise QualificationError(Code.SCHEMA_INVALID, f"payload is not an in-toto statement: {str(exc)[:300]}") from exc
+    return _sign(lambda signer: signer.sign_dsse(statement))
+
+
+def sign_artifact_bundle(sha256_hex: str) -> bytes:
+    """A message-signature (hashedrekord) bundle over an artifact's SHA-256, for ``verify_artifact_bundle``."""
+    if _SHA256_HEX.fullmatch(sha256_hex) is None:
+        raise QualificationError(Code.USAGE, f"artifact digest {sha256_hex[:80]!r} is not 64 lowercase hex digits")
+    hashed = Hashed(algorithm=HashAlgorithm.SHA2_256, digest=bytes.fromhex(sha256_hex))
+    return _sign(lambda signer: signer.sign_artifact(hashed))

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
 from sigstore.errors import Error as SigstoreError
 from sigstore.errors import VerificationError
 from sigstore.hashes import Hashed
@@ -39,6 +41,9 @@ MAX_BUNDLE_BYTES = 24 * 1024 * 1024
 _BUNDLE_DEPTH = 16
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}", re.ASCII)
 _MAX_SUBJECTS = 1024
+# VerificationError for every failed check; the others for material that parsed
+# but cannot be used (an unsupported key type in a certificate, say).
+_VERIFY_ERRORS = (SigstoreError, ValueError, TypeError, UnsupportedAlgorithm)
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,8 @@ class VerifiedSigstorePayload:
     payload_type: str
     identity: GitHubIdentity
     bundle_sha256: str
+    # SHA-256 of the leaf certificate's DER: names this signature the way a key id would.
+    certificate_sha256: str
 
 
 @dataclass(frozen=True)
@@ -86,9 +93,10 @@ def _parse_bundle(data: bytes, *, what: str, max_bytes: int) -> tuple[Bundle, di
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: a Sigstore bundle must be a JSON object")
     try:
         bundle = Bundle.from_json(data)
-    except (SigstoreError, ValueError, TypeError, KeyError, IndexError) as exc:
+    except (SigstoreError, ValueError, TypeError, KeyError, IndexError, x509.InvalidVersion) as exc:
         # Bundle.from_json reports shape errors as InvalidBundle, but malformed
-        # base64 or DER inside it surface as ValueError and friends.
+        # base64 or DER inside it surface as ValueError and friends (a flipped
+        # bit in the certificate's version field raises InvalidVersion).
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: not a usable Sigstore bundle ({_brief(exc)})") from exc
     return bundle, raw
 
@@ -141,13 +149,15 @@ def verify_dsse_bundle(
     policies = _policies(expected, None)
     try:
         payload_type, payload = trusted_root.verifier.verify_dsse(bundle, AllOf(list(policies)))
-    except (SigstoreError, ValueError) as exc:
+    except _VERIFY_ERRORS as exc:
         raise _refusal(exc, policies, what) from exc
     identity = identity_from_certificate(bundle.signing_certificate)
     check_identity(identity, expected)
     if payload_type != IN_TOTO_PAYLOAD_TYPE:
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: payload type {payload_type[:100]!r} is not in-toto")
-    return VerifiedSigstorePayload(payload, payload_type, identity, hashlib.sha256(bundle_bytes).hexdigest())
+    return VerifiedSigstorePayload(
+        payload, payload_type, identity, hashlib.sha256(bundle_bytes).hexdigest(), _certificate_sha256(bundle)
+    )
 
 
 def _artifact_digest(artifact: bytes | str) -> str:
@@ -201,7 +211,7 @@ def verify_artifact_bundle(
         else:
             hashed = Hashed(algorithm=HashAlgorithm.SHA2_256, digest=bytes.fromhex(digest))
             trusted_root.verifier.verify_artifact(hashed, bundle, policy)
-    except (SigstoreError, ValueError) as exc:
+    except _VERIFY_ERRORS as exc:
         raise _refusal(exc, policies, what) from exc
     identity = _leaf_identity(bundle, expected)
     if "dsseEnvelope" in raw and digest not in _subject_digests(payload, payload_type, what):
@@ -209,6 +219,10 @@ def verify_artifact_bundle(
             Code.ARTIFACT_DIGEST_MISMATCH, f"{what}: no statement subject has the artifact's SHA-256 {digest}"
         )
     return VerifiedSigstoreArtifact(digest, identity, hashlib.sha256(bundle_bytes).hexdigest())
+
+
+def _certificate_sha256(bundle: Bundle) -> str:
+    return hashlib.sha256(bundle.signing_certificate.public_bytes(serialization.Encoding.DER)).hexdigest()
 
 
 def _brief(exc: BaseException) -> str:

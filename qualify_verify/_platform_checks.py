@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evidence_schemas import Code, Platform, PlatformStatement, QualificationError, parse_statement
-from qualify_trust import ArtifactSignature, StatementVerifier, VerifiedStatement
+from evidence_schemas import Code, Platform, PlatformStatement, QualificationError, RunIdentity, parse_statement
+from qualify_trust import ArtifactSignature, GitHubIdentity, StatementVerifier, VerifiedStatement, cross_check_claims
 
 from ._expectations import Expectations
 from ._findings import Findings
@@ -77,6 +77,18 @@ def check_identity_claims(vp: VerifiedPlatform, exp: Expectations, findings: Fin
     for where, ref in (("run", run.ref), ("source gate", p.source_gate.ref)):
         if ref != exp.ref:
             findings.add(Code.REF_NOT_MAIN, f"{vp.file_name}: {where} ref is {ref!r}, not {exp.ref}", p.platform)
+    check_claims_match_certificate(vp.signed, run, vp.file_name, findings, p.platform)
+
+
+def check_claims_match_certificate(signed: VerifiedStatement, run: RunIdentity, name: str, findings: Findings,
+                                   platform: Platform | None = None) -> None:
+    """A claim the certificate also carries must equal the certificate's value (GitHub mode)."""
+    claims = signed.signer.claims
+    if isinstance(claims, GitHubIdentity):
+        try:
+            cross_check_claims(claims, run)
+        except QualificationError as exc:
+            findings.add(exc.code, f"{name}: {exc.message}", platform)
 
 
 def check_single_commit(vp: VerifiedPlatform, findings: Findings) -> None:

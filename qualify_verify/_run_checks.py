@@ -10,7 +10,7 @@ from qualify_trust import StatementVerifier, VerifiedStatement
 
 from ._expectations import Expectations
 from ._findings import Findings
-from ._platform_checks import VerifiedPlatform
+from ._platform_checks import VerifiedPlatform, check_claims_match_certificate
 
 
 def check_coverage(platforms: list[VerifiedPlatform], exp: Expectations, findings: Findings) -> None:
@@ -66,6 +66,7 @@ def verify_aggregate(data: bytes | None, verifier: StatementVerifier, findings: 
     if not isinstance(statement, AggregateStatement):
         findings.add(Code.PREDICATE_TYPE_UNKNOWN, f"{name}: not an aggregate qualification")
         return None
+    check_claims_match_certificate(signed, statement.predicate.run, name, findings)
     return statement, signed
 
 

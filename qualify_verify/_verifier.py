@@ -72,7 +72,7 @@ class Verdict:
 
 def verify_platform_set(policy: Policy, evidence_dirs: list[Path], *, candidate_sha: str | None = None) -> Verdict:
     """Every platform statement, coverage, one commit, one run (the aggregate job's view)."""
-    verifier = verifier_for(policy)
+    verifier = verifier_for(policy, candidate_sha=candidate_sha)
     verdict = Verdict(Expectations.from_policy(policy), verifier=verifier)
     findings = verdict.findings
     for directory in evidence_dirs:

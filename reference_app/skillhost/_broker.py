@@ -86,7 +86,13 @@ class Broker:
         self.denials: list[str] = []
 
     def _record(  # noqa: PLR0917
-        self, event: str, port: object, method: object, capability: str | None, code: str | None = None, target: str = ""
+        self,
+        event: str,
+        port: object,
+        method: object,
+        capability: str | None,
+        code: str | None = None,
+        target: str = "",
     ) -> None:
         if len(self.audit) >= MAX_AUDIT:
             return

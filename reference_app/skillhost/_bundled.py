@@ -24,7 +24,7 @@ _REMOVED = ("open", "exec", "eval", "compile", "input", "breakpoint", "globals",
 def _guarded_import(name: str, *args: Any, **kwargs: Any) -> Any:
     # The ast audit already refuses raw imports; this keeps the rule at run time as well.
     level = args[3] if len(args) > 3 else kwargs.get("level", 0)
-    if name.split(".")[0] not in ALLOWED_IMPORTS or level:
+    if name.split(".", maxsplit=1)[0] not in ALLOWED_IMPORTS or level:
         raise SkillError("CC_SKILL_IMPORT_DENIED", f"bundled handler import {name[:40]!r}")
     return builtins.__import__(name, *args, **kwargs)
 

@@ -176,7 +176,9 @@ class HttpsPort:
                         break
                     total += len(block)
                     if total > self._policy.max_bytes:
-                        raise SkillError("CC_SKILL_EGRESS_TOO_LARGE", f"response exceeds {self._policy.max_bytes} bytes")
+                        raise SkillError(
+                            "CC_SKILL_EGRESS_TOO_LARGE", f"response exceeds {self._policy.max_bytes} bytes"
+                        )
                     chunks.append(block)
                 return resp.status, resp.getheader("Location"), resp.getheader("Content-Type") or "", b"".join(chunks)
         except TimeoutError:

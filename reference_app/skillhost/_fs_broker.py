@@ -9,7 +9,7 @@ fails instead of being followed (POSIX; elsewhere the resolved path is opened
 and its identity compared).
 """
 # Low-level os calls on purpose (dir_fd walks, O_NOFOLLOW, fstat identity checks).
-# ruff: noqa: PTH110, PTH118, PTH119
+# ruff: noqa: PTH112, PTH116, PTH117, PTH118, PTH208
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ class SkillHost:
             raise SkillError("CC_SKILL_USAGE", "skill id must match ^[a-z0-9][a-z0-9-]{0,63}$")
         return self.workspace / EXTERNAL_DIR / skill_id
 
-    def run_external(  # noqa: PLR0913
+    def run_external(
         self,
         skill_dir: Path,
         args: dict[str, Any] | None = None,

@@ -1,7 +1,6 @@
 """Scripted, self-contained journey: each allow path and each fail-closed path."""
 
 import gc
-import json
 import os
 import shutil
 import sys
@@ -14,20 +13,12 @@ from skillhost._broker import default_ports
 from skillhost._bundled import run_bundled
 from skillhost._catalog import verify
 from skillhost._errors import SkillError
-from skillhost._package import build_lock, discover, read_package, sign_package, verify_for_execution
+from skillhost._journey_more import broker_steps
+from skillhost._journey_util import _step, _write_skill
+from skillhost._package import discover, verify_for_execution
 from skillhost._runner import run_external, self_test
 from skillhost._runtime import build_info, package_dir, platform_name, unexpected_worker_env_keys
 from skillhost._signing import TrustStore, new_key
-
-GREETER_MD = """---
-id: {id}
-name: Greeter
-execution-capabilities:
-{caps}
----
-
-External test skill written by the skill host journey.
-"""
 
 GREETER_PY = """
 def run(ports, args):
@@ -87,36 +78,6 @@ def run(ports, args):
 """
 
 SECRET_CANARY = "SKILLHOST_JOURNEY_CANARY"  # noqa: S105 - a variable name, not a secret
-
-
-def _caps_yaml(caps):
-    return "\n".join(f"  - {c}" for c in caps)
-
-
-def _write_skill(root: Path, skill_id: str, handler: str, caps, key=None) -> Path:
-    d = root / skill_id
-    d.mkdir()
-    (d / "SKILL.md").write_text(GREETER_MD.format(id=skill_id, caps=_caps_yaml(caps)), encoding="utf-8", newline="\n")
-    (d / "handler.py").write_text(handler, encoding="utf-8", newline="\n")
-    if key is not None:
-        sign_package(d, key)
-    else:
-        _, files, _ = read_package(d)
-        (d / ".skill-lock.json").write_bytes(json.dumps(build_lock(skill_id, files), sort_keys=True).encode())
-    return d
-
-
-def _step(sid, expected, expected_code, observed, observed_code, detail, extra_ok=True):  # noqa: PLR0917
-    passed = expected == observed and expected_code == observed_code and extra_ok
-    return {
-        "id": sid,
-        "expected": expected,
-        "expected_code": expected_code,
-        "observed": observed,
-        "observed_code": observed_code,
-        "passed": bool(passed),
-        "detail": str(detail)[:200],
-    }
 
 
 class _Ctx:
@@ -288,6 +249,9 @@ def run_journey() -> tuple:  # noqa: PLR0915 - a linear script of steps
         steps.append(_external_step(ctx, "external-oversized-result-rejected", res, "CC_SKILL_RESULT_TOO_LARGE"))
         loop = _write_skill(skills, "looper", LOOP_PY, ["runtime:time"], good_key)
         steps.append(_external_step(ctx, "external-timeout-killed", loop, "CC_SKILL_TIMEOUT", max_duration=1.5))
+
+        # brokers, package validation, safe mode, protocol hardening
+        steps.extend(broker_steps(tmp, ctx.trust, good_key))
 
         # host boundary: after all of the above, no external handler code was compiled or loaded in this process
         loaded = _external_code_in_host()

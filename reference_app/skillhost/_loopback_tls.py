@@ -4,7 +4,6 @@ The certificate is self-signed for one DNS name and generated in memory with
 ``cryptography``; the client trusts exactly that certificate through the
 ``ssl.SSLContext`` returned here. Nothing is reachable beyond 127.0.0.1.
 """
-# ruff: noqa: N802 - http.server's do_GET naming
 
 from __future__ import annotations
 
@@ -54,7 +53,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "skillhost-loopback"
     sys_version = ""
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - base class signature
+    def log_message(self, format: str, *args: object) -> None:
         return
 
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:

@@ -8,7 +8,7 @@ child gets ``shell=False``, a minimal environment, a cwd inside the allowed
 root, no stdin, a timeout and capped output. The audit names the rule, never
 argv or output (seed §6).
 """
-# ruff: noqa: PTH120
+# ruff: noqa: PTH112, PTH120
 
 from __future__ import annotations
 
@@ -138,7 +138,8 @@ class ProcessPort:
             )
         except OSError:
             raise SkillError("CC_SKILL_PROCESS_UNAVAILABLE", f"{rule.name}: could not start") from None
-        assert proc.stdout is not None and proc.stderr is not None  # noqa: S101 - PIPE was requested
+        if proc.stdout is None or proc.stderr is None:  # PIPE was requested; this keeps the types honest
+            raise SkillError("CC_SKILL_PROCESS_UNAVAILABLE", f"{rule.name}: no output pipes")
         out, err = _Capped(proc.stdout, self._max), _Capped(proc.stderr, MAX_STDERR)
         code = None
         try:
@@ -173,5 +174,7 @@ class ProcessPort:
 
     def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str:
         argv = args[0] if args else kwargs.get("argv")
-        rule = self._rules.get(tuple(argv)) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
+        rule = (
+            self._rules.get(tuple(argv)) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
+        )
         return rule.name if rule else "not-allow-listed"

@@ -68,9 +68,12 @@ def test_runtime_verify_catches_skill_md_drift(app_copy):
 @pytest.mark.parametrize(
     ("src", "problem"),
     [
-        (b"import os\ndef run(ports, args):\n    return os.getcwd()\n", "raw module import os"),
-        (b"import socket\ndef run(ports, args):\n    return 1\n", "raw module import socket"),
-        (b"from subprocess import run as r\ndef run(ports, args):\n    return 1\n", "raw module import subprocess"),
+        (b"import os\ndef run(ports, args):\n    return os.getcwd()\n", "raw module import os (environment/os)"),
+        (b"import socket\ndef run(ports, args):\n    return 1\n", "raw module import socket (network)"),
+        (
+            b"from subprocess import run as r\ndef run(ports, args):\n    return 1\n",
+            "raw module import subprocess (process)",
+        ),
         (b"def run(ports, args):\n    return __import__('os')\n", "forbidden name __import__"),
         (b"def run(ports, args):\n    return getattr(ports, 'https')\n", "forbidden name getattr"),
         (
@@ -100,5 +103,64 @@ def test_audit_maps_ports_to_capabilities():
 def test_generate_matches_checked_in():
     catalog, problems = generate(APP_DIR / "skillhost")
     assert problems == []
-    assert [s["id"] for s in catalog["skills"]] == ["clock"]
-    assert catalog["skills"][0]["capabilities"] == ["host:logger", "runtime:time"]
+    caps = {s["id"]: s["capabilities"] for s in catalog["skills"]}
+    assert caps == {
+        "clock": ["host:logger", "runtime:time"],
+        "fetch-status": ["network:https"],
+        "host-info": ["environment:read"],
+        "read-notes": ["filesystem:read"],
+        "repo-status": ["process:exec"],
+    }
+    # five skills, each on a different broker
+    assert len({tuple(c) for c in caps.values()}) == 5
+
+
+RAW_IMPORTS = [
+    ("import socket", "socket (network)"),
+    ("import ssl", "ssl (network)"),
+    ("import http.client", "http (network)"),
+    ("from urllib.request import urlopen", "urllib (network)"),
+    ("import dns.resolver", "dns (network)"),
+    ("from asyncio import subprocess", "asyncio (network)"),
+    ("import subprocess", "subprocess (process)"),
+    ("import os", "os (environment/os)"),
+    ("from os import environ", "os (environment/os)"),
+    ("import ctypes", "ctypes (interpreter)"),
+    ("import importlib", "importlib (interpreter)"),
+]
+
+
+@pytest.mark.parametrize(("stmt", "what"), RAW_IMPORTS)
+def test_generator_fails_on_raw_import_in_bundled_handler(app_copy, stmt, what):
+    handler = app_copy / "skillhost" / "bundled_skills" / "read-notes" / "handler.py"
+    handler.write_text(f"{stmt}\n" + handler.read_text())
+    for args in (["--check"], []):
+        proc = _gen(app_copy / "tools", *args, "--package-dir", str(app_copy / "skillhost"))
+        assert proc.returncode == 1
+        assert f"read-notes: raw module import {what}" in proc.stderr
+    with pytest.raises(SkillError) as ei:
+        verify(app_copy / "skillhost")
+    assert ei.value.code == "CC_SKILL_CATALOG_DRIFT"
+
+
+def test_generator_fails_on_new_unlisted_bundled_skill(app_copy):
+    new = app_copy / "skillhost" / "bundled_skills" / "extra"
+    new.mkdir()
+    (new / "SKILL.md").write_text("---\nid: extra\nexecution-capabilities:\n  - runtime:time\n---\n")
+    (new / "handler.py").write_text("def run(ports, args):\n    return ports.time.now()\n")
+    proc = _gen(app_copy / "tools", "--check", "--package-dir", str(app_copy / "skillhost"))
+    assert proc.returncode == 1
+    assert "drift" in proc.stderr
+    with pytest.raises(SkillError) as ei:
+        verify(app_copy / "skillhost")
+    assert ei.value.code == "CC_SKILL_CATALOG_DRIFT"
+
+
+def test_bundled_run_refuses_drifted_handler(app_copy):
+    from skillhost._bundled import run_bundled
+
+    handler = app_copy / "skillhost" / "bundled_skills" / "clock" / "handler.py"
+    handler.write_bytes(handler.read_bytes().replace(b"[:40]", b"[:41]"))
+    with pytest.raises(SkillError) as ei:
+        run_bundled(app_copy / "skillhost", "clock", {})
+    assert ei.value.code == "CC_SKILL_CATALOG_DRIFT"

@@ -11,7 +11,41 @@ JOURNEY_IDS = [
     "external-unknown-signer-rejected",
     "external-digest-drift-rejected",
     "external-undeclared-capability-rejected",
+    "external-swallowed-denial-still-rejected",
+    "external-raw-import-rejected",
+    "external-request-flood-killed",
+    "external-oversized-frame-killed",
+    "external-oversized-result-rejected",
+    "external-timeout-killed",
+    "bundled-read-notes-runs",
+    "bundled-repo-status-runs",
+    "bundled-host-info-runs",
+    "bundled-fetch-status-runs",
+    "fs-dotdot-escape-rejected",
+    "fs-symlink-escape-rejected",
+    "process-not-allow-listed-rejected",
+    "process-shell-metachar-rejected",
+    "env-key-not-granted-rejected",
+    "net-ip-literal-rejected",
+    "net-non-https-rejected",
+    "net-private-resolution-rejected",
+    "net-redirect-disallowed-rejected",
+    "external-broker-call-through-worker",
+    "external-fs-escape-rejected",
+    "external-protocol-version-mismatch-killed",
+    "external-abort-killed",
+    "package-path-traversal-rejected",
+    "package-symlink-rejected",
+    "package-native-binary-rejected",
+    "package-unknown-manifest-field-rejected",
+    "prompt-only-no-execution",
+    "safe-mode-bundled-runs",
+    "safe-mode-external-refused",
+    "host-boundary-external-not-loaded",
+    "worker-environment-minimal",
 ]
+STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+CODE = re.compile(r"^CC_SKILL_[A-Z_]{1,64}$")
 
 
 def test_probe_shape():
@@ -76,8 +110,26 @@ def test_journey_all_steps_pass():
     assert rc == 0, failed
     assert out["passed"] is True, failed
     ids = [s["id"] for s in out["steps"]]
-    assert ids[: len(JOURNEY_IDS)] == JOURNEY_IDS
-    assert len(set(ids)) == len(ids)
+    assert ids == JOURNEY_IDS
+    assert len(set(ids)) == len(ids) <= 256
+    assert set(out) == {
+        "kind",
+        "version",
+        "app_version",
+        "build_sha",
+        "platform",
+        "host_pid",
+        "duration_ms",
+        "passed",
+        "steps",
+    }
+    for step in out["steps"]:
+        assert set(step) == {"id", "expected", "expected_code", "observed", "observed_code", "passed", "detail"}
+        assert STEP_ID.match(step["id"])
+        assert len(step["detail"]) <= 400
+        for key in ("expected_code", "observed_code"):
+            assert step[key] is None or CODE.match(step[key])
+    assert out["duration_ms"] < 20000
     for s in out["steps"]:
         assert set(s) == {"id", "expected", "expected_code", "observed", "observed_code", "passed", "detail"}
         assert len(s["detail"]) <= 200

@@ -4,7 +4,7 @@ import os
 import pytest
 from skillhost._broker import default_ports
 from skillhost._errors import SkillError
-from skillhost._package import discover, sign_package, verify_for_execution
+from skillhost._package import VerifiedSkill, discover, sign_package, verify_for_execution
 from skillhost._runner import run_external
 from skillhost._signing import TrustStore, new_key
 
@@ -41,6 +41,12 @@ def code_of(fn):
 def run(d, trust, **kw):
     verified = verify_for_execution(discover(d), trust)
     return run_external(verified, default_ports([], env_values={"K": "secret-value"}), **kw)
+
+
+def run_unaudited(src, caps=("runtime:time",), **kw):
+    """Hand source straight to the worker, skipping the host's static audit, to test the worker's own guards."""
+    verified = VerifiedSkill("demo", sorted(caps), src, "0" * 64, "test")
+    return run_external(verified, default_ports([]), **kw)
 
 
 def test_signed_runs_in_worker(tmp_path, keys, trust):
@@ -102,7 +108,7 @@ def test_symlink_rejected(tmp_path, keys, trust):
     d = make(tmp_path, key=keys[0])
     (tmp_path / "outside.md").write_text("x")
     (d / "link.md").symlink_to(tmp_path / "outside.md")
-    assert code_of(lambda: discover(d)) == "CC_SKILL_SYMLINK_REJECTED"
+    assert code_of(lambda: discover(d)) == "CC_SKILL_PACKAGE_INVALID"
 
 
 def test_native_payload_and_subdir_rejected(tmp_path, keys, trust):
@@ -120,7 +126,7 @@ def test_native_payload_and_subdir_rejected(tmp_path, keys, trust):
 def test_oversized_file_rejected(tmp_path, keys, trust):
     d = make(tmp_path, key=keys[0])
     (d / "big.txt").write_bytes(b"a" * (33 * 1024))
-    assert code_of(lambda: discover(d)) == "CC_SKILL_FILE_TOO_LARGE"
+    assert code_of(lambda: discover(d)) == "CC_SKILL_PACKAGE_INVALID"
 
 
 def test_missing_capabilities_list(tmp_path, keys, trust):
@@ -177,17 +183,32 @@ def test_unapproved_port_denied(tmp_path, keys, trust):
         ("def run(ports, args):\n    [ports.time.now() for _ in range(40)]\n", "CC_SKILL_PROTOCOL_VIOLATION", {}),
         ("import subprocess\ndef run(ports, args):\n    return 1\n", "CC_SKILL_IMPORT_DENIED", {}),
         ("def run(ports, args):\n    return open('/etc/passwd').read()\n", "CC_SKILL_HANDLER_FAILED", {}),
+        ("def run(ports, args):\n    return getattr(ports, 'x')\n", "CC_SKILL_HANDLER_FAILED", {}),
+        ("def run(ports, args):\n    return __import__('os').getcwd()\n", "CC_SKILL_IMPORT_DENIED", {}),
         ("def run(ports, args):\n    raise SystemExit(0)\n", "CC_SKILL_PROTOCOL_VIOLATION", {}),
     ],
 )
-def test_worker_violations_kill_and_reap(  # noqa: PLR0917
-    tmp_path, keys, trust, src, code, kw
-):
-    out = run(make(tmp_path, handler=src, key=keys[0]), trust, **kw)
+def test_worker_violations_kill_and_reap(src, code, kw):
+    # The worker's own guards, with the host's static audit out of the way.
+    out = run_unaudited(src, **kw)
     assert not out.ok, out.message
     assert out.code == code, out.message
     assert out.reaped
     assert out.returncode is not None
+
+
+@pytest.mark.parametrize(
+    ("src", "code"),
+    [
+        ("import subprocess\ndef run(ports, args):\n    return 1\n", "CC_SKILL_IMPORT_DENIED"),
+        ("def run(ports, args):\n    return open('/etc/passwd').read()\n", "CC_SKILL_HANDLER_REJECTED"),
+        ("def run(ports, args):\n    return ().__class__\n", "CC_SKILL_HANDLER_REJECTED"),
+        ("def run(ports, args)\n    return 1\n", "CC_SKILL_HANDLER_INVALID"),
+    ],
+)
+def test_static_audit_refuses_before_any_worker(tmp_path, keys, trust, src, code):
+    d = make(tmp_path, handler=src, key=keys[0])
+    assert code_of(lambda: verify_for_execution(discover(d), trust)) == code
 
 
 def test_trust_store_roundtrip(tmp_path, trust, keys):

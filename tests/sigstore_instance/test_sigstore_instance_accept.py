@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -170,3 +172,43 @@ def test_bundle_shape_matches_a_real_github_bundle(
         assert note.count("\n") == 2
         assert signature_line.startswith("\u2014 ")
         assert signature_line.endswith("\n")
+
+
+def test_sigstore_cli_verifies_offline_with_the_client_trust_config(
+    instance: TestSigstoreInstance, identity: GitHubIdentity, tmp_path: Path
+) -> None:
+    # The same bundle through sigstore-python's own CLI (a separate process), the
+    # way an auditor would check evidence by hand; the artifact must be a subject.
+    artifact = tmp_path / "skillhost.tar.gz"
+    artifact.write_bytes(b"packaged app")
+    statement = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": artifact.name, "digest": {"sha256": hashlib.sha256(b"packaged app").hexdigest()}}],
+        "predicateType": "https://example.invalid/qualification/v1",
+        "predicate": {},
+    }
+    bundle_path = tmp_path / "skillhost.tar.gz.sigstore.json"
+    bundle_path.write_bytes(
+        instance.issue_dsse_bundle(
+            json.dumps(statement).encode(), extensions=identity.extensions, san_uri=identity.san_uri
+        )
+    )
+    assert instance.client_trust_config().trusted_root is not None
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sigstore", "--trust-config", str(instance.client_trust_config_path), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    github = ["verify", "github", "--cert-identity", identity.san_uri, "--repository", identity.repository]
+    accepted = cli(*github, "--ref", identity.ref, "--sha", identity.sha, "--trigger", identity.trigger, str(artifact))
+    assert accepted.returncode == 0, accepted.stderr
+    assert f"OK: {artifact}" in accepted.stderr
+
+    wrong_ref = cli(*github, "--ref", "refs/tags/v1.0.0", str(artifact))
+    assert wrong_ref.returncode == 1, wrong_ref.stderr
+    assert "GitHubWorkflowRef" in wrong_ref.stderr

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -145,14 +147,14 @@ def test_swapped_log_entry_is_rejected(instance: TestSigstoreInstance, identity:
         _verify_dsse(json.dumps(first).encode(), instance.trusted_root(), identity)
 
 
-def _root_with(instance: TestSigstoreInstance, tmp_path: Any, **components: Any) -> TrustedRoot:
+def _root_with(instance: TestSigstoreInstance, tmp_path: Path, **components: Any) -> TrustedRoot:
     path = tmp_path / "mixed_trusted_root.json"
     path.write_bytes(instance.trusted_root_json(**components))
     return TrustedRoot.from_file(str(path))
 
 
 def test_sct_from_untrusted_ct_log_is_rejected(
-    instance: TestSigstoreInstance, other_instance: TestSigstoreInstance, identity: GitHubIdentity, tmp_path: Any
+    instance: TestSigstoreInstance, other_instance: TestSigstoreInstance, identity: GitHubIdentity, tmp_path: Path
 ) -> None:
     root = _root_with(instance, tmp_path, ct_logs=[other_instance.ct_log])
     with pytest.raises(SigstoreError, match="failed to verify SCT"):
@@ -160,7 +162,7 @@ def test_sct_from_untrusted_ct_log_is_rejected(
 
 
 def test_entry_from_untrusted_log_is_rejected(
-    instance: TestSigstoreInstance, other_instance: TestSigstoreInstance, identity: GitHubIdentity, tmp_path: Any
+    instance: TestSigstoreInstance, other_instance: TestSigstoreInstance, identity: GitHubIdentity, tmp_path: Path
 ) -> None:
     root = _root_with(instance, tmp_path, rekors=[other_instance.rekor])
     with pytest.raises(SigstoreError, match="invalid log entry"):
@@ -241,3 +243,9 @@ def test_message_bundle_log_entry_is_matched(instance: TestSigstoreInstance, ide
 def test_unknown_claim_oid_is_refused(instance: TestSigstoreInstance, identity: GitHubIdentity) -> None:
     with pytest.raises(ValueError, match="not a Fulcio claim OID"):
         instance.issue_dsse_bundle(b"{}", extensions={"2.5.29.99": "x"}, san_uri=identity.san_uri)
+
+
+def test_offline_guard_refuses_outbound_connections() -> None:
+    # The autouse guard is what makes "verified offline" above a checked claim.
+    with pytest.raises(OSError, match="network access attempted"):
+        socket.create_connection(("192.0.2.1", 443), timeout=1)

@@ -34,9 +34,6 @@ from typing import Any, Literal
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from evidence_schemas import (
-    AGGREGATE_PREDICATE_TYPE,
-    IN_TOTO_STATEMENT_TYPE,
-    PLATFORM_PREDICATE_TYPE,
     AggregatedPlatform,
     AggregatePredicate,
     AggregateStatement,
@@ -241,9 +238,9 @@ def platform_payload(predicate: PlatformPredicate, *, subject: Subject | None = 
     """The RFC 8785 statement bytes, built as producer/_emit.py builds them."""
     artifact = predicate.build.artifact
     statement = PlatformStatement(
-        type_=IN_TOTO_STATEMENT_TYPE,
+        type_="https://in-toto.io/Statement/v1",
         subject=[subject or Subject(name=artifact.name, digest=DigestSet(sha256=artifact.sha256))],
-        predicateType=PLATFORM_PREDICATE_TYPE,
+        predicateType="https://desktop-qualify.invalid/evidence/platform-qualification/v1",
         predicate=predicate,
     )
     return canonical_bytes(statement)
@@ -350,9 +347,9 @@ class Evidence:
         first = chosen[0].predicate
         assert first is not None
         statement = AggregateStatement(
-            type_=IN_TOTO_STATEMENT_TYPE,
+            type_="https://in-toto.io/Statement/v1",
             subject=[Subject(name=e.artifact.name, digest=DigestSet(sha256=e.artifact.sha256)) for e in entries],
-            predicateType=AGGREGATE_PREDICATE_TYPE,
+            predicateType="https://desktop-qualify.invalid/evidence/aggregate-qualification/v1",
             predicate=AggregatePredicate(
                 run=first.run,
                 required_platforms=list(self.policy.required_platforms if required is None else required),

@@ -33,7 +33,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
-from sigstore.models import TrustedRoot
+from sigstore.models import ClientTrustConfig, TrustedRoot
 
 from .sigstore_instance_bundle import (
     bundle_json,
@@ -44,7 +44,7 @@ from .sigstore_instance_bundle import (
 )
 from .sigstore_instance_github import GITHUB_ISSUER, GitHubIdentity
 from .sigstore_instance_log import TestRekor
-from .sigstore_instance_root import TRUSTED_ROOT_MEDIA_TYPE, trusted_root_json
+from .sigstore_instance_root import TRUSTED_ROOT_MEDIA_TYPE, client_trust_config_json, trusted_root_json
 from .sigstore_instance_x509 import TestCTLog, TestFulcio
 
 __all__ = [
@@ -69,6 +69,14 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
+def _aware(moment: datetime) -> datetime:
+    # A naive datetime would be read as local time by .timestamp() but as UTC
+    # by the certificate builder: refuse the ambiguity.
+    if moment.tzinfo is None:
+        raise ValueError(f"{moment!r} has no time zone; pass an aware (UTC) datetime")
+    return moment.replace(microsecond=0)
+
+
 class TestSigstoreInstance:
     """Fulcio, CT log and Rekor stand-ins plus the trusted root naming them."""
 
@@ -83,14 +91,24 @@ class TestSigstoreInstance:
         valid_for: timedelta = timedelta(days=30),
     ) -> None:
         """Create keys and CAs valid from `valid_from` (default: a day ago) for
-        `valid_for`, and write `directory/trusted_root.json`."""
-        start = valid_from if valid_from is not None else _now() - timedelta(days=1)
+        `valid_for`; write `directory/trusted_root.json` and, for the sigstore
+        CLI's `--trust-config`, `directory/client_trust_config.json`."""
+        start = _aware(valid_from) if valid_from is not None else _now() - timedelta(days=1)
         self.fulcio = TestFulcio(name=name, valid_from=start, valid_until=start + valid_for)
         self.ct_log = TestCTLog(valid_from=start)
         self.rekor = TestRekor(hostname=f"rekor.{name}.invalid", valid_from=start)
         directory.mkdir(parents=True, exist_ok=True)
         self.trusted_root_path = directory / "trusted_root.json"
         self.trusted_root_path.write_bytes(self.trusted_root_json())
+        self.client_trust_config_path = directory / "client_trust_config.json"
+        self.client_trust_config_path.write_bytes(
+            client_trust_config_json(
+                self.trusted_root_path.read_bytes(),
+                fulcio_url=self.fulcio.url,
+                rekor_url=self.rekor.base_url,
+                valid_from=start,
+            )
+        )
 
     def trusted_root_json(
         self,
@@ -115,10 +133,14 @@ class TestSigstoreInstance:
         """The written trusted root, loaded through sigstore's public API."""
         return TrustedRoot.from_file(str(self.trusted_root_path))
 
+    def client_trust_config(self) -> ClientTrustConfig:
+        """The written client trust config, loaded through sigstore's public API."""
+        return ClientTrustConfig.from_json(self.client_trust_config_path.read_text(encoding="utf-8"))
+
     def _leaf(
         self, san_uri: str, extensions: Mapping[str, str], issued_at: datetime | None, lifetime: timedelta
     ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey, datetime]:
-        not_before = issued_at if issued_at is not None else _now() - timedelta(minutes=1)
+        not_before = _aware(issued_at) if issued_at is not None else _now() - timedelta(minutes=1)
         cert, key = self.fulcio.issue(
             san_uri=san_uri, extensions=extensions, not_before=not_before, lifetime=lifetime, ct_log=self.ct_log
         )
@@ -177,7 +199,7 @@ class TestSigstoreInstance:
 
     @staticmethod
     def _integrated(not_before: datetime, integrated_at: datetime | None) -> int:
-        return int((integrated_at if integrated_at is not None else not_before + _LOG_DELAY).timestamp())
+        return int((_aware(integrated_at) if integrated_at is not None else not_before + _LOG_DELAY).timestamp())
 
 
 def _b64(data: bytes) -> str:

@@ -9,6 +9,7 @@ another instance's CT log or Rekor key and prove the verifier refuses it.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -19,9 +20,11 @@ from cryptography.hazmat.primitives import serialization
 from .sigstore_instance_log import TestRekor
 from .sigstore_instance_x509 import TestCTLog, TestFulcio, spki_der
 
-__all__ = ["TRUSTED_ROOT_MEDIA_TYPE", "trusted_root_json"]
+__all__ = ["CLIENT_TRUST_CONFIG_MEDIA_TYPE", "TRUSTED_ROOT_MEDIA_TYPE", "client_trust_config_json", "trusted_root_json"]
 
 TRUSTED_ROOT_MEDIA_TYPE = "application/vnd.dev.sigstore.trustedroot+json;version=0.1"
+CLIENT_TRUST_CONFIG_MEDIA_TYPE = "application/vnd.dev.sigstore.clienttrustconfig.v0.1+json"
+_SIGNING_CONFIG_MEDIA_TYPE = "application/vnd.dev.sigstore.signingconfig.v0.2+json"
 
 
 def _b64(data: bytes) -> str:
@@ -48,7 +51,7 @@ def _log_instance(base_url: str, key_der: bytes, log_id: bytes, valid_from: date
 def _authority(fulcio: TestFulcio) -> dict[str, object]:
     return {
         "subject": {"organization": "sigstore test instance", "commonName": "fulcio"},
-        "uri": "https://fulcio.test.invalid",
+        "uri": fulcio.url,
         "certChain": {
             "certificates": [{"rawBytes": _b64(c.public_bytes(serialization.Encoding.DER))} for c in fulcio.chain]
         },
@@ -68,5 +71,36 @@ def trusted_root_json(
             _log_instance("https://ctfe.test.invalid", spki_der(c.public_key), c.log_id, c.valid_from) for c in ct_logs
         ],
         "timestampAuthorities": [],
+    }
+    return rfc8785.dumps(document)
+
+
+def client_trust_config_json(trusted_root: bytes, *, fulcio_url: str, rekor_url: str, valid_from: datetime) -> bytes:
+    """A ClientTrustConfig (what `sigstore verify --trust-config` reads) around `trusted_root`.
+
+    The signing config is required by the format but only used to sign; its
+    URLs are the instance's unresolvable `.invalid` names.
+    """
+
+    def service(url: str) -> dict[str, Any]:
+        return {
+            "url": url,
+            "majorApiVersion": 1,
+            "validFor": {"start": _rfc3339(valid_from)},
+            "operator": "sigstore test instance",
+        }
+
+    document: dict[str, Any] = {
+        "mediaType": CLIENT_TRUST_CONFIG_MEDIA_TYPE,
+        "trustedRoot": json.loads(trusted_root),
+        "signingConfig": {
+            "mediaType": _SIGNING_CONFIG_MEDIA_TYPE,
+            "caUrls": [service(fulcio_url)],
+            "oidcUrls": [],
+            "rekorTlogUrls": [service(rekor_url)],
+            "rekorTlogConfig": {"selector": "ANY"},
+            "tsaUrls": [],
+            "tsaConfig": {"selector": "ANY"},
+        },
     }
     return rfc8785.dumps(document)

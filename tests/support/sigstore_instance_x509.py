@@ -172,6 +172,7 @@ class TestFulcio:
     __test__ = False  # a helper, not a pytest test class
 
     def __init__(self, *, name: str, valid_from: datetime, valid_until: datetime) -> None:
+        self.url = f"https://fulcio.{name}.invalid"
         self.valid_from = valid_from
         self.valid_until = valid_until
         root_key = ec.generate_private_key(ec.SECP384R1())

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from support.evidence_factory import OTHER_SHA, Evidence, PlatformSpec, make_evidence
 
-from evidence_schemas import PLATFORM_PREDICATE_TYPE, Code, ConsumerDecision, DigestSet, Subject
+from evidence_schemas import PLATFORM_PREDICATE_TYPE, Code, ConsumerDecision, DigestSet, Platform, Subject
+from qualify_policy import host_platform
 from qualify_trust import sign_envelope
 
-REPO = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
-THREE = ("linux", "macos", "windows")
+THREE: tuple[Platform, ...] = ("linux", "macos", "windows")
 
 
 @dataclass(frozen=True)
@@ -31,16 +31,6 @@ class Case:
     code: Code
     build: Callable[[Path], list[str]]
     status: int = 1
-
-
-def _edit(**changes: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
-    """Compose predicate edits (readability only)."""
-
-    def apply(pred: dict[str, Any]) -> None:
-        for change in changes.values():
-            change(pred)
-
-    return apply
 
 
 def _one(edit: Callable[[dict[str, Any]], None], **kwargs: Any) -> Callable[[Path], list[str]]:
@@ -62,9 +52,7 @@ def _payload(change: Callable[[bytes], bytes]) -> Callable[[Path], list[str]]:
     return build
 
 
-def _host() -> Any:
-    from qualify_policy import host_platform
-
+def _host() -> Platform:
     return host_platform()
 
 
@@ -204,7 +192,7 @@ def _empty_folder(tmp_path: Path) -> list[str]:
     return ev.verify_argv()
 
 
-def _extra(make: Callable[[Path], None]) -> Callable[[Path], list[str]]:
+def _extra(make: Callable[[Path], object]) -> Callable[[Path], list[str]]:
     def build(tmp_path: Path) -> list[str]:
         ev = make_evidence(tmp_path)
         make(ev.evidence_dir)
@@ -239,7 +227,8 @@ def _aggregate_for_other_platforms(tmp_path: Path) -> list[str]:
 def _aggregate_from_other_chain(tmp_path: Path) -> list[str]:
     ev = make_evidence(tmp_path / "a")
     other = make_evidence(tmp_path / "b")
-    assert other.aggregate_path is not None and ev.aggregate_path is not None
+    assert other.aggregate_path is not None
+    assert ev.aggregate_path is not None
     shutil.copyfile(other.aggregate_path, ev.aggregate_path)
     # The other chain's aggregate key is not in this keyring: untrusted before anything else.
     return ev.verify_argv()
@@ -446,7 +435,8 @@ CASES = [
     # Signed payloads that are not a valid statement
     Case("payload-unknown-predicate-type", Code.PREDICATE_TYPE_UNKNOWN,
          _payload(_sub(PLATFORM_PREDICATE_TYPE.encode(), PLATFORM_PREDICATE_TYPE.replace("/v1", "/v2").encode()))),
-    Case("payload-no-predicate-type", Code.PREDICATE_TYPE_UNKNOWN, _payload(_sub(b'"predicateType"', b'"predicateTyp"'))),
+    Case("payload-no-predicate-type", Code.PREDICATE_TYPE_UNKNOWN,
+         _payload(_sub(b'"predicateType"', b'"predicateTyp"'))),
     Case("payload-duplicate-key", Code.JSON_DUPLICATE_KEY, _payload(_sub(b'{"_type"', b'{"_type":"x","_type"'))),
     Case("payload-nan", Code.JSON_NONFINITE, _payload(_sub(b'"duration_ms":1000', b'"duration_ms":NaN'))),
     Case("payload-infinity", Code.JSON_NONFINITE, _payload(_sub(b'"duration_ms":1000', b'"duration_ms":-Infinity'))),
@@ -458,7 +448,7 @@ CASES = [
     Case("payload-too-deep", Code.JSON_TOO_DEEP, _payload(lambda b: _nested(30))),
     # Usage and environment: exit status 2
     Case("policy-missing", Code.POLICY_INVALID,
-         _usage(lambda ev, t: ev.verify_argv()[:2] + [str(t / "nope.toml")] + ev.verify_argv()[3:]), status=2),
+         _usage(lambda ev, t: [*ev.verify_argv()[:2], str(t / "nope.toml"), *ev.verify_argv()[3:]]), status=2),
     Case("policy-bad-toml", Code.POLICY_INVALID, _usage(_policy_replaced("version = = 1\n")), status=2),
     Case("keyring-missing", Code.KEY_INVALID, _usage(_keyring_removed), status=2),
     Case("sha-not-a-commit", Code.USAGE, _usage(lambda ev, t: ev.verify_argv("--sha", "main")), status=2),
@@ -479,7 +469,7 @@ def test_hostile_evidence(case: Case, tmp_path: Path, qualify: Any) -> None:
     assert result.status == case.status, result.text
     assert case.code.value in result.text, result.text
     if case.status == 1:
-        decision = ConsumerDecision.model_validate_json(decision_file.read_bytes(), strict=False)
+        decision = ConsumerDecision.model_validate_json(decision_file.read_bytes())
         assert decision.decision == "REJECTED"
         assert case.code in {r.code for r in decision.reasons}
         summary = summary_file.read_text(encoding="utf-8")
@@ -496,7 +486,7 @@ def test_untouched_evidence_qualifies(tmp_path: Path, qualify: Any) -> None:
     result = qualify([*ev.verify_argv("--sha", ev.sha), "--json", str(decision_file), "--summary",
                       str(summary_file)])
     assert result.status == 0, result.text
-    decision = ConsumerDecision.model_validate_json(decision_file.read_bytes(), strict=False)
+    decision = ConsumerDecision.model_validate_json(decision_file.read_bytes())
     assert decision.decision == "QUALIFIED"
     assert decision.reasons == []
     assert decision.candidate_sha == ev.sha
@@ -506,7 +496,8 @@ def test_untouched_evidence_qualifies(tmp_path: Path, qualify: Any) -> None:
     assert {decision.rows[0].install, decision.rows[0].probe, decision.rows[0].journey,
             decision.rows[0].signature} == {"pass"}
     summary = summary_file.read_text(encoding="utf-8").splitlines()
-    assert summary[0].startswith("## ") and "QUALIFIED" in summary[0]
+    assert summary[0].startswith("## ")
+    assert "QUALIFIED" in summary[0]
     header = summary.index("| platform | artifact | sha256 | install | probe | journey | signature |")
     assert summary[header + 1] == "|---|---|---|---|---|---|---|"
     assert summary[header + 2].startswith(f"| {_host()} | {ev.artifact_paths[0].name} | ")
@@ -528,8 +519,7 @@ def test_a_missing_platform_shows_as_a_missing_row(tmp_path: Path, qualify: Any)
     decision_file = tmp_path / "d.json"
     result = qualify([*ev.verify_argv(), "--json", str(decision_file)])
     assert result.status == 1
-    rows = {r.platform: r for r in ConsumerDecision.model_validate_json(decision_file.read_bytes(),
-                                                                        strict=False).rows}
+    rows = {r.platform: r for r in ConsumerDecision.model_validate_json(decision_file.read_bytes()).rows}
     assert rows["windows"].install == rows["windows"].journey == "missing"
     assert rows["linux"].install == "pass"
 
@@ -589,8 +579,9 @@ def test_statement_byte_changed(file: str, where: str, code: Code, tmp_path: Pat
     assert code.value in result.text, result.text
 
 
+# A flip inside the "signatures" key leaves an envelope with no signatures: QE_SIGNATURE_MISSING.
 _DAMAGE_CODES = {Code.JSON_MALFORMED, Code.SCHEMA_INVALID, Code.SIGNATURE_INVALID, Code.SIGNER_UNTRUSTED,
-                 Code.JSON_INVALID_UTF8, Code.AGGREGATE_MISMATCH, Code.JSON_DUPLICATE_KEY}
+                 Code.JSON_INVALID_UTF8, Code.AGGREGATE_MISMATCH, Code.JSON_DUPLICATE_KEY, Code.SIGNATURE_MISSING}
 
 
 @pytest.mark.parametrize("file", ["platform", "aggregate"])
@@ -608,15 +599,12 @@ def test_every_sampled_byte_flip_is_rejected(file: str, tmp_path: Path, qualify:
         result = qualify([*ev.verify_argv(), "--json", str(decision_file)])
         assert "Traceback" not in result.text
         assert result.status == 1, f"offset {offset}: {result.text}"
-        codes = {r.code for r in ConsumerDecision.model_validate_json(decision_file.read_bytes(),
-                                                                      strict=False).reasons}
+        codes = {r.code for r in ConsumerDecision.model_validate_json(decision_file.read_bytes()).reasons}
         assert codes & _DAMAGE_CODES, f"offset {offset}: {codes}"
     path.write_bytes(original)
     assert qualify(ev.verify_argv()).status == 0
 
 
-@pytest.mark.xfail(strict=True, reason="bug: an envelope with no signatures is QE_SCHEMA_INVALID, not "
-                                       "QE_SIGNATURE_MISSING (the code exists but nothing raises it)")
 @pytest.mark.parametrize("signatures", [[], None], ids=["empty-list", "absent"])
 def test_unsigned_envelope_is_signature_missing(signatures: list[Any] | None, tmp_path: Path, qualify: Any) -> None:
     ev = make_evidence(tmp_path)

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from evidence_schemas import Code, QualificationError
 from qualify_trust import (
     Keyring,
+    Role,
     add_to_keyring,
     generate_private_key,
     keyid_of,
@@ -98,7 +99,9 @@ def test_keyid_is_sha256_of_the_raw_public_key() -> None:
 def test_keyring_holds_roles(keys: dict[str, Any]) -> None:
     ring: Keyring = keys["keyring"]
     entry = ring.lookup(keyid_of(keys["platform"].public_key()))
-    assert entry is not None and entry.roles == frozenset({"platform"}) and entry.name == "local-platform"
+    assert entry is not None
+    assert entry.roles == frozenset({"platform"})
+    assert entry.name == "local-platform"
     assert ring.lookup("0" * 64) is None
 
 
@@ -185,7 +188,8 @@ def test_envelope_round_trip_returns_the_signed_bytes(keys: dict[str, Any]) -> N
 
 
 def test_role_is_enforced(keys: dict[str, Any]) -> None:
-    for key, role in ((keys["platform"], "aggregate"), (keys["aggregate"], "platform")):
+    pairs: list[tuple[Ed25519PrivateKey, Role]] = [(keys["platform"], "aggregate"), (keys["aggregate"], "platform")]
+    for key, role in pairs:
         with pytest.raises(QualificationError) as caught:
             verify_envelope(sign_envelope(b"{}", key), keys["keyring"], role=role, what="e")
         assert caught.value.code is Code.SIGNER_UNTRUSTED

@@ -58,7 +58,8 @@ def test_schemas_check_command(tmp_path: Path, qualify: Any) -> None:
     target.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
     drifted = qualify(["schemas", "--out", str(out), "--check"])
     assert drifted.status == 1
-    assert "QE_SCHEMA_INVALID" in drifted.err and "platform-statement.schema.json" in drifted.err
+    assert "QE_SCHEMA_INVALID" in drifted.err
+    assert "platform-statement.schema.json" in drifted.err
 
     shutil.rmtree(out)
     out.mkdir()

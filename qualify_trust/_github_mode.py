@@ -1,0 +1,84 @@
+"""GitHub trust mode: Sigstore bundles from the producer workflow, verified offline.
+
+Statements are Sigstore bundles (v0.3) over DSSE; the artifact signature is a
+Sigstore bundle over a one-subject in-toto statement naming the artifact's
+digest, so `gh attestation verify` and cosign can check it too. Verification
+uses the policy's pinned trusted root and exact workflow identity only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+from cryptography.hazmat.primitives.serialization import Encoding
+from sigstore.models import Bundle
+
+from evidence_schemas import PREDICATE_PREFIX, Code, QualificationError, canonical_bytes
+
+from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
+from ._keyring import Role
+from ._sigstore_expected import ExpectedWorkflow, cross_check_claims
+from ._sigstore_root import PinnedTrustedRoot
+from ._sigstore_sign import sign_dsse_statement
+from ._sigstore_verify import verify_artifact_bundle, verify_dsse_bundle
+
+SIGSTORE_SUFFIX = ".sigstore.json"
+ARTIFACT_SIGNATURE_PREDICATE_TYPE = PREDICATE_PREFIX + "artifact-signature/v1"
+
+__all__ = ["ARTIFACT_SIGNATURE_PREDICATE_TYPE", "SIGSTORE_SUFFIX", "SigstoreSigner", "SigstoreVerifier",
+           "cross_check_claims"]
+
+
+def _certificate_keyid(bundle_bytes: bytes) -> str:
+    """SHA-256 of the leaf certificate's DER: the 'key id' of a keyless signature."""
+    try:
+        certificate = Bundle.from_json(bundle_bytes).signing_certificate
+    except Exception as exc:
+        raise QualificationError(Code.SCHEMA_INVALID, "bundle certificate unreadable") from exc
+    return hashlib.sha256(certificate.public_bytes(Encoding.DER)).hexdigest()
+
+
+class SigstoreSigner(StatementSigner):
+    """Keyless signing; ``sign_dsse`` is sigstore-python with the job's OIDC token unless a test injects one."""
+
+    file_suffix = SIGSTORE_SUFFIX
+
+    def __init__(self, sign_dsse: Callable[[bytes], bytes] = sign_dsse_statement) -> None:
+        self._sign_dsse = sign_dsse
+
+    def sign_statement(self, payload: bytes) -> bytes:
+        return self._sign_dsse(payload)
+
+    def sign_artifact_digest(self, name: str, sha256_hex: str) -> ArtifactSignature:
+        statement = {"_type": "https://in-toto.io/Statement/v1",
+                     "subject": [{"name": name, "digest": {"sha256": sha256_hex}}],
+                     "predicateType": ARTIFACT_SIGNATURE_PREDICATE_TYPE, "predicate": {}}
+        bundle = self._sign_dsse(canonical_bytes(statement))
+        return ArtifactSignature("sigstore-bundle", _certificate_keyid(bundle), bundle.decode("utf-8"))
+
+
+class SigstoreVerifier(StatementVerifier):
+    file_suffix = SIGSTORE_SUFFIX
+
+    def __init__(self, root: PinnedTrustedRoot, expected: ExpectedWorkflow) -> None:
+        self._root = root
+        self._expected = expected
+
+    def verify_statement(self, data: bytes, *, role: Role, what: str) -> VerifiedStatement:
+        # Both roles are jobs of the one producer workflow: the identity is the
+        # same, and the predicate type (checked by the caller) tells them apart.
+        verified = verify_dsse_bundle(data, self._root, self._expected, what)
+        signer = SignerIdentity("sigstore", verified.identity.build_signer_uri, _certificate_keyid(data),
+                                verified.identity)
+        return VerifiedStatement(verified.payload, signer, verified.bundle_sha256)
+
+    def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> bool:
+        if signature.method != "sigstore-bundle":
+            return False
+        bundle = signature.signature.encode("utf-8")
+        try:
+            verify_artifact_bundle(bundle, sha256_hex, self._root, self._expected, what="artifact signature")
+        except QualificationError:
+            return False
+        return _certificate_keyid(bundle) == signature.keyid

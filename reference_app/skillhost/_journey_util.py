@@ -1,0 +1,58 @@
+"""Helpers shared by the journey modules: step records and throw-away skill packages."""
+
+import json
+from pathlib import Path
+
+from skillhost._package import build_lock, read_package, sign_package
+from skillhost._signing import LOCK_NAME, SIG_NAME, sign_lock
+
+MAX_DETAIL = 400
+
+GREETER_MD = """---
+id: {id}
+name: Greeter
+execution-capabilities:
+{caps}
+{extra}---
+
+External test skill written by the skill host journey.
+"""
+
+
+def _caps_yaml(caps):
+    return "\n".join(f"  - {c}" for c in caps)
+
+
+def _write_skill(root: Path, skill_id: str, handler, caps, key=None, extra_md: str = "") -> Path:  # noqa: PLR0917
+    """Write (and sign, given a key) a flat skill package; ``handler=None`` makes it prompt-only."""
+    d = root / skill_id
+    d.mkdir()
+    md = GREETER_MD.format(id=skill_id, caps=_caps_yaml(caps), extra=extra_md)
+    (d / "SKILL.md").write_text(md, encoding="utf-8", newline="\n")
+    if handler is not None:
+        (d / "handler.py").write_text(handler, encoding="utf-8", newline="\n")
+    if key is not None and extra_md:
+        # sign_package refuses invalid manifests; a hostile publisher signs whatever it likes.
+        _, files, _ = read_package(d)
+        lock = build_lock(skill_id, files)
+        (d / LOCK_NAME).write_bytes(json.dumps(lock, sort_keys=True).encode())
+        (d / SIG_NAME).write_bytes(json.dumps(sign_lock(key, lock), sort_keys=True).encode())
+    elif key is not None:
+        sign_package(d, key)
+    else:
+        _, files, _ = read_package(d)
+        (d / ".skill-lock.json").write_bytes(json.dumps(build_lock(skill_id, files), sort_keys=True).encode())
+    return d
+
+
+def _step(sid, expected, expected_code, observed, observed_code, detail, extra_ok=True):  # noqa: PLR0917
+    passed = expected == observed and expected_code == observed_code and extra_ok
+    return {
+        "id": sid,
+        "expected": expected,
+        "expected_code": expected_code,
+        "observed": observed,
+        "observed_code": observed_code,
+        "passed": bool(passed),
+        "detail": str(detail)[:MAX_DETAIL],
+    }

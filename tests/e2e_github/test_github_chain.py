@@ -1,0 +1,130 @@
+"""GitHub mode end to end, offline: gate, build, Sigstore signing, aggregate, verify."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import GitHubChain
+
+import producer
+import qualify_cli
+from evidence_schemas import Code, canonical_bytes
+from qualify_verify import verify_release
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="builds the linux bundle")]
+
+
+def _verify(chain: GitHubChain, evidence: Path, *extra: str) -> tuple[int, str]:
+    args = ["verify", "--policy", str(chain.policy.path), "--evidence", str(evidence)]
+    for artifact in chain.artifacts:
+        args += ["--artifact", str(artifact)]
+    return qualify_cli.main([*args, *extra]), ""
+
+
+def test_github_mode_chain_is_qualified(github_chain: GitHubChain, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = _verify(github_chain, github_chain.evidence, "--sha", github_chain.sha)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "QUALIFIED" in out
+    names = sorted(p.name for p in github_chain.evidence.iterdir())
+    assert names == ["aggregate.sigstore.json", "platform-linux.sigstore.json"]
+
+
+def test_gate_observed_protected_main_through_the_api(github_chain: GitHubChain) -> None:
+    calls = github_chain.emulator.calls(r"/repos/acme/desktop/branches/main")
+    # Once at the gate, once just before signing.
+    assert len(calls) >= 2
+    verdict = verify_release(github_chain.policy, [github_chain.evidence], github_chain.artifacts)
+    (vp,) = verdict.platforms
+    gate = vp.statement.predicate.source_gate
+    assert gate.mode == "github"
+    assert gate.protection == "protected"
+    assert vp.signed.signer.name == f"https://github.com/acme/desktop/{'.github/workflows/qualify.yml'}@refs/heads/main"
+
+
+def test_another_candidate_sha_is_refused(github_chain: GitHubChain, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = _verify(github_chain, github_chain.evidence, "--sha", "f" * 40)
+    assert code == 1
+    assert Code.SHA_MISMATCH.value in capsys.readouterr().out
+
+
+def _replace_platform_statement(chain: GitHubChain, target: Path, signer_identity, mutate=None) -> None:  # type: ignore[no-untyped-def]
+    """Re-sign the platform statement's exact payload (optionally changed) under another identity."""
+    name = "platform-linux.sigstore.json"
+    bundle = json.loads((chain.evidence / name).read_bytes())
+    payload = base64.b64decode(bundle["dsseEnvelope"]["payload"])
+    if mutate is not None:
+        statement = json.loads(payload)
+        mutate(statement)
+        payload = canonical_bytes(statement)
+    (target / name).write_bytes(chain.signer(signer_identity).sign_statement(payload))
+
+
+@pytest.mark.parametrize(("identity_change", "code"), [
+    ({"repository": "acme/desktop-evil"}, Code.WORKFLOW_IDENTITY_MISMATCH),
+    ({"workflow": ".github/workflows/other.yml"}, Code.WORKFLOW_IDENTITY_MISMATCH),
+    ({"ref": "refs/tags/v1.0"}, Code.REF_NOT_MAIN),
+    ({"trigger": "pull_request"}, Code.WORKFLOW_IDENTITY_MISMATCH),
+    ({"runner_environment": "self-hosted"}, Code.WORKFLOW_IDENTITY_MISMATCH),
+    ({"attempt": 2}, Code.RUN_MISMATCH),
+])
+def test_statement_from_another_identity_is_refused(github_chain: GitHubChain, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str], identity_change: dict,  # type: ignore[type-arg]
+                                                    code: Code) -> None:
+    evidence = tmp_path / "evidence"
+    shutil.copytree(github_chain.evidence, evidence)
+    _replace_platform_statement(github_chain, evidence, replace(github_chain.identity, **identity_change))
+    assert _verify(github_chain, evidence)[0] == 1
+    assert code.value in capsys.readouterr().out
+
+
+def test_payload_claim_disagreeing_with_its_certificate_is_refused(github_chain: GitHubChain, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    evidence = tmp_path / "evidence"
+    shutil.copytree(github_chain.evidence, evidence)
+
+    def claim_other_run(statement: dict) -> None:  # type: ignore[type-arg]
+        statement["predicate"]["run"]["run_id"] = "9999"
+
+    # Signed by the right workflow identity, but the payload lies about the run.
+    _replace_platform_statement(github_chain, evidence, github_chain.identity, claim_other_run)
+    assert _verify(github_chain, evidence)[0] == 1
+    assert Code.RUN_MISMATCH.value in capsys.readouterr().out
+
+
+def test_bundle_from_another_sigstore_instance_is_refused(github_chain: GitHubChain, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from support.sigstore_instance import TestSigstoreInstance
+
+    other = TestSigstoreInstance(tmp_path / "other")
+    evidence = tmp_path / "evidence"
+    shutil.copytree(github_chain.evidence, evidence)
+    name = "platform-linux.sigstore.json"
+    payload = base64.b64decode(json.loads((evidence / name).read_bytes())["dsseEnvelope"]["payload"])
+    who = github_chain.identity
+    (evidence / name).write_bytes(other.issue_dsse_bundle(payload, extensions=who.extensions, san_uri=who.san_uri))
+    assert _verify(github_chain, evidence)[0] == 1
+    assert Code.SIGNATURE_INVALID.value in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("env_change", "code"), [
+    ({"GITHUB_REF": "refs/tags/v1.0", "GITHUB_WORKFLOW_REF": "acme/desktop/.github/workflows/qualify.yml@refs/tags/v1.0"},
+     Code.REF_NOT_MAIN),
+    ({"GITHUB_REF": "refs/heads/release"}, Code.REF_NOT_MAIN),
+    ({"GITHUB_SHA": "0" * 40}, Code.NOT_MAIN_HEAD),
+])
+def test_producer_refuses_a_wrong_ref_or_an_old_head(github_chain: GitHubChain, tmp_path: Path,
+                                                     env_change: dict[str, str], code: Code) -> None:
+    from evidence_schemas import QualificationError
+
+    with pytest.raises(QualificationError) as refused:
+        producer.produce(github_chain.policy, "linux", tmp_path / "out", env={**github_chain.env, **env_change},
+                         signer=github_chain.signer())
+    assert refused.value.code is code
+    assert not (tmp_path / "out" / "evidence").exists()

@@ -1,0 +1,231 @@
+"""producer/_archive.py: pack and unpack the bundle, refusing what could escape the install prefix."""
+
+from __future__ import annotations
+
+import io
+import stat
+import tarfile
+import time
+import warnings
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from evidence_schemas import Code, QualificationError
+from producer import _archive
+from producer._archive import pack, unpack
+
+Builder = Callable[[Path], Path]
+
+
+def _tar(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> Builder:
+    def build(where: Path) -> Path:
+        path = where / "hostile.tar.gz"
+        with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tf:
+            for info, data in members:
+                if data is not None:
+                    info.size = len(data)
+                tf.addfile(info, io.BytesIO(data) if data is not None else None)
+        return path
+
+    return build
+
+
+def _tinfo(name: str, kind: bytes = tarfile.REGTYPE, *, link: str = "", mode: int = 0o644) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = link
+    info.mode = mode
+    return info
+
+
+def _file(name: str, data: bytes = b"x", mode: int = 0o644) -> tuple[tarfile.TarInfo, bytes]:
+    return _tinfo(name, mode=mode), data
+
+
+def _zip(members: list[tuple[str, bytes, int]]) -> Builder:
+    """(name, data, st_mode) triples; st_mode carries the file type bits as zip's external attributes do."""
+
+    def build(where: Path) -> Path:
+        path = where / "hostile.zip"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # zipfile warns about the duplicate names we write on purpose
+            with zipfile.ZipFile(path, "w") as zf:
+                for name, data, mode in members:
+                    info = zipfile.ZipInfo(name)
+                    info.external_attr = mode << 16
+                    zf.writestr(info, data)
+        return path
+
+    return build
+
+
+REG = stat.S_IFREG | 0o644
+
+HOSTILE = [
+    ("tar-absolute", _tar([_file("/tmp/evil")])),
+    ("tar-dotdot", _tar([_file("../evil")])),
+    ("tar-dotdot-inside", _tar([_file("app/../../evil")])),
+    ("tar-backslash", _tar([_file("app\\..\\evil")])),
+    ("tar-drive", _tar([_file("C:evil")])),
+    ("tar-symlink", _tar([(_tinfo("app/link", tarfile.SYMTYPE, link="/etc/passwd"), None)])),
+    ("tar-symlink-relative", _tar([(_tinfo("app/link", tarfile.SYMTYPE, link="../../x"), None)])),
+    ("tar-hardlink", _tar([_file("app/a"), (_tinfo("app/b", tarfile.LNKTYPE, link="app/a"), None)])),
+    ("tar-chardev", _tar([(_tinfo("app/null", tarfile.CHRTYPE), None)])),
+    ("tar-blockdev", _tar([(_tinfo("app/sda", tarfile.BLKTYPE), None)])),
+    ("tar-fifo", _tar([(_tinfo("app/fifo", tarfile.FIFOTYPE), None)])),
+    ("tar-duplicate", _tar([_file("app/a", b"first"), _file("app/a", b"second")])),
+    ("tar-damaged", lambda w: _write(w / "x.tar.gz", b"\x1f\x8b\x08\x00garbage")),
+    ("tar-not-gzip", lambda w: _write(w / "x.tar.gz", b"PK\x03\x04 not a tar")),
+    ("zip-absolute", _zip([("/tmp/evil", b"x", REG)])),
+    ("zip-dotdot", _zip([("../evil", b"x", REG)])),
+    ("zip-dotdot-inside", _zip([("app/../../evil", b"x", REG)])),
+    ("zip-backslash", _zip([("app\\..\\evil", b"x", REG)])),
+    ("zip-drive", _zip([("C:/evil", b"x", REG)])),
+    ("zip-symlink", _zip([("app/link", b"/etc/passwd", stat.S_IFLNK | 0o777)])),
+    ("zip-duplicate", _zip([("app/a", b"first", REG), ("app/a", b"second", REG)])),
+    ("zip-damaged", lambda w: _write(w / "x.zip", b"PK\x05\x06" + b"\x00" * 10)),
+]
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("build", [b for _, b in HOSTILE], ids=[i for i, _ in HOSTILE])
+def test_hostile_archives_are_refused(build: Builder, tmp_path: Path) -> None:
+    archive = build(tmp_path)
+    prefix = tmp_path / "prefix"
+    with pytest.raises(QualificationError) as caught:
+        unpack(archive, prefix)
+    assert caught.value.code is Code.INSTALL_FAILED
+    # Nothing escaped next to the prefix or into /tmp/evil's place under the test folder.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({archive.name, "prefix"})
+
+
+def test_a_duplicate_member_does_not_overwrite_the_first(tmp_path: Path) -> None:
+    archive = _tar([_file("app/a", b"first"), _file("app/a", b"second")])(tmp_path)
+    with pytest.raises(QualificationError):
+        unpack(archive, tmp_path / "prefix")
+    assert (tmp_path / "prefix" / "app" / "a").read_bytes() == b"first"
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_too_many_members(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_archive, "MAX_MEMBERS", 3)
+    names = [f"app/f{i}" for i in range(4)]
+    archive = (_tar([_file(n) for n in names]) if kind == "tar" else _zip([(n, b"x", REG) for n in names]))(tmp_path)
+    with pytest.raises(QualificationError) as caught:
+        unpack(archive, tmp_path / "prefix")
+    assert caught.value.code is Code.INSTALL_FAILED
+    assert "members" in caught.value.message
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_too_many_bytes(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_archive, "MAX_UNPACKED_BYTES", 1000)
+    archive = (_tar([_file("app/a", b"x" * 600), _file("app/b", b"x" * 600)]) if kind == "tar"
+               else _zip([("app/a", b"x" * 600, REG), ("app/b", b"x" * 600, REG)]))(tmp_path)
+    with pytest.raises(QualificationError) as caught:
+        unpack(archive, tmp_path / "prefix")
+    assert caught.value.code is Code.INSTALL_FAILED
+    assert not (tmp_path / "prefix" / "app" / "b").exists()
+
+
+def _bundle(tmp_path: Path) -> Path:
+    bundle = tmp_path / "bundle" / "skillhost"
+    (bundle / "_internal" / "deep").mkdir(parents=True)
+    (bundle / "skillhost").write_bytes(b"#!/bin/sh\necho hi\n")
+    (bundle / "skillhost").chmod(0o755)
+    (bundle / "_internal" / "data.json").write_bytes(b"{}")
+    (bundle / "_internal" / "data.json").chmod(0o644)
+    (bundle / "_internal" / "deep" / "lib.so").write_bytes(b"\x7fELF" + bytes(range(256)))
+    (bundle / "_internal" / "deep" / "lib.so").chmod(0o700)
+    return bundle
+
+
+def _tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.relative_to(root).as_posix(): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("suffix", [".tar.gz", ".zip"])
+def test_pack_unpack_round_trip_keeps_content_and_modes(suffix: str, tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+    archive = tmp_path / f"skillhost{suffix}"
+    pack(bundle, archive)
+    prefix = tmp_path / "prefix"
+    unpack(archive, prefix)
+    unpacked = _tree(prefix / "skillhost")
+    assert unpacked == _tree(bundle)
+    assert unpacked["skillhost"][1] == 0o755
+    assert unpacked["_internal/data.json"][1] == 0o644
+    assert unpacked["_internal/deep/lib.so"][1] == 0o700
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_set_id_and_world_write_bits_are_stripped(kind: str, tmp_path: Path) -> None:
+    mode = stat.S_ISUID | stat.S_ISGID | 0o777
+    archive = (_tar([_file("app/tool", b"x", mode=mode)]) if kind == "tar"
+               else _zip([("app/tool", b"x", stat.S_IFREG | mode)]))(tmp_path)
+    unpack(archive, tmp_path / "prefix")
+    assert stat.S_IMODE((tmp_path / "prefix" / "app" / "tool").stat().st_mode) == 0o755
+
+
+def test_tar_pack_refuses_a_symlink_in_the_bundle(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+    (bundle / "link").symlink_to("skillhost")
+    with pytest.raises(QualificationError) as caught:
+        pack(bundle, tmp_path / "out.tar.gz")
+    assert caught.value.code is Code.BUILD_FAILED
+
+
+def test_zip_pack_refuses_a_symlink_in_the_bundle(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+    (bundle / "link").symlink_to("skillhost")
+    with pytest.raises(QualificationError) as caught:
+        pack(bundle, tmp_path / "out.zip")
+    assert caught.value.code is Code.BUILD_FAILED
+
+
+def test_zip_pack_is_reproducible(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+    pack(bundle, tmp_path / "a.zip")
+    (tmp_path / "again").mkdir()
+    pack(bundle, tmp_path / "again" / "a.zip")
+    assert (tmp_path / "a.zip").read_bytes() == (tmp_path / "again" / "a.zip").read_bytes()
+
+
+def test_tar_pack_is_reproducible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bundle = _bundle(tmp_path)
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_000.0)
+    pack(bundle, tmp_path / "one" / "a.tar.gz")
+    monkeypatch.setattr(time, "time", lambda: 1_800_000_100.0)
+    pack(bundle, tmp_path / "two" / "a.tar.gz")
+    monkeypatch.setattr(time, "time", real_time)
+    assert (tmp_path / "one" / "a.tar.gz").read_bytes() == (tmp_path / "two" / "a.tar.gz").read_bytes()
+
+
+def test_pack_writes_no_owner_and_a_fixed_mtime(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+    pack(bundle, tmp_path / "a.tar.gz")
+    with tarfile.open(tmp_path / "a.tar.gz", "r:gz") as tf:
+        members = tf.getmembers()
+    assert members[0].name == "skillhost"
+    assert members[0].isdir()
+    assert {(m.uid, m.gid, m.uname, m.gname) for m in members} == {(0, 0, "", "")}
+    assert len({m.mtime for m in members}) == 1
+    assert [m.name for m in members] == sorted(m.name for m in members)
+
+
+def test_unpack_into_an_existing_prefix_is_a_qualification_error(tmp_path: Path) -> None:
+    archive = _tar([_file("app/a")])(tmp_path)
+    (tmp_path / "prefix").mkdir()
+    with pytest.raises(QualificationError):
+        unpack(archive, tmp_path / "prefix")
