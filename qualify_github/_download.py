@@ -121,7 +121,7 @@ def download(url: str, dest: Path, *, token: str | None, max_bytes: int, timeout
                     raise HttpStatusError(exc.code, dict(exc.headers.items()), _error_message(exc)) from None
                 current = _next_url(current, exc.headers.get("Location"), exc.code)
             # The redirect target is pre-signed storage: the token stays with the API.
-            pass
+            headers.pop("Authorization", None)
             continue
         with response:
             return _store(response, dest, max_bytes=max_bytes, deadline=deadline, what=what)
