@@ -7,10 +7,6 @@ read from the Fulcio certificate and compared exactly with the policy's.
 """
 
 from ._dsse import pae
-from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
-from ._github_mode import SIGSTORE_SUFFIX, SigstoreSigner, SigstoreVerifier
-from ._local import LOCAL_SUFFIX, KeyringVerifier, LocalSigner
-from ._policy_trust import signer_for, verifier_for
 from ._envelope import (
     ARTIFACT_DIGEST_TYPE,
     VerifiedPayload,
@@ -19,8 +15,12 @@ from ._envelope import (
     verify_artifact_digest,
     verify_envelope,
 )
+from ._github_mode import SIGSTORE_SUFFIX, SigstoreSigner, SigstoreVerifier
+from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
 from ._keyring import Keyring, Role, TrustedKey, add_to_keyring
 from ._keys import generate_private_key, keyid_of, load_private_key
+from ._local import LOCAL_SUFFIX, KeyringVerifier, LocalSigner
+from ._policy_trust import signer_for, verifier_for
 from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, check_identity, cross_check_claims, same_run
 from ._sigstore_identity import GitHubIdentity, identity_from_certificate, parse_run_invocation_uri
 from ._sigstore_root import PinnedTrustedRoot, load_pinned_trusted_root, load_trusted_root, trusted_root_from_bytes

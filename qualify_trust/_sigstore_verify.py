@@ -65,6 +65,7 @@ class VerifiedSigstoreArtifact:
     artifact_sha256: str
     identity: GitHubIdentity | None
     bundle_sha256: str
+    certificate_sha256: str
 
 
 @dataclass
@@ -218,7 +219,9 @@ def verify_artifact_bundle(
         raise QualificationError(
             Code.ARTIFACT_DIGEST_MISMATCH, f"{what}: no statement subject has the artifact's SHA-256 {digest}"
         )
-    return VerifiedSigstoreArtifact(digest, identity, hashlib.sha256(bundle_bytes).hexdigest())
+    return VerifiedSigstoreArtifact(
+        digest, identity, hashlib.sha256(bundle_bytes).hexdigest(), _certificate_sha256(bundle)
+    )
 
 
 def _certificate_sha256(bundle: Bundle) -> str:

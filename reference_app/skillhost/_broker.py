@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from skillhost._errors import SkillError
@@ -70,7 +71,7 @@ class Broker:
         self,
         skill_id: str,
         exec_id: str,
-        declared: object,
+        declared: Iterable[str],
         approved_ports: dict[str, Any],
         max_requests: int = MAX_REQUESTS,
         authority: str = "host",
@@ -78,7 +79,7 @@ class Broker:
         self.skill_id = skill_id
         self.exec_id = exec_id
         self.authority = authority
-        self.declared = frozenset(declared)  # type: ignore[arg-type]
+        self.declared = frozenset(declared)
         self.ports = dict(approved_ports)
         self.max_requests = max_requests
         self.requests = 0
@@ -126,7 +127,7 @@ class Broker:
             return "CC_SKILL_CAPABILITY_UNDECLARED"
         if port not in self.ports:
             return "CC_SKILL_PORT_UNAPPROVED"
-        if not isinstance(method, str) or method not in type(self.ports[port]).methods:  # type: ignore[index]
+        if not isinstance(method, str) or method not in type(self.ports[port]).methods:
             return "CC_SKILL_PORT_METHOD_UNKNOWN"
         if (
             not isinstance(args, (list, tuple))

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import GitHubChain
+from support.github_chain import GitHubChain
 
 import producer
 import qualify_cli
@@ -114,8 +114,8 @@ def test_bundle_from_another_sigstore_instance_is_refused(github_chain: GitHubCh
 
 
 @pytest.mark.parametrize(("env_change", "code"), [
-    ({"GITHUB_REF": "refs/tags/v1.0", "GITHUB_WORKFLOW_REF": "acme/desktop/.github/workflows/qualify.yml@refs/tags/v1.0"},
-     Code.REF_NOT_MAIN),
+    ({"GITHUB_REF": "refs/tags/v1.0",
+      "GITHUB_WORKFLOW_REF": "acme/desktop/.github/workflows/qualify.yml@refs/tags/v1.0"}, Code.REF_NOT_MAIN),
     ({"GITHUB_REF": "refs/heads/release"}, Code.REF_NOT_MAIN),
     ({"GITHUB_SHA": "0" * 40}, Code.NOT_MAIN_HEAD),
 ])

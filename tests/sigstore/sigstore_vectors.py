@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-
 REPO = Path(__file__).resolve().parents[2]
 VECTORS = REPO / ".." / "shared" / "vectors"
 PRODUCTION_ROOT = REPO / "policies" / "sigstore" / "trusted_root.production.json"

@@ -88,6 +88,9 @@ def test_bundle_verifies_with_its_true_identity(case: RealBundle, production_roo
     again = verify_artifact_bundle(bundle, digest, root, None,
                                    certificate_identity=CertificateIdentity(case.san, GITHUB), what=case.folder)
     assert again.artifact_sha256 == digest
+    material = json.loads(bundle)["verificationMaterial"]
+    leaf = material["certificate"] if "certificate" in material else material["x509CertificateChain"]["certificates"][0]
+    assert again.certificate_sha256 == hashlib.sha256(base64.b64decode(leaf["rawBytes"])).hexdigest()
 
 
 @pytest.mark.parametrize("case", POSITIVE, ids=IDS)

@@ -6,7 +6,14 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from sigstore_vectors import PRODUCTION_ROOT, PRODUCTION_SHA256, RELEASE_POLICY, STAGING_ROOT, STAGING_SHA256, vectors_dir
+from sigstore_vectors import (
+    PRODUCTION_ROOT,
+    PRODUCTION_SHA256,
+    RELEASE_POLICY,
+    STAGING_ROOT,
+    STAGING_SHA256,
+    vectors_dir,
+)
 
 from evidence_schemas import Code, QualificationError
 from qualify_policy import load_policy

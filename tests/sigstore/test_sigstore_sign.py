@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 
 import pytest
 from sigstore_vectors import PRODUCTION_ROOT, PRODUCTION_SHA256
@@ -38,7 +39,11 @@ def test_signing_outside_github_actions_is_an_environment_error(
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    for sign in (lambda: sign_dsse_statement(_STATEMENT), lambda: sign_artifact_bundle("b" * 64)):
+    signers: list[Callable[[], bytes]] = [
+        lambda: sign_dsse_statement(_STATEMENT),
+        lambda: sign_artifact_bundle("b" * 64),
+    ]
+    for sign in signers:
         with pytest.raises(QualificationError) as info:
             sign()
         assert info.value.code is Code.ENVIRONMENT

@@ -1,0 +1,78 @@
+"""Helpers for the offline GitHub-mode chain: a test policy, an Actions environment, a test-instance signer."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from qualify_policy import Policy
+from qualify_trust import SigstoreSigner
+from support.chain import REPO
+from support.github_emulator import DEFAULT_TOKEN, GitHubEmulator
+from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
+
+REPOSITORY = "acme/desktop"
+WORKFLOW = ".github/workflows/qualify.yml"
+
+
+@dataclass
+class GitHubChain:
+    root: Path
+    policy: Policy
+    out: Path
+    sha: str
+    instance: TestSigstoreInstance
+    emulator: GitHubEmulator
+    identity: GitHubIdentity
+    env: dict[str, str]
+
+    @property
+    def evidence(self) -> Path:
+        return self.out / "evidence"
+
+    @property
+    def artifacts(self) -> list[Path]:
+        return sorted((self.out / "artifacts").iterdir())
+
+    def signer(self, identity: GitHubIdentity | None = None) -> SigstoreSigner:
+        who = identity or self.identity
+        return SigstoreSigner(lambda payload: self.instance.issue_dsse_bundle(
+            payload, extensions=who.extensions, san_uri=who.san_uri))
+
+
+def github_policy(root: Path, instance: TestSigstoreInstance, app_source: Path) -> Path:
+    """policies/release.toml, re-pointed at the test repository, root and checkout; linux only."""
+    text = (REPO / "policies" / "release.toml").read_text(encoding="utf-8")
+    lines = []
+    for line in text.splitlines():
+        key = line.split("=", 1)[0].strip()
+        value = {
+            "repository": f'"{REPOSITORY}"',
+            "trusted_root": f'"{instance.trusted_root_path.as_posix()}"',
+            "trusted_root_sha256": f'"{instance.trusted_root_sha256}"',
+            "app_source": f'"{app_source.as_posix()}"',
+            "required": '["linux"]',
+        }.get(key)
+        lines.append(f"{key} = {value}" if value is not None and "=" in line else line)
+    policy = root / "release-test.toml"
+    policy.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return policy
+
+
+def actions_env(chain_sha: str, api_url: str, *, ref: str = "refs/heads/main", attempt: int = 1,
+                event: str = "push") -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_REF": ref,
+        "GITHUB_SHA": chain_sha,
+        "GITHUB_RUN_ID": "4242",
+        "GITHUB_RUN_ATTEMPT": str(attempt),
+        "GITHUB_WORKFLOW_REF": f"{REPOSITORY}/{WORKFLOW}@{ref}",
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_API_URL": api_url,
+        "GITHUB_TOKEN": DEFAULT_TOKEN,
+        "RUNNER_ENVIRONMENT": "github-hosted",
+    }
