@@ -52,8 +52,8 @@ class Policy:
         if not isinstance(trust, Ed25519Trust):
             raise QualificationError(
                 Code.POLICY_INVALID,
-                f"{self.path}: trust mode 'sigstore' (GitHub mode) is not implemented in this build",
-                hint="use policies/local.toml for the local chain; GitHub mode is tracked as its own issue",
+                f"{self.path}: this step needs a local Ed25519 keyring, but the policy's trust mode is 'sigstore'",
+                hint="local keys belong to policies/local.toml; a GitHub-mode policy signs keylessly",
             )
         return trust
 

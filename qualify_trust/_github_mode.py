@@ -14,7 +14,7 @@ from collections.abc import Callable
 from cryptography.hazmat.primitives.serialization import Encoding
 from sigstore.models import Bundle
 
-from evidence_schemas import PREDICATE_PREFIX, Code, QualificationError, canonical_bytes
+from evidence_schemas import PREDICATE_PREFIX, QualificationError, canonical_bytes
 
 from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
 from ._keyring import Role
@@ -30,12 +30,9 @@ __all__ = ["ARTIFACT_SIGNATURE_PREDICATE_TYPE", "SIGSTORE_SUFFIX", "SigstoreSign
            "cross_check_claims"]
 
 
-def _certificate_keyid(bundle_bytes: bytes) -> str:
-    """SHA-256 of the leaf certificate's DER: the 'key id' of a keyless signature."""
-    try:
-        certificate = Bundle.from_json(bundle_bytes).signing_certificate
-    except Exception as exc:
-        raise QualificationError(Code.SCHEMA_INVALID, "bundle certificate unreadable") from exc
+def _signed_certificate_keyid(bundle_bytes: bytes) -> str:
+    """SHA-256 of the leaf certificate's DER in a bundle this job just signed: a keyless 'key id'."""
+    certificate = Bundle.from_json(bundle_bytes).signing_certificate
     return hashlib.sha256(certificate.public_bytes(Encoding.DER)).hexdigest()
 
 
@@ -55,7 +52,7 @@ class SigstoreSigner(StatementSigner):
                      "subject": [{"name": name, "digest": {"sha256": sha256_hex}}],
                      "predicateType": ARTIFACT_SIGNATURE_PREDICATE_TYPE, "predicate": {}}
         bundle = self._sign_dsse(canonical_bytes(statement))
-        return ArtifactSignature("sigstore-bundle", _certificate_keyid(bundle), bundle.decode("utf-8"))
+        return ArtifactSignature("sigstore-bundle", _signed_certificate_keyid(bundle), bundle.decode("utf-8"))
 
 
 class SigstoreVerifier(StatementVerifier):
@@ -69,7 +66,7 @@ class SigstoreVerifier(StatementVerifier):
         # Both roles are jobs of the one producer workflow: the identity is the
         # same, and the predicate type (checked by the caller) tells them apart.
         verified = verify_dsse_bundle(data, self._root, self._expected, what)
-        signer = SignerIdentity("sigstore", verified.identity.build_signer_uri, _certificate_keyid(data),
+        signer = SignerIdentity("sigstore", verified.identity.build_signer_uri, verified.certificate_sha256,
                                 verified.identity)
         return VerifiedStatement(verified.payload, signer, verified.bundle_sha256)
 
@@ -78,7 +75,8 @@ class SigstoreVerifier(StatementVerifier):
             return False
         bundle = signature.signature.encode("utf-8")
         try:
-            verify_artifact_bundle(bundle, sha256_hex, self._root, self._expected, what="artifact signature")
+            verified = verify_artifact_bundle(bundle, sha256_hex, self._root, self._expected,
+                                              what="artifact signature")
         except QualificationError:
             return False
-        return _certificate_keyid(bundle) == signature.keyid
+        return verified.certificate_sha256 == signature.keyid

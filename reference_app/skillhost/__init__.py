@@ -4,12 +4,14 @@ Public surface: ``__version__`` and ``main`` (the command-line entry point).
 Everything else lives in private modules.
 """
 
+from collections.abc import Sequence
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "main"]
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     from skillhost._cli import main as _main  # noqa: PLC0415 - keep the package import light
 

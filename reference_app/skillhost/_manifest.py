@@ -1,8 +1,21 @@
 """SKILL.md front matter (a small, strict YAML subset) and the capability vocabulary."""
 
 import re
+from typing import TypedDict
 
 from skillhost._errors import SkillError
+
+# A front-matter value is a scalar string or a list of strings; nothing else parses.
+FrontMatter = dict[str, str | list[str]]
+
+
+class Manifest(TypedDict):
+    """What ``parse_manifest`` vouches for: the id, a display name and the sorted capability list."""
+
+    id: str
+    name: str
+    capabilities: list[str]
+
 
 # host port -> capability
 PORT_CAPABILITY = {
@@ -19,12 +32,12 @@ _KEY_RE = re.compile(r"^([a-z][a-z0-9-]*):\s*(.*)$")
 _ITEM_RE = re.compile(r"^\s+-\s+(\S.*)$")
 
 
-def parse_front_matter(text: str) -> dict:
+def parse_front_matter(text: str) -> FrontMatter:
     lines = text.replace("\r\n", "\n").split("\n")
     if not lines or lines[0].strip() != "---":
         raise SkillError("CC_SKILL_MANIFEST_INVALID", "SKILL.md has no front matter")
-    fields: dict = {}
-    current_list = None
+    fields: FrontMatter = {}
+    current_list: list[str] | None = None
     for line in lines[1:]:
         if line.strip() == "---":
             return fields
@@ -71,7 +84,7 @@ def _check_entry(value: object) -> None:
     raise SkillError("CC_SKILL_PACKAGE_INVALID", f"bad entry point {value[:40]!r}: the only entry is {ENTRY_POINT}")
 
 
-def parse_manifest(text: str) -> dict:
+def parse_manifest(text: str) -> Manifest:
     """Return {"id", "name", "capabilities": sorted list}; fail closed on anything odd."""
     fields = parse_front_matter(text)
     unknown = sorted(set(fields) - KNOWN_FIELDS)

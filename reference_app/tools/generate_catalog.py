@@ -10,6 +10,7 @@ raw modules imported) and writes the catalog with stable bytes.
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -18,7 +19,7 @@ sys.path.insert(0, str(_HERE.parent))
 from skillhost._catalog import CATALOG_NAME, generate, render  # noqa: E402
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on drift")
     ap.add_argument("--package-dir", default=str(_HERE.parent / "skillhost"))
