@@ -7,25 +7,15 @@ outer checkout's branch or cleanliness.
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from support.chain import REPO, Chain, git, qualify, write_policy
+from support.chain import Chain, make_app_repo, qualify, write_policy
 
 
 @pytest.fixture(scope="session")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
     root = tmp_path_factory.mktemp("chain")
     source_repo = root / "repo"
-    source_repo.mkdir()
-    git(source_repo, "init", "-q", "-b", "main")
-    git(source_repo, "config", "user.email", "e2e@desktop-qualify.invalid")
-    git(source_repo, "config", "user.name", "e2e")
-    shutil.copytree(REPO / "reference_app", source_repo / "reference_app",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    git(source_repo, "add", "-A")
-    git(source_repo, "commit", "-q", "-m", "app under qualification")
-    sha = git(source_repo, "rev-parse", "HEAD")
+    sha = make_app_repo(source_repo)
     policy = write_policy(root, source_repo / "reference_app")
     out = root / "out"
     logs = {"keygen": qualify("keygen", "--policy", policy)}

@@ -6,11 +6,10 @@ The only piece not exercised is the real OIDC token (and real Fulcio/Rekor).
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
-from support.chain import REPO, git
+from support.chain import make_app_repo
 from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy
 from support.github_emulator import Branch, GitHubEmulator
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
@@ -24,15 +23,7 @@ from qualify_policy import load_policy
 def github_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitHubChain]:
     root = tmp_path_factory.mktemp("github-chain")
     repo = root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "e2e@desktop-qualify.invalid")
-    git(repo, "config", "user.name", "e2e")
-    shutil.copytree(REPO / "reference_app", repo / "reference_app",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "app under qualification")
-    sha = git(repo, "rev-parse", "HEAD")
+    sha = make_app_repo(repo)
     instance = TestSigstoreInstance(root / "sigstore")
     emulator = GitHubEmulator().start()
     emulator.repo(REPOSITORY).branches["main"] = Branch(sha=sha, protected=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -59,3 +60,18 @@ def write_policy(root: Path, app_source: Path, **overrides: str) -> Path:
     return policy
 
 
+def make_app_repo(repo: Path) -> str:
+    """A fresh git repository on `main` holding this work tree's app, committed; returns the SHA.
+
+    The end-to-end runs test the app as it is now, independent of the outer
+    checkout's branch and cleanliness.
+    """
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "e2e@desktop-qualify.invalid")
+    git(repo, "config", "user.name", "e2e")
+    shutil.copytree(REPO / "reference_app", repo / "reference_app",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "app under qualification")
+    return git(repo, "rev-parse", "HEAD")
