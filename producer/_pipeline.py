@@ -41,7 +41,7 @@ from ._gate import LocalGitGate, SourceGate, repository_root
 from ._gate_github import GitHubGate, github_run_identity
 from ._install import install
 from ._launch import journey, launch_probe
-from ._platform_signing import signer_for
+from ._platform_signing import platform_signer_from_env
 from ._progress import Progress
 from ._sign import sign_artifact
 
@@ -77,6 +77,15 @@ class _Job:
     def install_prefix(self) -> Path:
         return self.work_dir / "install"
 
+    def fresh_work_dir(self) -> None:
+        """Empty this platform's work folder; called only once the gate has passed."""
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+        try:
+            self.work_dir.mkdir(parents=True)
+        except OSError as exc:
+            raise QualificationError(Code.ENVIRONMENT, f"{self.work_dir}: cannot create the work folder "
+                                                       f"({exc.strerror})") from exc
+
     def record(self, name: str, record: BaseModel) -> None:
         # Unsigned copies for people; the evidence is the signed statement.
         write_atomic(self.records_dir / f"{name}.json", record.model_dump_json(indent=2).encode() + b"\n")
@@ -105,11 +114,8 @@ def _prepare(policy: Policy, platform: Platform, out: Path, *, run_id: str | Non
         if not _RUN_ID.match(run_id):
             raise QualificationError(Code.USAGE, f"run id {run_id[:80]!r} must match {_RUN_ID.pattern}")
     out = out.resolve()
-    work = out / "work" / platform
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
     return _Job(policy, platform, host_arch(), run_id, env, signer, verifier, out / "evidence", out / "artifacts",
-                out / "records" / platform, work, Progress(f"produce {platform}"))
+                out / "records" / platform, out / "work" / platform, Progress(f"produce {platform}"))
 
 
 def _gate(job: _Job) -> tuple[SourceGate, SourceGateRecord]:
@@ -143,7 +149,7 @@ def _build(job: _Job, gate_record: SourceGateRecord) -> BuildOutput:
         built = build(repo=repository_root(app_source), sha=gate_record.sha, ref=gate_record.ref,
                       app_source=job.policy.resolve(app.app_source), spec=app.spec, app_name=app.name,
                       platform=job.platform, arch=job.arch, work=job.work_dir, artifacts=job.artifacts_dir,
-                      signer=signer_for(job.platform, identity=None, entitlements=None, timestamp_url=None),
+                      signer=platform_signer_from_env(job.platform, job.env),
                       timeout=job.policy.file.limits.build_timeout_seconds)
         artifact = built.record.artifact
         said.append(f"{artifact.name} {artifact.size} bytes sha256={artifact.sha256[:16]}")
@@ -198,6 +204,8 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     job = _prepare(policy, platform, out, run_id=run_id, env=os.environ if env is None else env, signer=signer)
     gate, gate_record = _gate(job)
     run = _run_identity(job, gate_record)
+    # Nothing on disk changes before the gate and the run identity were accepted.
+    job.fresh_work_dir()
     built = _build(job, gate_record)
     signature = _sign(job, built)
     installed = _install(job, built)

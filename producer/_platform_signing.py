@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -95,6 +96,22 @@ class SigntoolSigner(PlatformSigner):
 
     def verify_commands(self, executable: Path) -> list[list[str]]:
         return [["signtool", "verify", "/pa", "/v", str(executable)]]
+
+
+def platform_signer_from_env(platform: str, env: Mapping[str, str]) -> PlatformSigner:
+    """The OS signer configured for this job by its environment (CI secrets), or none.
+
+    Signing identities are secrets of the job, not trust decisions: what is
+    accepted is the policy's `[signing]` section, checked on the outcome.
+    """
+    entitlements = env.get("QUALIFY_CODESIGN_ENTITLEMENTS")
+    if platform == "macos":
+        return signer_for(platform, identity=env.get("QUALIFY_CODESIGN_IDENTITY"),
+                          entitlements=Path(entitlements) if entitlements else None, timestamp_url=None)
+    if platform == "windows":
+        return signer_for(platform, identity=env.get("QUALIFY_SIGNTOOL_CERT_SHA1"), entitlements=None,
+                          timestamp_url=env.get("QUALIFY_SIGNTOOL_TIMESTAMP_URL"))
+    return NoPlatformSigner()
 
 
 def signer_for(platform: str, *, identity: str | None, entitlements: Path | None,
