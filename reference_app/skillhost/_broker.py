@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from skillhost._errors import SkillError
 from skillhost._manifest import PORT_CAPABILITY
@@ -21,6 +21,21 @@ MAX_REQUESTS = 32
 MAX_LOG_MESSAGE = 200
 MAX_AUDIT = 256
 MAX_TARGET = 64
+
+
+class AuditEvent(TypedDict):
+    """One audit record: bounded names only, never an argument, environment value or output."""
+
+    seq: int
+    event: str
+    exec_id: str
+    skill_id: str
+    authority: str
+    port: str
+    method: str
+    capability: str | None
+    target: str
+    code: str | None
 
 
 class Port(Protocol):
@@ -83,7 +98,7 @@ class Broker:
         self.ports = dict(approved_ports)
         self.max_requests = max_requests
         self.requests = 0
-        self.audit: list[dict[str, Any]] = []
+        self.audit: list[AuditEvent] = []
         self.denials: list[str] = []
 
     def _record(  # noqa: PLR0917

@@ -4,16 +4,43 @@ import ast
 import json
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 from skillhost._canon import sha256_hex
 from skillhost._errors import SkillError
-from skillhost._manifest import PORT_CAPABILITY, parse_manifest
+from skillhost._manifest import PORT_CAPABILITY, Manifest, parse_manifest
 
 CATALOG_NAME = "capability_catalog.json"
 BUNDLED_DIR = "bundled_skills"
 MAX_HANDLER_BYTES = 64 * 1024
 MAX_MANIFEST_BYTES = 16 * 1024
+
+
+class HandlerAudit(TypedDict):
+    capabilities: list[str]
+    imports: list[str]
+    problems: list[str]
+
+
+class CatalogEntry(TypedDict):
+    id: str
+    handler_sha256: str
+    capabilities: list[str]
+
+
+class Catalog(TypedDict):
+    version: int
+    skills: list[CatalogEntry]
+
+
+class _LoadedCatalog(TypedDict):
+    """The catalog file after its outer shape is checked; the entries are still unchecked JSON."""
+
+    version: int
+    skills: list[object]
+
 
 # Bundled handlers may import only these pure modules; everything reaching the OS,
 # network, processes or the environment must go through a host port.
@@ -48,15 +75,16 @@ FORBIDDEN_NAMES = frozenset(
 )
 
 
-def audit_handler(source: bytes) -> dict:  # noqa: PLR0912
+def audit_handler(source: bytes) -> HandlerAudit:  # noqa: PLR0912
     """Return {"capabilities": sorted, "imports": sorted, "problems": [..]} for a handler."""
-    problems = []
+    problems: list[str] = []
     try:
         tree = ast.parse(source.decode("utf-8"), filename="handler.py")
     except (SyntaxError, UnicodeDecodeError) as exc:
         return {"capabilities": [], "imports": [], "problems": [f"unparsable: {exc.__class__.__name__}"]}
-    caps, imports = set(), set()
-    port_attr_nodes = set()
+    caps: set[str] = set()
+    imports: set[str] = set()
+    port_attr_nodes: set[int] = set()
     has_run = False
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -107,7 +135,7 @@ def bundled_root(pkg_dir: Path) -> Path:
     return Path(pkg_dir) / BUNDLED_DIR
 
 
-def read_bundled(pkg_dir: Path, skill_id: str) -> tuple:
+def read_bundled(pkg_dir: Path, skill_id: str) -> tuple[Manifest, bytes]:
     """Re-read one bundled skill: (manifest dict, handler bytes). Enforces containment."""
     root = bundled_root(pkg_dir).resolve()
     sdir = bundled_root(pkg_dir) / skill_id
@@ -120,14 +148,15 @@ def read_bundled(pkg_dir: Path, skill_id: str) -> tuple:
     return manifest, handler
 
 
-def list_bundled(pkg_dir: Path) -> list:
+def list_bundled(pkg_dir: Path) -> list[str]:
     root = bundled_root(pkg_dir)
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
 
 
-def generate(pkg_dir: Path) -> tuple:
+def generate(pkg_dir: Path) -> tuple[Catalog, list[str]]:
     """Return (catalog dict, problems list) from the bundled handlers on disk."""
-    skills, problems = [], []
+    skills: list[CatalogEntry] = []
+    problems: list[str] = []
     for skill_id in list_bundled(pkg_dir):
         try:
             manifest, handler = read_bundled(pkg_dir, skill_id)
@@ -145,40 +174,51 @@ def generate(pkg_dir: Path) -> tuple:
     return {"version": 1, "skills": skills}, problems
 
 
-def render(catalog: dict) -> bytes:
+def render(catalog: Catalog) -> bytes:
     return (json.dumps(catalog, sort_keys=True, indent=2, ensure_ascii=True) + "\n").encode("ascii")
 
 
-def load_catalog(pkg_dir: Path) -> dict:
+def load_catalog(pkg_dir: Path) -> _LoadedCatalog:
     path = Path(pkg_dir) / CATALOG_NAME
     try:
         raw = _read_regular(path, 256 * 1024)
         catalog = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise SkillError("CC_SKILL_CATALOG_DRIFT", f"catalog unreadable: {exc.__class__.__name__}") from None
-    if not isinstance(catalog, dict) or catalog.get("version") != 1 or not isinstance(catalog.get("skills"), list):
+    skills = catalog.get("skills") if isinstance(catalog, dict) else None
+    if not isinstance(catalog, dict) or catalog.get("version") != 1 or not isinstance(skills, list):
         raise SkillError("CC_SKILL_CATALOG_DRIFT", "catalog has the wrong shape")
-    return catalog
+    return {"version": 1, "skills": skills}
 
 
-def verify(pkg_dir: Path) -> dict:
+def verify(pkg_dir: Path) -> dict[str, CatalogEntry]:
     """Runtime check: catalog == re-hashed handlers == SKILL.md == ast audit. Returns {id: entry}."""
     catalog = load_catalog(pkg_dir)
-    entries = {}
+    entries: dict[str, Mapping[str, object]] = {}
     for entry in catalog["skills"]:
-        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+        entry_id = entry.get("id") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or not isinstance(entry_id, str):
             raise SkillError("CC_SKILL_CATALOG_DRIFT", "malformed catalog entry")
-        entries[entry["id"]] = entry
+        entries[entry_id] = entry
     on_disk = list_bundled(pkg_dir)
     if sorted(entries) != on_disk:
         raise SkillError("CC_SKILL_CATALOG_DRIFT", "catalog skill set differs from bundled skills")
+    checked: dict[str, CatalogEntry] = {}
     for skill_id in on_disk:
-        check_entry(pkg_dir, entries[skill_id])
-    return entries
+        manifest, handler = check_entry(pkg_dir, entries[skill_id])
+        # Every field now equals what was re-derived from disk, so the typed entry is rebuilt from those values.
+        checked[skill_id] = {
+            "id": skill_id,
+            "handler_sha256": sha256_hex(handler),
+            "capabilities": manifest["capabilities"],
+        }
+    return checked
 
 
-def check_entry(pkg_dir: Path, entry: dict) -> tuple:
+def check_entry(pkg_dir: Path, entry: Mapping[str, object]) -> tuple[Manifest, bytes]:
     skill_id = entry["id"]
+    if not isinstance(skill_id, str):
+        raise SkillError("CC_SKILL_CATALOG_DRIFT", "malformed catalog entry")
     manifest, handler = read_bundled(pkg_dir, skill_id)
     if sha256_hex(handler) != entry.get("handler_sha256"):
         raise SkillError("CC_SKILL_CATALOG_DRIFT", f"{skill_id}: handler digest differs from catalog")

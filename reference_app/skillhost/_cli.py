@@ -2,15 +2,45 @@
 # Subcommand modules are imported lazily on purpose: the worker entry must load no host modules.
 # ruff: noqa: PLC0415
 
+from __future__ import annotations
+
 import argparse
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TypedDict
 
 from skillhost._errors import SkillError
 
+if TYPE_CHECKING:  # types only: the worker path must not import the broker
+    from _typeshed import SupportsWrite
+
+    from skillhost._broker import AuditEvent
+
 MAX_OUTPUT = 64 * 1024
 EXIT_USAGE, EXIT_REFUSED, EXIT_INTERNAL = 2, 3, 4
+
+
+# Every report is a JSON object; each subcommand builds its own TypedDict.
+Report = Mapping[str, object]
+
+
+class ErrorReport(TypedDict):
+    kind: str
+    version: int
+    code: str
+    message: str
+
+
+class RunReport(TypedDict):
+    kind: str
+    version: int
+    skill_id: str
+    tier: str
+    safe_mode: bool
+    value: object
+    audit: list[AuditEvent]
 
 
 class _UsageError(Exception):
@@ -18,17 +48,17 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         raise _UsageError(message)
 
-    def exit(self, status=0, message=None):
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         raise _UsageError(message or "help requested")
 
-    def print_help(self, file=None):
+    def print_help(self, file: SupportsWrite[str] | None = None) -> NoReturn:
         raise _UsageError("usage: skillhost {probe,journey,worker,sign-skill,keygen,run-skill}")
 
 
-def _parser():
+def _parser() -> _Parser:
     p = _Parser(prog="skillhost", add_help=False)
     sub = p.add_subparsers(dest="cmd")
     sub.required = True
@@ -53,7 +83,7 @@ def _parser():
 MAX_ARGS_JSON = 4096
 
 
-def _run_skill(ns):
+def _run_skill(ns: argparse.Namespace) -> tuple[RunReport, int]:
     from skillhost._host import HostConfig, SkillHost
     from skillhost._signing import TrustStore
 
@@ -68,7 +98,7 @@ def _run_skill(ns):
     trust = TrustStore.load(Path(ns.trust_store))
     host = SkillHost(HostConfig(workspace=Path(ns.workspace), trust=trust, safe_mode=ns.safe_mode))
     res = host.run(ns.skill_id, args)
-    report = {
+    report: RunReport = {
         "kind": "skillhost-run",
         "version": 1,
         "skill_id": res.skill_id,
@@ -80,7 +110,7 @@ def _run_skill(ns):
     return report, 0
 
 
-def _emit(obj) -> None:
+def _emit(obj: Report) -> None:
     line = json.dumps(obj, sort_keys=True, separators=(",", ":"))
     if len(line.encode("utf-8")) >= MAX_OUTPUT:
         line = json.dumps(
@@ -90,11 +120,11 @@ def _emit(obj) -> None:
     sys.stdout.flush()
 
 
-def _error(code, message):
+def _error(code: str, message: object) -> ErrorReport:
     return {"kind": "skillhost-error", "version": 1, "code": code, "message": str(message)[:300]}
 
 
-def _dispatch(ns):
+def _dispatch(ns: argparse.Namespace) -> tuple[Report, int]:
     if ns.cmd == "probe":
         from skillhost._probe import run_probe
 
@@ -132,7 +162,7 @@ def _dispatch(ns):
     raise _UsageError("unknown command")
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # The worker is the fixed entry point: dispatch before importing anything else.
     if argv[:1] == ["worker"]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from skillhost import __version__
-from skillhost._broker import Broker, LoggerPort, TimePort
+from skillhost._broker import AuditEvent, Broker, LoggerPort, TimePort
 from skillhost._bundled import run_bundled
 from skillhost._catalog import list_bundled
 from skillhost._egress import EgressPolicy, HttpsPort, Resolver, system_resolver
@@ -59,7 +59,7 @@ class RunResult:
     skill_id: str
     tier: str
     value: Any
-    audit: list[dict[str, Any]]
+    audit: list[AuditEvent]
     worker_pid: int | None = None
 
 

@@ -6,7 +6,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 from skillhost import __version__
 from skillhost._broker import default_ports
@@ -14,9 +16,9 @@ from skillhost._bundled import run_bundled
 from skillhost._catalog import verify
 from skillhost._errors import SkillError
 from skillhost._journey_more import broker_steps
-from skillhost._journey_util import _step, _write_skill
+from skillhost._journey_util import Step, _step, _write_skill
 from skillhost._package import discover, verify_for_execution
-from skillhost._runner import run_external, self_test
+from skillhost._runner import MAX_DURATION, Outcome, run_external, self_test
 from skillhost._runtime import build_info, package_dir, platform_name, unexpected_worker_env_keys
 from skillhost._signing import TrustStore, new_key
 
@@ -80,12 +82,35 @@ def run(ports, args):
 SECRET_CANARY = "SKILLHOST_JOURNEY_CANARY"  # noqa: S105 - a variable name, not a secret
 
 
-class _Ctx:
-    def __init__(self, root: Path, trust: TrustStore):
-        self.root, self.trust = root, trust
-        self.logs: list = []
+class JourneyReport(TypedDict):
+    kind: str
+    version: int
+    app_version: str
+    build_sha: str
+    platform: str
+    host_pid: int
+    duration_ms: int
+    passed: bool
+    steps: list[Step]
 
-    def execute(self, skill_dir: Path, mutate=None, **kw):
+
+# (observed "allow"/"reject", observed code, the worker outcome if a worker ran, message)
+_Execution = tuple[str, str | None, Outcome | None, str]
+
+
+class _Ctx:
+    def __init__(self, root: Path, trust: TrustStore) -> None:
+        self.root, self.trust = root, trust
+        self.logs: list[dict[str, str]] = []
+
+    def execute(
+        self,
+        skill_dir: Path,
+        mutate: Callable[[Path], None] | None = None,
+        *,
+        args: dict[str, object] | None = None,
+        max_duration: float = MAX_DURATION,
+    ) -> _Execution:
         """discover -> (optional mutation) -> re-verify -> worker. Returns (observed, code, outcome|None)."""
         try:
             cand = discover(skill_dir)
@@ -95,14 +120,22 @@ class _Ctx:
         except SkillError as exc:
             return "reject", exc.code, None, exc.message
         ports = default_ports(self.logs, env_values={"API_TOKEN": "journey-secret-value"})
-        outcome = run_external(verified, ports, **kw)
+        outcome = run_external(verified, ports, args, max_duration)
         if outcome.ok:
             return "allow", None, outcome, ""
         return "reject", outcome.code, outcome, outcome.message
 
 
-def _external_step(ctx, sid, skill_dir, expected_code, mutate=None, **kw):
-    observed, code, outcome, msg = ctx.execute(skill_dir, mutate=mutate, **kw)
+def _external_step(
+    ctx: _Ctx,
+    sid: str,
+    skill_dir: Path,
+    expected_code: str,
+    mutate: Callable[[Path], None] | None = None,
+    *,
+    max_duration: float = MAX_DURATION,
+) -> Step:
+    observed, code, outcome, msg = ctx.execute(skill_dir, mutate=mutate, max_duration=max_duration)
     extra_ok, detail = True, msg
     if outcome is not None:
         extra_ok = outcome.reaped and outcome.worker_pid != os.getpid()
@@ -125,7 +158,7 @@ def _external_code_in_host() -> int:
     return count
 
 
-def _worker_env_step():
+def _worker_env_step() -> Step:
     try:
         answer = self_test()
     except SkillError as exc:
@@ -142,11 +175,11 @@ def _worker_env_step():
     return _step("worker-environment-minimal", "allow", None, "allow", None, detail, ok)
 
 
-def run_journey() -> tuple:  # noqa: PLR0915 - a linear script of steps
+def run_journey() -> tuple[JourneyReport, int]:  # noqa: PLR0915 - a linear script of steps
     t0 = time.monotonic()
     info = build_info()
     pkg = package_dir()
-    steps = []
+    steps: list[Step] = []
     os.environ[SECRET_CANARY] = "host-only-secret"  # must never reach a worker
     tmp = Path(tempfile.mkdtemp(prefix="skillhost-journey-"))
     try:
@@ -168,7 +201,7 @@ def run_journey() -> tuple:  # noqa: PLR0915 - a linear script of steps
 
         # 2. bundled skill in the host process
         try:
-            logs = []
+            logs: list[dict[str, str]] = []
             value, broker = run_bundled(pkg, "clock", {"label": "journey"}, log_sink=logs)
             ok = isinstance(value, dict) and isinstance(value.get("now"), str) and len(logs) == 1
             events = [a["event"] for a in broker.audit]
@@ -223,7 +256,7 @@ def run_journey() -> tuple:  # noqa: PLR0915 - a linear script of steps
         steps.append(_external_step(ctx, "external-unknown-signer-rejected", rogue, "CC_SKILL_SIGNER_UNKNOWN"))
         drift = _write_skill(skills, "drifter", GREETER_PY, tc, good_key)
 
-        def replace_handler(d):
+        def replace_handler(d: Path) -> None:
             (d / "handler.py").write_text(DRIFTED_PY, encoding="utf-8", newline="\n")
 
         steps.append(
@@ -275,7 +308,7 @@ def run_journey() -> tuple:  # noqa: PLR0915 - a linear script of steps
         os.environ.pop(SECRET_CANARY, None)
         shutil.rmtree(tmp, ignore_errors=True)
     passed = bool(steps) and all(s["passed"] for s in steps)
-    report = {
+    report: JourneyReport = {
         "kind": "skillhost-journey",
         "version": 1,
         "app_version": __version__,

@@ -18,12 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from skillhost._egress import EgressPolicy
 from skillhost._errors import SkillError
 from skillhost._host import HostConfig, SkillHost
-from skillhost._journey_util import _step, _write_skill
+from skillhost._journey_util import Step, _step, _write_skill
 from skillhost._loopback_tls import SERVER_NAME, LoopbackTLSServer
 from skillhost._runner import PROTOCOL_VERSION
+from skillhost._signing import TrustStore
 
 PRIVATE_NAME = "private.skillhost-journey.test"
 PRIVATE_ADDRESS = "10.20.30.40"
@@ -46,7 +49,8 @@ def run(ports, args):
 """
 
 
-def _bundled_step(host: SkillHost, sid: str, skill_id: str, args: dict[str, Any], check: Callable[[Any], bool]) -> dict:
+# A bundled handler returns whatever JSON it builds; each step's check knows the shape it expects.
+def _bundled_step(host: SkillHost, sid: str, skill_id: str, args: dict[str, Any], check: Callable[[Any], bool]) -> Step:
     try:
         value, broker = host.run_bundled(skill_id, args)
     except SkillError as exc:
@@ -59,7 +63,7 @@ def _bundled_step(host: SkillHost, sid: str, skill_id: str, args: dict[str, Any]
 
 def _bundled_refusal(
     host: SkillHost, sid: str, skill_id: str, args: dict[str, Any], code: str, extra: str = ""
-) -> dict:
+) -> Step:
     try:
         value, _ = host.run_bundled(skill_id, args)
     except SkillError as exc:
@@ -67,10 +71,18 @@ def _bundled_refusal(
     return _step(sid, "reject", code, "allow", None, f"unexpectedly allowed: {str(value)[:120]} {extra}")
 
 
-def _external(host: SkillHost, sid: str, skill_dir: Path, code: str | None, **kw: Any) -> dict:
+def _external(
+    host: SkillHost,
+    sid: str,
+    skill_dir: Path,
+    code: str | None,
+    *,
+    cancel: threading.Event | None = None,
+    protocol_version: int | None = None,
+) -> Step:
     expected = "allow" if code is None else "reject"
     try:
-        out = host.run_external(skill_dir, **kw)
+        out = host.run_external(skill_dir, cancel=cancel, protocol_version=protocol_version)
     except SkillError as exc:
         return _step(sid, expected, code, "reject", exc.code, f"refused before any worker: {exc.message}")
     detail = (
@@ -91,8 +103,8 @@ def _try_symlink(link: Path, target: Path) -> str | None:
     return None
 
 
-def broker_steps(tmp: Path, trust: Any, good_key: Any) -> list[dict]:
-    steps: list[dict] = []
+def broker_steps(tmp: Path, trust: TrustStore, good_key: Ed25519PrivateKey) -> list[Step]:
+    steps: list[Step] = []
     workspace = tmp / "workspace"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("journey notes\nsecond line\n", encoding="utf-8")
@@ -256,8 +268,8 @@ def broker_steps(tmp: Path, trust: Any, good_key: Any) -> list[dict]:
     return steps
 
 
-def package_steps(packages: Path, trust: Any, good_key: Any, workspace: Path) -> list[dict]:
-    steps: list[dict] = []
+def package_steps(packages: Path, trust: TrustStore, good_key: Ed25519PrivateKey, workspace: Path) -> list[Step]:
+    steps: list[Step] = []
     host = SkillHost(HostConfig(workspace=workspace, trust=trust, authority="journey"))
     good = "def run(ports, args):\n    return {'t': ports.time.now()}\n"
     tc = ["runtime:time"]

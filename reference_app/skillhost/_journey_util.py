@@ -1,7 +1,11 @@
 """Helpers shared by the journey modules: step records and throw-away skill packages."""
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TypedDict
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from skillhost._package import build_lock, read_package, sign_package
 from skillhost._signing import LOCK_NAME, SIG_NAME, sign_lock
@@ -19,11 +23,30 @@ External test skill written by the skill host journey.
 """
 
 
-def _caps_yaml(caps):
+class Step(TypedDict):
+    """One journey step: what was expected, what was observed, and a bounded free-text detail."""
+
+    id: str
+    expected: str
+    expected_code: str | None
+    observed: str
+    observed_code: str | None
+    passed: bool
+    detail: str
+
+
+def _caps_yaml(caps: Iterable[str]) -> str:
     return "\n".join(f"  - {c}" for c in caps)
 
 
-def _write_skill(root: Path, skill_id: str, handler, caps, key=None, extra_md: str = "") -> Path:  # noqa: PLR0917
+def _write_skill(  # noqa: PLR0917
+    root: Path,
+    skill_id: str,
+    handler: str | None,
+    caps: Iterable[str],
+    key: Ed25519PrivateKey | None = None,
+    extra_md: str = "",
+) -> Path:
     """Write (and sign, given a key) a flat skill package; ``handler=None`` makes it prompt-only."""
     d = root / skill_id
     d.mkdir()
@@ -45,7 +68,15 @@ def _write_skill(root: Path, skill_id: str, handler, caps, key=None, extra_md: s
     return d
 
 
-def _step(sid, expected, expected_code, observed, observed_code, detail, extra_ok=True):  # noqa: PLR0917
+def _step(  # noqa: PLR0917
+    sid: str,
+    expected: str,
+    expected_code: str | None,
+    observed: str,
+    observed_code: str | None,
+    detail: object,
+    extra_ok: bool = True,
+) -> Step:
     passed = expected == observed and expected_code == observed_code and extra_ok
     return {
         "id": sid,

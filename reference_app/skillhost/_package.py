@@ -6,13 +6,17 @@ import json
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict, TypeGuard
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from skillhost._canon import canonical_bytes, sha256_hex
 from skillhost._errors import SkillError
 from skillhost._manifest import parse_manifest
-from skillhost._signing import LOCK_NAME, SIG_NAME, TrustStore, sign_lock, verify_signature
+from skillhost._signing import LOCK_NAME, SIG_NAME, Lock, LockEntry, TrustStore, sign_lock, verify_signature
 from skillhost._source_audit import audit_external_source
 
 MAX_FILES = 16
@@ -35,6 +39,9 @@ _NATIVE_MAGIC = (
 _SHEBANG = b"#!"
 _TRAVERSAL = re.compile(r"(^|[\\/])\.\.([\\/]|$)|^[\\/]|^[A-Za-z]:")
 
+# (st_dev, st_ino, st_size, st_mtime_ns) of a file as it was read.
+FileIdentity = tuple[int, int, int, int]
+
 
 @dataclass
 class Candidate:
@@ -43,19 +50,25 @@ class Candidate:
     root: str
     skill_id: str
     lock_sha256: str
-    identities: dict = field(default_factory=dict)
+    identities: dict[str, FileIdentity] = field(default_factory=dict)
+
+
+class SignResult(TypedDict):
+    skill_id: str
+    keyid: str
+    files: int
 
 
 @dataclass
 class VerifiedSkill:
     skill_id: str
-    capabilities: list
+    capabilities: list[str]
     handler_source: str
     handler_sha256: str
     signer: str
 
 
-def _read_stable(root_real: str, name: str) -> tuple:
+def _read_stable(root_real: str, name: str) -> tuple[bytes, FileIdentity]:
     path = os.path.join(root_real, name)
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
@@ -72,7 +85,8 @@ def _read_stable(root_real: str, name: str) -> tuple:
         before = os.fstat(fd)
         if (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(before.st_mode):
             raise SkillError("CC_SKILL_FILE_UNSTABLE", f"{name} changed identity while opening")
-        chunks, total = [], 0
+        chunks: list[bytes] = []
+        total = 0
         while True:
             block = os.read(fd, 65536)
             if not block:
@@ -92,19 +106,23 @@ def _read_stable(root_real: str, name: str) -> tuple:
     return data, (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns)
 
 
-def read_package(root) -> tuple:
+def read_package(
+    root: str | os.PathLike[str],
+) -> tuple[str, dict[str, bytes], dict[str, FileIdentity]]:
     """Stable re-read of every file in a flat package. Returns (root_real, {name: bytes}, identities)."""
-    root = os.fspath(root)
-    if os.path.islink(root):
+    root_path = os.fspath(root)
+    if os.path.islink(root_path):
         raise SkillError("CC_SKILL_PACKAGE_INVALID", "symlink: the skill root is a symlink")
-    root_real = os.path.realpath(root)
+    root_real = os.path.realpath(root_path)
     if not os.path.isdir(root_real):
         raise SkillError("CC_SKILL_PACKAGE_INVALID", "skill root is not a directory")
     with os.scandir(root_real) as it:
         names = sorted(e.name for e in it)
     if len(names) > MAX_FILES:
         raise SkillError("CC_SKILL_PACKAGE_INVALID", "too many files")
-    files, ids, total = {}, {}, 0
+    files: dict[str, bytes] = {}
+    ids: dict[str, FileIdentity] = {}
+    total = 0
     for name in names:
         if name in (LOCK_NAME, SIG_NAME, HANDLER_NAME, "SKILL.md"):
             pass
@@ -123,8 +141,8 @@ def read_package(root) -> tuple:
     return root_real, files, ids
 
 
-def build_lock(skill_id: str, files: dict) -> dict:
-    entries = [
+def build_lock(skill_id: str, files: Mapping[str, bytes]) -> Lock:
+    entries: list[LockEntry] = [
         {"path": n, "sha256": sha256_hex(b), "size": len(b)}
         for n, b in sorted(files.items())
         if n not in (LOCK_NAME, SIG_NAME)
@@ -132,39 +150,43 @@ def build_lock(skill_id: str, files: dict) -> dict:
     return {"version": 1, "skill_id": skill_id, "files": entries}
 
 
-def _parse_json(data: bytes, code: str, what: str):
+def _parse_json(data: bytes, code: str, what: str) -> object:
     try:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise SkillError(code, f"{what} is not valid JSON") from None
 
 
-def _check_lock_shape(lock) -> None:
-    ok = (
+def _is_lock(lock: object) -> TypeGuard[Lock]:
+    """Shape check of an untrusted lock; a traversal in a well-typed path list raises PACKAGE_INVALID."""
+    if not (
         isinstance(lock, dict)
         and lock.get("version") == 1
         and isinstance(lock.get("skill_id"), str)
         and isinstance(lock.get("files"), list)
         and len(lock["files"]) <= MAX_FILES
+    ):
+        return False
+    ok = all(
+        isinstance(e, dict)
+        and isinstance(e.get("path"), str)
+        and isinstance(e.get("sha256"), str)
+        and isinstance(e.get("size"), int)
+        for e in lock["files"]
     )
-    if ok:
-        for e in lock["files"]:
-            if not (
-                isinstance(e, dict)
-                and isinstance(e.get("path"), str)
-                and isinstance(e.get("sha256"), str)
-                and isinstance(e.get("size"), int)
-            ):
-                ok = False
-        paths = [e["path"] for e in lock["files"]] if ok else []
-        if any(_TRAVERSAL.search(p) or "/" in p or "\\" in p for p in paths):
-            raise SkillError("CC_SKILL_PACKAGE_INVALID", "path traversal: lock names a path outside the package")
-        ok = ok and paths == sorted(set(paths))
-    if not ok:
+    paths: list[str] = [e["path"] for e in lock["files"]] if ok else []
+    if any(_TRAVERSAL.search(p) or "/" in p or "\\" in p for p in paths):
+        raise SkillError("CC_SKILL_PACKAGE_INVALID", "path traversal: lock names a path outside the package")
+    return ok and paths == sorted(set(paths))
+
+
+def _check_lock_shape(lock: object) -> Lock:
+    if not _is_lock(lock):
         raise SkillError("CC_SKILL_LOCK_INVALID", "lock file has the wrong shape")
+    return lock
 
 
-def discover(root) -> Candidate:
+def discover(root: str | os.PathLike[str]) -> Candidate:
     _, files, ids = read_package(root)
     manifest = parse_manifest(files.get("SKILL.md", b"").decode("utf-8", "replace")) if "SKILL.md" in files else None
     if manifest is None:
@@ -184,8 +206,7 @@ def verify_for_execution(candidate: Candidate, trust: TrustStore) -> VerifiedSki
         raise SkillError("CC_SKILL_LOCK_MISSING", "no .skill-lock.json")
     if SIG_NAME not in files:
         raise SkillError("CC_SKILL_SIGNATURE_MISSING", "no .skill-signature.json")
-    lock = _parse_json(files[LOCK_NAME], "CC_SKILL_LOCK_INVALID", "lock")
-    _check_lock_shape(lock)
+    lock = _check_lock_shape(_parse_json(files[LOCK_NAME], "CC_SKILL_LOCK_INVALID", "lock"))
     sig_doc = _parse_json(files[SIG_NAME], "CC_SKILL_SIGNATURE_INVALID", "signature")
     signer = verify_signature(lock, sig_doc, trust)
     expected = build_lock(lock["skill_id"], files)
@@ -218,7 +239,7 @@ def verify_for_execution(candidate: Candidate, trust: TrustStore) -> VerifiedSki
     )
 
 
-def sign_package(root, key) -> dict:
+def sign_package(root: str | os.PathLike[str], key: Ed25519PrivateKey) -> SignResult:
     _, files, _ = read_package(root)
     if "SKILL.md" not in files:
         raise SkillError("CC_SKILL_MANIFEST_INVALID", "no SKILL.md")

@@ -5,12 +5,13 @@ import stat
 import sys
 from importlib.util import find_spec
 from pathlib import Path
+from typing import TypedDict
 
 from skillhost import __version__
 from skillhost._canon import sha256_file
 from skillhost._catalog import verify
 from skillhost._errors import SkillError
-from skillhost._runner import self_test
+from skillhost._runner import WorkerSelfTest, self_test
 from skillhost._runtime import (
     build_info,
     is_frozen,
@@ -19,6 +20,20 @@ from skillhost._runtime import (
     unexpected_worker_env_keys,
     worker_command,
 )
+
+
+class ProbeReport(TypedDict):
+    kind: str
+    version: int
+    app_version: str
+    build_sha: str
+    built_at: str
+    platform: str
+    frozen: bool
+    executable_sha256: str
+    worker_entry_resolvable: bool
+    catalog_verified: bool
+    isolation_available: bool
 
 
 def _worker_entry_resolvable() -> None:
@@ -33,7 +48,7 @@ def _worker_entry_resolvable() -> None:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker module not found")
 
 
-def _isolation() -> dict:
+def _isolation() -> WorkerSelfTest:
     answer = self_test()
     if not isinstance(answer.get("pid"), int) or answer["pid"] == os.getpid():
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker did not run in a separate process")
@@ -47,7 +62,7 @@ def _isolation() -> dict:
     return answer
 
 
-def run_probe() -> tuple:
+def run_probe() -> tuple[ProbeReport, int]:
     info = build_info()
     _worker_entry_resolvable()
     _isolation()
@@ -55,7 +70,7 @@ def run_probe() -> tuple:
         verify(package_dir())
     except SkillError as exc:
         raise SkillError("CC_SKILL_CATALOG_DRIFT", exc.message) from None
-    report = {
+    report: ProbeReport = {
         "kind": "skillhost-probe",
         "version": 1,
         "app_version": __version__,

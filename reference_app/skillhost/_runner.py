@@ -12,10 +12,12 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import IO, Any, TypedDict
 
-from skillhost._broker import MAX_REQUESTS, Broker
+from skillhost._broker import MAX_REQUESTS, AuditEvent, Broker
 from skillhost._canon import canonical_bytes
 from skillhost._errors import SkillError
+from skillhost._package import VerifiedSkill
 from skillhost._runtime import worker_command, worker_env
 
 PROTOCOL_VERSION = 1
@@ -28,18 +30,33 @@ _FRAME_TYPES = {"start", "capability-request", "capability-response", "result", 
 @dataclass
 class Outcome:
     ok: bool
-    code: str = None
+    code: str | None = None
     message: str = ""
     value: object = None
-    worker_pid: int = None
-    returncode: int = None
+    worker_pid: int | None = None
+    returncode: int | None = None
     reaped: bool = False
     requests: int = 0
     duration_ms: int = 0
-    audit: list = field(default_factory=list)
+    audit: list[AuditEvent] = field(default_factory=list)
 
 
-def _spawn(cwd):
+class WorkerSelfTest(TypedDict):
+    """The fields of the worker's self-test answer that the host reads.
+
+    ``pid``, ``limits_applied`` and ``frozen`` stay ``object``: they are the worker's
+    claims, and each caller compares them with what it expects.
+    """
+
+    kind: str
+    pid: object
+    limits_applied: object
+    frozen: object
+    env_keys: list[str]
+    _env_passed: list[str]
+
+
+def _spawn(cwd: str) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
     env = worker_env()
     proc = subprocess.Popen(
         worker_command(),
@@ -54,7 +71,7 @@ def _spawn(cwd):
     return proc, env
 
 
-def self_test(timeout: float = 20.0) -> dict:
+def self_test(timeout: float = 20.0) -> WorkerSelfTest:
     """Spawn ``worker --self-test`` with the minimal env in a fresh cwd; return its parsed answer."""
     cwd = tempfile.mkdtemp(prefix="skillhost-worker-")
     try:
@@ -82,34 +99,47 @@ def self_test(timeout: float = 20.0) -> dict:
             raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker self-test answer is not JSON") from None
         if not isinstance(answer, dict) or answer.get("kind") != "skillhost-worker-self-test":
             raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker self-test answer has the wrong kind")
-        answer["_env_passed"] = sorted(env)
-        return answer
+        env_keys = answer.get("env_keys", [])
+        if not isinstance(env_keys, list) or not all(isinstance(k, str) for k in env_keys):
+            raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker self-test env_keys is not a list of names")
+        return {
+            "kind": "skillhost-worker-self-test",
+            "pid": answer.get("pid"),
+            "limits_applied": answer.get("limits_applied"),
+            "frozen": answer.get("frozen"),
+            "env_keys": env_keys,
+            "_env_passed": sorted(env),
+        }
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
 
 
-def _reader(stream, q):
+# (kind, line): kind is "line", "eof" or "too-large"; only a "line" carries bytes.
+_ReaderEvent = tuple[str, bytes]
+
+
+def _reader(stream: IO[bytes], q: queue.Queue[_ReaderEvent]) -> None:
     try:
         while True:
             line = stream.readline(MAX_FRAME + 1)
             if not line:
-                q.put(("eof", None))
+                q.put(("eof", b""))
                 return
             if len(line) > MAX_FRAME or not line.endswith(b"\n"):
-                q.put(("too-large", None))
+                q.put(("too-large", b""))
                 return
             q.put(("line", line))
     except (OSError, ValueError):
-        q.put(("eof", None))
+        q.put(("eof", b""))
 
 
 _POLL = 0.05
 
 
 def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cleanup path
-    verified,
-    broker_ports: dict,
-    args=None,
+    verified: VerifiedSkill,
+    broker_ports: dict[str, Any],
+    args: dict[str, object] | None = None,
     max_duration: float = MAX_DURATION,
     max_requests: int = MAX_REQUESTS,
     *,
@@ -135,15 +165,18 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
     try:
         proc, _ = _spawn(cwd)
         out.worker_pid = proc.pid
-        q = queue.Queue()
-        threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True).start()
+        stdin, stdout = proc.stdin, proc.stdout
+        if stdin is None or stdout is None:  # PIPE was requested; this keeps the types honest
+            raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "worker has no channel")
+        q: queue.Queue[_ReaderEvent] = queue.Queue()
+        threading.Thread(target=_reader, args=(stdout, q), daemon=True).start()
 
-        def send(frame):
+        def send(frame: dict[str, object]) -> None:
             data = canonical_bytes(dict(frame, v=protocol_version, exec_id=exec_id)) + b"\n"
             if len(data) > MAX_FRAME:
                 raise SkillError("CC_SKILL_FRAME_TOO_LARGE", "host frame exceeds the cap")
-            proc.stdin.write(data)
-            proc.stdin.flush()
+            stdin.write(data)
+            stdin.flush()
 
         send(
             {
@@ -225,8 +258,9 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
     finally:
         if proc is not None:
             if proc.poll() is None:
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()
+                if proc.stdin is not None:
+                    with contextlib.suppress(OSError):
+                        proc.stdin.close()
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=0.5 if out.ok else 0)
             if proc.poll() is None:
@@ -234,9 +268,9 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
             proc.wait()
             out.returncode = proc.returncode
             out.reaped = True
-            for s in (proc.stdout,):
+            if proc.stdout is not None:
                 with contextlib.suppress(OSError):
-                    s.close()
+                    proc.stdout.close()
         shutil.rmtree(cwd, ignore_errors=True)
         out.requests = broker.requests
         out.audit = broker.audit

@@ -4,12 +4,22 @@ import json
 import os
 import re
 import sys
+from collections.abc import Container, Iterable
 from pathlib import Path
+from typing import TypedDict
 
 from skillhost._errors import SkillError
 
 _HEX_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _MAX_BUILD_INFO = 4096
+
+
+class BuildInfo(TypedDict):
+    """The embedded build identity, validated and truncated."""
+
+    build_sha: str
+    built_at: str
+    source_ref: str
 
 
 def is_frozen() -> bool:
@@ -31,14 +41,14 @@ def platform_name() -> str:
     return "linux"
 
 
-def worker_command() -> list:
+def worker_command() -> list[str]:
     """Fixed worker entry point: the same binary with the ``worker`` subcommand."""
     if is_frozen():
         return [sys.executable, "worker"]
     return [sys.executable, "-s", "-B", "-m", "skillhost", "worker"]
 
 
-def validate_build_info(info) -> dict:
+def validate_build_info(info: object) -> BuildInfo:
     if not isinstance(info, dict):
         raise SkillError("CC_SKILL_BUILD_INFO_INVALID", "build info is not a JSON object")
     sha = info.get("build_sha")
@@ -51,7 +61,7 @@ def validate_build_info(info) -> dict:
     return {"build_sha": sha, "built_at": built_at[:64], "source_ref": source_ref[:200]}
 
 
-def _read_build_info(path: Path) -> dict:
+def _read_build_info(path: Path) -> BuildInfo:
     try:
         with path.open("rb") as fh:
             raw = fh.read(_MAX_BUILD_INFO + 1)
@@ -66,7 +76,7 @@ def _read_build_info(path: Path) -> dict:
     return validate_build_info(info)
 
 
-def build_info() -> dict:
+def build_info() -> BuildInfo:
     if is_frozen():
         return _read_build_info(package_dir() / "build_info.json")
     env_path = os.environ.get("SKILLHOST_BUILD_INFO")
@@ -75,9 +85,9 @@ def build_info() -> dict:
     return {"build_sha": "0" * 40, "built_at": "", "source_ref": ""}
 
 
-def worker_env() -> dict:
+def worker_env() -> dict[str, str]:
     """Minimal environment for the worker: only what the platform needs, no host secrets."""
-    env = {}
+    env: dict[str, str] = {}
     if platform_name() == "windows":
         for key in ("SYSTEMROOT", "WINDIR"):
             val = os.environ.get(key)
@@ -106,8 +116,8 @@ _FROZEN_ADDED_KEYS = {
 }
 
 
-def unexpected_worker_env_keys(passed: dict, observed_keys) -> list:
-    out = []
+def unexpected_worker_env_keys(passed: Container[str], observed_keys: Iterable[str]) -> list[str]:
+    out: list[str] = []
     for key in observed_keys:
         if key in passed or key in _ENV_ADDED_KEYS or key.upper() in passed:
             continue

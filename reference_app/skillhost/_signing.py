@@ -7,7 +7,9 @@ import binascii
 import contextlib
 import json
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Self, TypedDict
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -19,6 +21,28 @@ from skillhost._errors import SkillError
 LOCK_NAME = ".skill-lock.json"
 SIG_NAME = ".skill-signature.json"
 MAX_META_BYTES = 64 * 1024
+
+
+class LockEntry(TypedDict):
+    path: str
+    sha256: str
+    size: int
+
+
+class Lock(TypedDict):
+    """``.skill-lock.json``: every package file but the lock and signature, sorted by path."""
+
+    version: int
+    skill_id: str
+    files: list[LockEntry]
+
+
+class SignatureDoc(TypedDict):
+    """``.skill-signature.json``: an Ed25519 signature over the canonical lock bytes."""
+
+    version: int
+    keyid: str
+    sig: str
 
 
 def raw_public(pub: Ed25519PublicKey) -> bytes:
@@ -39,7 +63,7 @@ def private_pem(key: Ed25519PrivateKey) -> bytes:
     )
 
 
-def write_private_key(path: Path, key: Ed25519PrivateKey) -> None:
+def write_private_key(path: str | os.PathLike[str], key: Ed25519PrivateKey) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     fd = os.open(str(path), flags, 0o600)
     with os.fdopen(fd, "wb") as fh:
@@ -48,7 +72,7 @@ def write_private_key(path: Path, key: Ed25519PrivateKey) -> None:
         Path(path).chmod(0o600)
 
 
-def load_private_key(path: Path) -> Ed25519PrivateKey:
+def load_private_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:
     with Path(path).open("rb") as fh:
         data = fh.read(16 * 1024)
     try:
@@ -60,7 +84,7 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
     return key
 
 
-def sign_lock(key: Ed25519PrivateKey, lock: dict) -> dict:
+def sign_lock(key: Ed25519PrivateKey, lock: Lock) -> SignatureDoc:
     sig = key.sign(canonical_bytes(lock))
     return {"version": 1, "keyid": keyid_of(key.public_key()), "sig": base64.b64encode(sig).decode("ascii")}
 
@@ -68,15 +92,15 @@ def sign_lock(key: Ed25519PrivateKey, lock: dict) -> dict:
 class TrustStore:
     """keyid -> public key. File format: {"version":1,"keys":[{"keyid","public_key": base64 raw}]}."""
 
-    def __init__(self, keys=None):
+    def __init__(self, keys: Mapping[str, Ed25519PublicKey] | None = None) -> None:
         self._keys = dict(keys or {})
 
     @classmethod
-    def from_public_keys(cls, pubs):
+    def from_public_keys(cls, pubs: Iterable[Ed25519PublicKey]) -> Self:
         return cls({keyid_of(p): p for p in pubs})
 
     @classmethod
-    def load(cls, path: Path):
+    def load(cls, path: str | os.PathLike[str]) -> Self:
         try:
             with Path(path).open("rb") as fh:
                 raw = fh.read(MAX_META_BYTES + 1)
@@ -85,7 +109,7 @@ class TrustStore:
             doc = json.loads(raw.decode("utf-8"))
             if doc.get("version") != 1 or not isinstance(doc.get("keys"), list):
                 raise ValueError("shape")
-            keys = {}
+            keys: dict[str, Ed25519PublicKey] = {}
             for item in doc["keys"]:
                 pub = Ed25519PublicKey.from_public_bytes(base64.b64decode(item["public_key"], validate=True))
                 if keyid_of(pub) != item["keyid"]:
@@ -102,25 +126,27 @@ class TrustStore:
         ]
         return canonical_bytes({"version": 1, "keys": keys})
 
-    def get(self, keyid):
+    def get(self, keyid: str) -> Ed25519PublicKey | None:
         return self._keys.get(keyid)
 
 
-def verify_signature(lock: dict, sig_doc, trust: TrustStore) -> str:
-    """Return the signer keyid or raise SIGNATURE_INVALID / SIGNER_UNKNOWN."""
+def verify_signature(lock: Lock, sig_doc: object, trust: TrustStore) -> str:
+    """Return the signer keyid or raise SIGNATURE_INVALID / SIGNER_UNKNOWN. ``sig_doc`` is untrusted JSON."""
+    keyid = sig_doc.get("keyid") if isinstance(sig_doc, dict) else None
+    sig_b64 = sig_doc.get("sig") if isinstance(sig_doc, dict) else None
     if (
         not isinstance(sig_doc, dict)
         or sig_doc.get("version") != 1
-        or not isinstance(sig_doc.get("keyid"), str)
-        or not isinstance(sig_doc.get("sig"), str)
+        or not isinstance(keyid, str)
+        or not isinstance(sig_b64, str)
     ):
         raise SkillError("CC_SKILL_SIGNATURE_INVALID", "signature file has the wrong shape")
-    pub = trust.get(sig_doc["keyid"])
+    pub = trust.get(keyid)
     if pub is None:
-        raise SkillError("CC_SKILL_SIGNER_UNKNOWN", f"signer {sig_doc['keyid'][:16]}... is not trusted")
+        raise SkillError("CC_SKILL_SIGNER_UNKNOWN", f"signer {keyid[:16]}... is not trusted")
     try:
-        sig = base64.b64decode(sig_doc["sig"], validate=True)
+        sig = base64.b64decode(sig_b64, validate=True)
         pub.verify(sig, canonical_bytes(lock))
     except (InvalidSignature, binascii.Error, ValueError):
         raise SkillError("CC_SKILL_SIGNATURE_INVALID", "signature does not verify over the lock") from None
-    return sig_doc["keyid"]
+    return keyid

@@ -9,6 +9,9 @@ import builtins
 import json
 import os
 import sys
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
+from typing import IO, Protocol, TypedDict
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 64 * 1024
@@ -39,8 +42,24 @@ _REMOVED_BUILTINS = (
 REQUIRED_LIMITS = ("RLIMIT_CORE", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE")
 
 
-def _lower(resource, name, value):
-    which = getattr(resource, name)
+class _ResourceModule(Protocol):
+    """The part of the POSIX ``resource`` module the worker uses (a module satisfies it structurally)."""
+
+    RLIM_INFINITY: int
+
+    def getrlimit(self, resource: int, /) -> tuple[int, int]: ...
+
+    def setrlimit(self, resource: int, limits: tuple[int, int], /) -> None: ...
+
+
+class LimitsReport(TypedDict):
+    applied: bool
+    supported: bool
+    limits: dict[str, int | None]
+
+
+def _lower(resource: _ResourceModule, name: str, value: int) -> tuple[int, int]:
+    which: int = getattr(resource, name)
     soft, hard = resource.getrlimit(which)
     inf = resource.RLIM_INFINITY
     new_hard = value if hard == inf or hard > value else hard
@@ -50,7 +69,7 @@ def _lower(resource, name, value):
     return resource.getrlimit(which)
 
 
-def apply_limits() -> dict:
+def apply_limits() -> LimitsReport:
     """Lower this process's limits. Returns {"applied": bool, "limits": {...}, "platform_support": ...}."""
     if os.name != "posix":
         return {"applied": False, "supported": False, "limits": {}}
@@ -59,7 +78,8 @@ def apply_limits() -> dict:
     except ImportError:
         return {"applied": False, "supported": False, "limits": {}}
     wanted = {"RLIMIT_CORE": 0, "RLIMIT_CPU": CPU_SECONDS, "RLIMIT_FSIZE": FILE_BYTES, "RLIMIT_NOFILE": OPEN_FILES}
-    limits, ok = {}, True
+    limits: dict[str, int | None] = {}
+    ok = True
     for name, value in wanted.items():
         try:
             soft, _hard = _lower(resource, name, value)
@@ -71,22 +91,26 @@ def apply_limits() -> dict:
     return {"applied": ok, "supported": True, "limits": limits}
 
 
+# A JSONL frame as decoded from the wire: values are checked where they are used.
+Frame = dict[str, object]
+
+
 class _Protocol:
-    def __init__(self, inp, out):
+    def __init__(self, inp: IO[bytes], out: IO[bytes]) -> None:
         self.inp, self.out = inp, out
-        self.exec_id = None
+        self.exec_id: str | None = None
         self.next_request = 0
 
-    def send(self, frame: dict):
+    def send(self, frame: Frame) -> None:
         frame = dict(frame, v=PROTOCOL_VERSION, exec_id=self.exec_id or "")
         self.out.write(json.dumps(frame, sort_keys=True, separators=(",", ":")).encode("utf-8") + b"\n")
         self.out.flush()
 
-    def recv(self) -> dict:
+    def recv(self) -> Frame:
         line = self.inp.readline(MAX_FRAME + 1)
         if not line or len(line) > MAX_FRAME or not line.endswith(b"\n"):
             raise SystemExit(70)
-        frame = json.loads(line.decode("utf-8"))
+        frame: object = json.loads(line.decode("utf-8"))
         if not isinstance(frame, dict) or frame.get("v") != PROTOCOL_VERSION:
             # Say why once, in our own version, then stop: nothing runs under a protocol we do not speak.
             self.send({"type": "error", "code": "CC_SKILL_PROTOCOL_VIOLATION", "message": "protocol version mismatch"})
@@ -97,12 +121,12 @@ class _Protocol:
 
 
 class CapabilityDeniedError(Exception):
-    def __init__(self, code, message=""):
+    def __init__(self, code: str, message: str = "") -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
 
 
-def _remote_ports(proto):
+def _remote_ports(proto: _Protocol) -> object:
     """The ``ports`` object of an external handler.
 
     The protocol object lives only in this closure, not in an attribute, so the
@@ -110,7 +134,7 @@ def _remote_ports(proto):
     ``_`` names and ``__closure__`` is refused by the host's static audit too).
     """
 
-    def request(port, method, args, kwargs):
+    def request(port: str, method: str, args: Sequence[object], kwargs: Mapping[str, object]) -> object:
         proto.next_request += 1
         rid = proto.next_request
         proto.send(
@@ -134,10 +158,10 @@ def _remote_ports(proto):
     class RemotePort:
         __slots__ = ("name",)
 
-        def __init__(self, name):
+        def __init__(self, name: str) -> None:
             self.name = name
 
-        def __getattr__(self, method):
+        def __getattr__(self, method: str) -> Callable[..., object]:
             if method.startswith("_"):
                 raise AttributeError(method)
             port = self.name
@@ -146,7 +170,7 @@ def _remote_ports(proto):
     class RemotePorts:
         __slots__ = ()
 
-        def __getattr__(self, port):
+        def __getattr__(self, port: str) -> RemotePort:
             if port.startswith("_"):
                 raise AttributeError(port)
             return RemotePort(port)
@@ -158,13 +182,19 @@ class _ImportDeniedError(Exception):
     pass
 
 
-def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if level or name.split(".")[0] not in ALLOWED_HANDLER_IMPORTS:
+def _guarded_import(
+    name: str,
+    globals: Mapping[str, object] | None = None,
+    locals: Mapping[str, object] | None = None,
+    fromlist: Sequence[str] = (),
+    level: int = 0,
+) -> ModuleType:
+    if level or name.split(".", maxsplit=1)[0] not in ALLOWED_HANDLER_IMPORTS:
         raise _ImportDeniedError(name)
     return builtins.__import__(name, globals, locals, fromlist, level)
 
 
-def _handler_builtins() -> dict:
+def _handler_builtins() -> dict[str, object]:
     b = dict(vars(builtins))
     for name in _REMOVED_BUILTINS:
         b.pop(name, None)
@@ -174,10 +204,10 @@ def _handler_builtins() -> dict:
 
 
 class _Sink:
-    def write(self, s):
+    def write(self, s: str) -> int:
         return len(s)
 
-    def flush(self):
+    def flush(self) -> None:
         pass
 
 
@@ -210,19 +240,16 @@ def serve() -> int:
         start = proto.recv()
     except (SystemExit, ValueError, UnicodeDecodeError):
         return 70
-    if (
-        start.get("type") != "start"
-        or not isinstance(start.get("exec_id"), str)
-        or not isinstance(start.get("source"), str)
-    ):
+    exec_id, source = start.get("exec_id"), start.get("source")
+    if start.get("type") != "start" or not isinstance(exec_id, str) or not isinstance(source, str):
         return 74
-    proto.exec_id = start["exec_id"]
+    proto.exec_id = exec_id
     if os.name == "posix" and not limits["applied"]:
         proto.send({"type": "error", "code": "CC_SKILL_ISOLATION_UNAVAILABLE", "message": "limits not applied"})
         return 75
-    namespace = {"__name__": "skill_handler", "__builtins__": _handler_builtins()}
+    namespace: dict[str, object] = {"__name__": "skill_handler", "__builtins__": _handler_builtins()}
     try:
-        code = builtins.compile(start["source"], "<external-skill>", "exec")
+        code = builtins.compile(source, "<external-skill>", "exec")
         builtins.exec(code, namespace)  # noqa: S102 - running the verified snapshot is the worker's job
         run = namespace.get("run")
         if not callable(run):
@@ -241,7 +268,7 @@ def serve() -> int:
     return 0
 
 
-def main(argv) -> int:
+def main(argv: Sequence[str]) -> int:
     if argv == ["--self-test"]:
         return self_test()
     if argv:
