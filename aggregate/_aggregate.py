@@ -7,7 +7,6 @@ the reasons, and no aggregate is written.
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from evidence_schemas import (
     Reason,
     Subject,
     canonical_bytes,
+    utc_now,
     write_atomic,
 )
 from qualify_policy import Policy
@@ -30,10 +30,6 @@ from qualify_verify import aggregate_file_name, verify_platform_set
 class AggregateResult:
     written: Path | None
     reasons: list[Reason]
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path, *,
@@ -56,7 +52,7 @@ def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path, *,
         subject=[Subject(name=e.artifact.name, digest=DigestSet(sha256=e.artifact.sha256)) for e in entries],
         predicateType="https://desktop-qualify.invalid/evidence/aggregate-qualification/v1",
         predicate=AggregatePredicate(run=run, required_platforms=list(verdict.expectations.required_platforms),
-                                     platforms=entries, aggregated_at=_now(), policy_sha256=policy.sha256),
+                                     platforms=entries, aggregated_at=utc_now(), policy_sha256=policy.sha256),
     )
     target = out / aggregate_file_name(signer.file_suffix)
     write_atomic(target, signer.sign_statement(canonical_bytes(statement)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -11,20 +12,27 @@ from pathlib import Path
 from evidence_schemas import (
     EXIT_OK,
     EXIT_REJECTED,
+    EXIT_USAGE,
+    GIT_SHA_PATTERN,
     ArgumentParser,
     AuditReport,
     Code,
+    ConsumerDecision,
     QualificationError,
+    append_text,
     guarded,
+    utc_now,
     write_atomic,
 )
-from qualify_policy import load_policy
-from qualify_verify import verify_release
+from qualify_policy import Policy, load_policy
+from qualify_trust import verifier_for
+from qualify_verify import Expectations, Verdict, verify_release
 
-from ._decide import decide, utc_now
+from ._decide import decide
+from ._freshness import check_candidate_is_main_head
 from ._render import render_audit_html, render_markdown, render_text
 
-_SHA = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
+_SHA = re.compile(GIT_SHA_PATTERN)
 
 
 def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -54,33 +62,44 @@ def run_verify(args: argparse.Namespace) -> int:
             raise QualificationError(Code.USAGE, f"--sha {args.sha[:80]!r} is not a full lowercase commit id")
         policy = load_policy(args.policy)
         verdict = verify_release(policy, [args.evidence], list(args.artifact), candidate_sha=args.sha)
-        decision = decide(verdict, mode="release-gate")
-        sys.stdout.write(render_text(decision))
+        note = check_candidate_is_main_head(policy, verdict.sha, os.environ, verdict.findings)
+        decision = decide(verdict, mode="release-gate", notes=[note])
+        # Outputs first: a verdict is printed only once everything it reports has been written.
         if args.json:
             write_atomic(args.json, decision.model_dump_json(indent=2).encode() + b"\n")
         if args.summary:
-            write_atomic(args.summary, render_markdown(decision).encode())
+            append_text(args.summary, render_markdown(decision))
+        sys.stdout.write(render_text(decision))
         return EXIT_OK if decision.decision == "QUALIFIED" else EXIT_REJECTED
 
     return guarded(body)
 
 
+def _audit_one(policy: Policy, folder: Path) -> ConsumerDecision:
+    """One historical run; a folder that cannot be read is a rejected run, not the end of the audit."""
+    notes = ["audit: candidate files not checked; head of main not required"]
+    try:
+        verdict = verify_release(policy, [folder], None)
+    except QualificationError as exc:
+        if exc.exit_status != EXIT_USAGE or exc.code in (Code.POLICY_INVALID, Code.KEY_INVALID):
+            raise
+        verdict = Verdict(Expectations.from_policy(policy), verifier_for(policy))
+        verdict.findings.add(Code.EVIDENCE_MISSING, f"{folder}: {exc.message}")
+    return decide(verdict, mode="audit", notes=notes)
+
+
 def run_audit(args: argparse.Namespace) -> int:
     def body() -> int:
         policy = load_policy(args.policy)
-        decisions = []
-        for folder in args.evidence:
-            verdict = verify_release(policy, [folder], None)
-            decision = decide(verdict, mode="audit",
-                              notes=["audit: candidate files not checked; head of main not required"])
-            sys.stdout.write(f"== {folder}\n{render_text(decision)}")
-            decisions.append(decision)
+        decisions = [_audit_one(policy, folder) for folder in args.evidence]
         report = AuditReport(policy_sha256=policy.sha256, checked_at=utc_now(), runs=decisions,
                              evidence=[str(f)[:4000] for f in args.evidence])
         if args.json:
             write_atomic(args.json, report.model_dump_json(indent=2).encode() + b"\n")
         if args.html:
             write_atomic(args.html, render_audit_html(report).encode())
+        for folder, decision in zip(args.evidence, decisions, strict=True):
+            sys.stdout.write(f"== {folder}\n{render_text(decision)}")
         return EXIT_OK if all(d.decision == "QUALIFIED" for d in decisions) else EXIT_REJECTED
 
     return guarded(body)

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Literal
 
-from evidence_schemas import ConsumerDecision
+from evidence_schemas import ConsumerDecision, utc_now
 from qualify_verify import Verdict
-
-
-def utc_now() -> str:
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def decide(verdict: Verdict, *, mode: Literal["release-gate", "audit"], notes: list[str] | None = None,

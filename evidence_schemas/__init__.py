@@ -9,7 +9,7 @@ from ._cli_guard import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guar
 from ._decision import AuditReport, ConsumerDecision, DecisionRow, Reason
 from ._errors import Code, QualificationError
 from ._export import SCHEMA_MODELS, export_schemas, render_schemas
-from ._io import write_atomic
+from ._io import append_text, file_sha256, utc_now, write_atomic
 from ._limits import JsonBounds
 from ._parse import parse_envelope, parse_statement, validate_model
 from ._predicates import AggregatedPlatform, AggregatePredicate, PlatformPredicate, RunIdentity
@@ -39,7 +39,7 @@ from ._statement import (
     PlatformStatement,
     Subject,
 )
-from ._types import PLATFORMS, Platform
+from ._types import GIT_SHA_PATTERN, PLATFORMS, Platform
 
 __all__ = [
     "EXIT_OK",
@@ -49,6 +49,7 @@ __all__ = [
     "AGGREGATE_PREDICATE_TYPE",
     "IN_TOTO_PAYLOAD_TYPE",
     "IN_TOTO_STATEMENT_TYPE",
+    "GIT_SHA_PATTERN",
     "PLATFORMS",
     "PLATFORM_PREDICATE_TYPE",
     "PREDICATE_PREFIX",
@@ -93,4 +94,7 @@ __all__ = [
     "sha256_hex",
     "validate_model",
     "write_atomic",
+    "append_text",
+    "file_sha256",
+    "utc_now",
 ]

@@ -61,7 +61,8 @@ class Code(enum.StrEnum):
 
 # Codes that mean "the caller or the machine is wrong", not "the evidence does
 # not qualify": DESIGN.md section 7 gives them exit status 2.
-_USAGE_CODES = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE, Code.ENVIRONMENT})
+_USAGE_CODES = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE, Code.ENVIRONMENT,
+                          Code.SOURCE_GATE_FAILED})
 
 
 class QualificationError(Exception):

@@ -17,7 +17,8 @@ def _no_parent_segment(value: str) -> str:
 
 Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 # A git commit id: SHA-1 (40 hex) or SHA-256 object format (64 hex).
-GitSha = Annotated[str, Field(pattern=r"^([0-9a-f]{40}|[0-9a-f]{64})$")]
+GIT_SHA_PATTERN = r"^([0-9a-f]{40}|[0-9a-f]{64})$"
+GitSha = Annotated[str, Field(pattern=GIT_SHA_PATTERN)]
 KeyId = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")]
 ShortText = Annotated[str, Field(min_length=1, max_length=MAX_SHORT_STRING)]

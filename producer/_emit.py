@@ -36,7 +36,13 @@ def emit(*, predicate: PlatformPredicate, archive: Path, gate: SourceGate, signe
         predicateType="https://desktop-qualify.invalid/evidence/platform-qualification/v1",
         predicate=predicate,
     )
-    envelope = signer.sign_statement(canonical_bytes(statement))
+    payload = canonical_bytes(statement)
+    # Checked before signing: in GitHub mode a signature is published to the transparency log.
+    # Base64 in the envelope grows the payload by 4/3; the rest of an envelope or bundle is small.
+    if len(payload) * 4 // 3 + 16 * 1024 > max_bytes:
+        raise QualificationError(Code.EVIDENCE_TOO_LARGE, f"statement payload is {len(payload)} bytes, too large "
+                                                          f"for the evidence limit of {max_bytes}")
+    envelope = signer.sign_statement(payload)
     if len(envelope) > max_bytes:
         raise QualificationError(Code.EVIDENCE_TOO_LARGE, f"statement is {len(envelope)} bytes, over {max_bytes}")
     target = evidence_dir / f"platform-{predicate.platform}{signer.file_suffix}"

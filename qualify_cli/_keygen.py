@@ -10,12 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from qualify_policy import Policy
-from qualify_trust import Role, add_to_keyring, generate_private_key, keyid_of, load_private_key
+from qualify_trust import Keyring, Role, add_to_keyring, generate_private_key, load_private_key
 
 
 def ensure_local_keys(policy: Policy) -> list[str]:
     trust = policy.ed25519
     keyring = policy.resolve(trust.keyring)
+    # A damaged keyring is refused before any key is created: no orphan keys.
+    if keyring.exists():
+        Keyring.load(keyring)
     lines = []
     wanted: list[tuple[str, Path, Role]] = [
         ("platform", policy.resolve(trust.platform_key), "platform"),
@@ -29,6 +32,3 @@ def ensure_local_keys(policy: Policy) -> list[str]:
     lines.append(f"keyring {keyring}")
     return lines
 
-
-def keyid_line(path: Path) -> str:
-    return keyid_of(load_private_key(path).public_key())

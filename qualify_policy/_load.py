@@ -82,6 +82,8 @@ def load_policy(path: Path) -> Policy:
         raw = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise QualificationError(Code.POLICY_INVALID, f"{where}: invalid TOML ({exc})") from exc
+    except RecursionError as exc:
+        raise QualificationError(Code.POLICY_INVALID, f"{where}: nested too deeply") from exc
     try:
         file = validate_model(PolicyFile, raw, what=where)
     except QualificationError as exc:

@@ -10,7 +10,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from evidence_schemas import Code, QualificationError, read_bounded, write_atomic
+from evidence_schemas import Code, QualificationError, read_bounded
 
 _MAX_KEY_FILE = 16 * 1024
 
@@ -26,21 +26,35 @@ def keyid_of(public_key: Ed25519PublicKey) -> str:
 
 def generate_private_key(path: Path) -> Ed25519PrivateKey:
     """Create a new key at ``path`` (mode 0600); an existing key file is refused, not replaced."""
-    if path.exists():
-        raise QualificationError(Code.KEY_INVALID, f"{path}: a key already exists; refusing to overwrite it")
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, pem)
-    if os.name == "posix":
-        path.chmod(0o600)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # O_EXCL: an existing key is never replaced, even by a concurrent keygen.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    except FileExistsError as exc:
+        raise QualificationError(Code.KEY_INVALID, f"{path}: a key already exists; refusing to overwrite it") from exc
+    except OSError as exc:
+        raise QualificationError(Code.KEY_INVALID, f"{path}: cannot create the key ({exc.strerror})") from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pem)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise QualificationError(Code.KEY_INVALID, f"{path}: cannot write the key ({exc.strerror})") from exc
     return key
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
-    data = read_bounded(path, max_bytes=_MAX_KEY_FILE, what=str(path))
+    try:
+        data = read_bounded(path, max_bytes=_MAX_KEY_FILE, what=str(path))
+    except QualificationError as exc:
+        raise QualificationError(Code.KEY_INVALID, exc.message,
+                                 hint="run 'qualify keygen --policy FILE' to create local keys") from exc
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:

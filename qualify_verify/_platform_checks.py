@@ -106,6 +106,11 @@ def check_single_commit(vp: VerifiedPlatform, findings: Findings) -> None:
 def check_source_gate(vp: VerifiedPlatform, exp: Expectations, findings: Findings) -> None:
     p = vp.statement.predicate
     gate = p.source_gate
+    # The gate's record must describe the same source as the run it belongs to.
+    if gate.mode != p.run.mode or gate.repository != p.run.repository:
+        findings.add(Code.WORKFLOW_IDENTITY_MISMATCH,
+                     f"{vp.file_name}: the source gate observed {gate.mode}:{gate.repository}, the run is "
+                     f"{p.run.mode}:{p.run.repository}", p.platform)
     if not gate.passed or not gate.head_matches:
         findings.add(Code.NOT_MAIN_HEAD, f"{vp.file_name}: the source gate did not see the head of main", p.platform)
     # Only GitHub mode can observe protection; local evidence honestly says it did not.
@@ -165,6 +170,8 @@ def check_outcomes(vp: VerifiedPlatform, exp: Expectations, verifier: StatementV
                    findings: Findings) -> None:
     p = vp.statement.predicate
     check_source_gate(vp, exp, findings)
+    if not p.build.passed:
+        findings.add(Code.BUILD_FAILED, f"{vp.file_name}: the build did not pass", p.platform)
     check_signature_record(vp, exp, verifier, findings)
     if not install_ok(vp):
         why = p.install.failure or "no files installed"

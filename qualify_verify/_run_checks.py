@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
-from evidence_schemas import PLATFORMS, AggregateStatement, Code, QualificationError, parse_statement
-from qualify_trust import StatementVerifier, VerifiedStatement
+from evidence_schemas import PLATFORMS, AggregateStatement, Code, QualificationError, file_sha256, parse_statement
+from qualify_trust import GitHubIdentity, StatementVerifier, VerifiedStatement, same_run
 
 from ._expectations import Expectations
 from ._findings import Findings
@@ -74,13 +73,19 @@ def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: li
                                     exp: Expectations, findings: Findings) -> None:
     """The aggregate lists exactly the platform statements verified here, byte for byte."""
     pred = aggregate.predicate
-    listed = {(e.platform, e.statement_sha256, e.artifact.name, e.artifact.sha256) for e in pred.platforms}
+    # Each entry must name the statement verified here, byte for byte, and the signer the signature proved.
+    listed = {(e.platform, e.statement_sha256, e.artifact.name, e.artifact.sha256, e.signer_keyid, e.signer_identity)
+              for e in pred.platforms}
     verified = {(vp.platform, vp.signed.envelope_sha256, vp.statement.predicate.build.artifact.name,
-                 vp.statement.predicate.build.artifact.sha256) for vp in platforms}
+                 vp.statement.predicate.build.artifact.sha256, vp.signed.signer.keyid, vp.signed.signer.name)
+                for vp in platforms}
     if listed != verified or len(pred.platforms) != len(listed):
         findings.add(Code.AGGREGATE_MISMATCH, "the aggregate does not list exactly the platform statements present")
+    if pred.policy_sha256 != exp.policy_sha256:
+        findings.add(Code.AGGREGATE_MISMATCH, f"the aggregate was made under another policy "
+                                              f"(sha256 {pred.policy_sha256[:16]}, this one {exp.policy_sha256[:16]})")
     subjects = {(s.name, s.digest.sha256) for s in aggregate.subject}
-    if subjects != {(name, digest) for _, _, name, digest in listed} or len(aggregate.subject) != len(subjects):
+    if subjects != {entry[2:4] for entry in listed} or len(aggregate.subject) != len(subjects):
         findings.add(Code.SUBJECT_MISMATCH, "the aggregate's subjects are not exactly the listed artifacts")
     if tuple(p for p in PLATFORMS if p in pred.required_platforms) != exp.required_platforms:
         findings.add(Code.AGGREGATE_MISMATCH, "the aggregate was made for other required platforms")
@@ -96,12 +101,15 @@ def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: li
             findings.add(Code.WORKFLOW_IDENTITY_MISMATCH, "the aggregate's run identity differs from the platforms'")
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+def check_one_certified_run(signed: list[VerifiedStatement], findings: Findings) -> None:
+    """GitHub mode: the run id and attempt in every signing certificate (OID .21) are one run."""
+    identities = [s.signer.claims for s in signed if isinstance(s.signer.claims, GitHubIdentity)]
+    if len(identities) < 2:
+        return
+    try:
+        same_run(identities)
+    except QualificationError as exc:
+        findings.add(exc.code, exc.message)
 
 
 def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatform], findings: Findings) -> None:
@@ -110,7 +118,7 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
     presented: set[str] = set()
     for path in artifacts:
         try:
-            digest = _sha256_file(path)
+            digest = file_sha256(path)
         except OSError as exc:
             findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.strerror})")
             continue

@@ -24,6 +24,7 @@ from ._run_checks import (
     check_aggregate_binds_platforms,
     check_candidate_files,
     check_coverage,
+    check_one_certified_run,
     check_one_commit,
     check_one_run,
     verify_aggregate,
@@ -103,9 +104,12 @@ def verify_release(policy: Policy, evidence_dirs: list[Path], artifacts: list[Pa
                                                       "one run has exactly one")
     first = verdict.aggregate_files[0] if verdict.aggregate_files else None
     aggregate = verify_aggregate(first, verdict.verifier, verdict.findings)
+    signed = [vp.signed for vp in verdict.platforms]
     if aggregate is not None:
         verdict.aggregate = aggregate[0]
+        signed.append(aggregate[1])
         check_aggregate_binds_platforms(aggregate[0], verdict.platforms, verdict.expectations, verdict.findings)
+    check_one_certified_run(signed, verdict.findings)
     # The auditor checks a historical bundle whose files may be long gone: None skips this step.
     if artifacts is not None:
         check_candidate_files(artifacts, verdict.platforms, verdict.findings)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.chain import Chain, qualify
+from support.chain import Chain, git, qualify, write_policy
 
 from evidence_schemas import ConsumerDecision, PlatformStatement, canonical_bytes
 from qualify_trust import generate_private_key, sign_envelope
@@ -160,15 +160,21 @@ def test_empty_evidence_folder_is_refused(chain: Chain, tmp_path: Path) -> None:
     assert "QE_EVIDENCE_MISSING" in done.stdout
 
 
-def test_moved_main_blocks_a_new_producer_run(chain: Chain, tmp_path: Path) -> None:
-    """The gate refuses a checkout that is not main's head (a tag at the same commit)."""
-    import subprocess
-
-    subprocess.run(["git", "-C", str(chain.source_repo), "checkout", "-q", "--detach"], check=True)
-    try:
-        done = qualify("produce", "--policy", chain.policy, "--platform", "linux", "--out", tmp_path / "out")
-    finally:
-        subprocess.run(["git", "-C", str(chain.source_repo), "checkout", "-q", "main"], check=True)
-    assert done.returncode == 1
-    assert "QE_REF_NOT_MAIN" in done.stderr
-    assert not (tmp_path / "out" / "evidence").exists()
+@pytest.mark.parametrize(("checkout", "code"), [
+    (["checkout", "-q", "--detach"], "QE_REF_NOT_MAIN"),
+    (["checkout", "-q", "v1.0"], "QE_REF_NOT_MAIN"),
+    (["checkout", "-q", "-b", "release"], "QE_REF_NOT_MAIN"),
+])
+def test_gate_refuses_anything_but_main_even_at_the_same_commit(chain: Chain, tmp_path: Path,
+                                                                checkout: list[str], code: str) -> None:
+    """A detached HEAD, a v* tag or another branch at main's own commit is refused; nothing is written."""
+    repo = tmp_path / "repo"
+    shutil.copytree(chain.source_repo, repo)
+    git(repo, "tag", "v1.0")
+    git(repo, *checkout)
+    assert git(repo, "rev-parse", "HEAD") == chain.sha
+    policy = write_policy(chain.root, repo / "reference_app", name=f"policy-{tmp_path.name}.toml")
+    done = qualify("produce", "--policy", policy, "--platform", "linux", "--out", tmp_path / "out")
+    assert done.returncode == 1, done.stderr
+    assert code in done.stderr
+    assert not (tmp_path / "out").exists()

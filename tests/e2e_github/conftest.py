@@ -34,9 +34,16 @@ def github_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitHubCha
     try:
         result = producer.produce(policy, "linux", chain.out, env=chain.env, signer=chain.signer())
         assert result.passed, result.failures
+        chain.head_reads_by_producer = len(emulator.calls(r"/repos/acme/desktop/branches/main"))
         made = aggregate.aggregate(policy, [chain.evidence], chain.evidence, signer=chain.signer())
         assert made.written is not None, made.reasons
         yield chain
     finally:
         emulator.stop()
 
+
+@pytest.fixture(autouse=True)
+def consumer_reaches_the_emulator(github_chain: GitHubChain, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The release gate reads main's head through the API: point it at the loopback emulator."""
+    monkeypatch.setenv("GITHUB_API_URL", github_chain.emulator.api_url)
+    monkeypatch.setenv("GITHUB_TOKEN", github_chain.env["GITHUB_TOKEN"])

@@ -20,15 +20,15 @@ from qualify_verify import verify_release
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="builds the linux bundle")]
 
 
-def _verify(chain: GitHubChain, evidence: Path, *extra: str) -> tuple[int, str]:
+def _verify(chain: GitHubChain, evidence: Path, *extra: str) -> int:
     args = ["verify", "--policy", str(chain.policy.path), "--evidence", str(evidence)]
     for artifact in chain.artifacts:
         args += ["--artifact", str(artifact)]
-    return qualify_cli.main([*args, *extra]), ""
+    return qualify_cli.main([*args, *extra])
 
 
 def test_github_mode_chain_is_qualified(github_chain: GitHubChain, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _ = _verify(github_chain, github_chain.evidence, "--sha", github_chain.sha)
+    code = _verify(github_chain, github_chain.evidence, "--sha", github_chain.sha)
     out = capsys.readouterr().out
     assert code == 0, out
     assert "QUALIFIED" in out
@@ -37,9 +37,8 @@ def test_github_mode_chain_is_qualified(github_chain: GitHubChain, capsys: pytes
 
 
 def test_gate_observed_protected_main_through_the_api(github_chain: GitHubChain) -> None:
-    calls = github_chain.emulator.calls(r"/repos/acme/desktop/branches/main")
-    # Once at the gate, once just before signing.
-    assert len(calls) >= 2
+    # Exactly twice during produce: once at the gate, once just before the statement was signed.
+    assert github_chain.head_reads_by_producer == 2
     verdict = verify_release(github_chain.policy, [github_chain.evidence], github_chain.artifacts)
     (vp,) = verdict.platforms
     gate = vp.statement.predicate.source_gate
@@ -49,7 +48,7 @@ def test_gate_observed_protected_main_through_the_api(github_chain: GitHubChain)
 
 
 def test_another_candidate_sha_is_refused(github_chain: GitHubChain, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _ = _verify(github_chain, github_chain.evidence, "--sha", "f" * 40)
+    code = _verify(github_chain, github_chain.evidence, "--sha", "f" * 40)
     assert code == 1
     assert Code.SHA_MISMATCH.value in capsys.readouterr().out
 
@@ -80,7 +79,7 @@ def test_statement_from_another_identity_is_refused(github_chain: GitHubChain, t
     evidence = tmp_path / "evidence"
     shutil.copytree(github_chain.evidence, evidence)
     _replace_platform_statement(github_chain, evidence, replace(github_chain.identity, **identity_change))
-    assert _verify(github_chain, evidence)[0] == 1
+    assert _verify(github_chain, evidence) == 1
     assert code.value in capsys.readouterr().out
 
 
@@ -94,7 +93,7 @@ def test_payload_claim_disagreeing_with_its_certificate_is_refused(github_chain:
 
     # Signed by the right workflow identity, but the payload lies about the run.
     _replace_platform_statement(github_chain, evidence, github_chain.identity, claim_other_run)
-    assert _verify(github_chain, evidence)[0] == 1
+    assert _verify(github_chain, evidence) == 1
     assert Code.RUN_MISMATCH.value in capsys.readouterr().out
 
 
@@ -109,7 +108,7 @@ def test_bundle_from_another_sigstore_instance_is_refused(github_chain: GitHubCh
     payload = base64.b64decode(json.loads((evidence / name).read_bytes())["dsseEnvelope"]["payload"])
     who = github_chain.identity
     (evidence / name).write_bytes(other.issue_dsse_bundle(payload, extensions=who.extensions, san_uri=who.san_uri))
-    assert _verify(github_chain, evidence)[0] == 1
+    assert _verify(github_chain, evidence) == 1
     assert Code.SIGNATURE_INVALID.value in capsys.readouterr().out
 
 
@@ -128,3 +127,43 @@ def test_producer_refuses_a_wrong_ref_or_an_old_head(github_chain: GitHubChain, 
                          signer=github_chain.signer())
     assert refused.value.code is code
     assert not (tmp_path / "out" / "evidence").exists()
+
+
+def test_release_gate_refuses_once_main_has_moved_on(github_chain: GitHubChain,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    branches = github_chain.emulator.repo("acme/desktop").branches
+    original = branches["main"]
+    branches["main"] = replace(original, sha="1" * 40)
+    try:
+        code = _verify(github_chain, github_chain.evidence)
+    finally:
+        branches["main"] = original
+    assert code == 1
+    assert Code.NOT_MAIN_HEAD.value in capsys.readouterr().out
+
+
+def test_audit_does_not_require_main_head(github_chain: GitHubChain, capsys: pytest.CaptureFixture[str]) -> None:
+    branches = github_chain.emulator.repo("acme/desktop").branches
+    original = branches["main"]
+    branches["main"] = replace(original, sha="1" * 40)
+    try:
+        code = qualify_cli.main(["audit", "--policy", str(github_chain.policy.path), "--evidence",
+                                 str(github_chain.evidence)])
+    finally:
+        branches["main"] = original
+    assert code == 0, capsys.readouterr().out
+
+
+def test_failed_build_claim_is_refused_even_when_validly_signed(github_chain: GitHubChain, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    evidence = tmp_path / "evidence"
+    shutil.copytree(github_chain.evidence, evidence)
+
+    def build_failed(statement: dict) -> None:  # type: ignore[type-arg]
+        statement["predicate"]["build"]["passed"] = False
+
+    _replace_platform_statement(github_chain, evidence, github_chain.identity, build_failed)
+    assert _verify(github_chain, evidence) == 1
+    out = capsys.readouterr().out
+    assert Code.BUILD_FAILED.value in out
+    assert Code.AGGREGATE_MISMATCH.value in out

@@ -40,7 +40,7 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def write_policy(root: Path, app_source: Path, **overrides: str) -> Path:
+def write_policy(root: Path, app_source: Path, *, name: str = "policy.toml", **overrides: str) -> Path:
     text = (REPO / "policies" / "local.toml").read_text(encoding="utf-8")
     keys = root / "keys"
     replacements = {
@@ -55,7 +55,7 @@ def write_policy(root: Path, app_source: Path, **overrides: str) -> Path:
     for old, new in replacements.items():
         assert old in text, f"policies/local.toml no longer contains {old!r}"
         text = text.replace(old, new)
-    policy = root / "policy.toml"
+    policy = root / name
     policy.write_text(text, encoding="utf-8")
     return policy
 

@@ -26,6 +26,7 @@ class GitHubChain:
     emulator: GitHubEmulator
     identity: GitHubIdentity
     env: dict[str, str]
+    head_reads_by_producer: int = 0
 
     @property
     def evidence(self) -> Path:
