@@ -39,7 +39,7 @@ from ._statement import (
     PlatformStatement,
     Subject,
 )
-from ._types import GIT_SHA_PATTERN, PLATFORMS, Platform
+from ._types import GIT_SHA_PATTERN, PLATFORMS, GitSha, Platform, Record, Sha256Hex
 
 __all__ = [
     "EXIT_OK",
@@ -50,6 +50,9 @@ __all__ = [
     "IN_TOTO_PAYLOAD_TYPE",
     "IN_TOTO_STATEMENT_TYPE",
     "GIT_SHA_PATTERN",
+    "GitSha",
+    "Record",
+    "Sha256Hex",
     "PLATFORMS",
     "PLATFORM_PREDICATE_TYPE",
     "PREDICATE_PREFIX",

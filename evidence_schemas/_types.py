@@ -39,6 +39,9 @@ TrustMode = Literal["ed25519", "sigstore"]
 
 
 class Record(BaseModel):
-    """Base of every evidence model: unknown fields and loose types are errors."""
+    """Base of every model of untrusted input (evidence, policy, keyring, app output).
+
+    Unknown fields and loose types are errors; instances are immutable.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)

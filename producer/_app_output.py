@@ -9,37 +9,33 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from evidence_schemas import JsonBounds, load_json, validate_model
+from evidence_schemas import GitSha, JsonBounds, Record, Sha256Hex, load_json, validate_model
 from evidence_schemas._limits import MAX_APP_OUTPUT_BYTES, MAX_LIST
 
-_Hex = Annotated[str, Field(pattern=r"^([0-9a-f]{40}|[0-9a-f]{64})$")]
-_Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 _Short = Annotated[str, Field(min_length=1, max_length=256)]
 _StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
 _SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class AppProbe(_Strict):
+class AppProbe(Record):
     kind: Literal["skillhost-probe"]
     version: Literal[1]
     app_version: _Short
-    build_sha: _Hex
+    build_sha: GitSha
     built_at: _Short
     platform: Literal["linux", "macos", "windows"]
     frozen: bool
-    executable_sha256: _Sha256
+    executable_sha256: Sha256Hex
     worker_entry_resolvable: bool
     catalog_verified: bool
     isolation_available: bool
 
 
-class AppJourneyStep(_Strict):
+class AppJourneyStep(Record):
     id: _StepId
     expected: Literal["allow", "reject"]
     expected_code: _SkillCode | None
@@ -49,11 +45,11 @@ class AppJourneyStep(_Strict):
     detail: Annotated[str, Field(max_length=400)]
 
 
-class AppJourney(_Strict):
+class AppJourney(Record):
     kind: Literal["skillhost-journey"]
     version: Literal[1]
     app_version: _Short
-    build_sha: _Hex
+    build_sha: GitSha
     platform: Literal["linux", "macos", "windows"]
     host_pid: Annotated[int, Field(ge=0)]
     duration_ms: Annotated[int, Field(ge=0)]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from evidence_schemas import Code, Observation, QualificationError, RunIdentity, SourceGateRecord
+from evidence_schemas import GIT_SHA_PATTERN, Code, Observation, QualificationError, RunIdentity, SourceGateRecord
 from qualify_github import GitHubClient, RulesetRule
 from qualify_policy import Policy
 
@@ -45,7 +45,7 @@ PROTECTING_RULES = frozenset({
     "pull_request", "update", "required_status_checks", "merge_queue", "required_deployments",
     "required_signatures", "non_fast_forward", "required_linear_history", "code_scanning", "workflows",
 })
-_SHA = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
+_SHA = re.compile(GIT_SHA_PATTERN)
 _DIGITS = re.compile(r"^[1-9][0-9]{0,18}$")
 _RUNNERS = ("github-hosted", "self-hosted")
 _Saw = Callable[[str, str], None]

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from github import Auth, Github
 
-from evidence_schemas import Code, QualificationError
+from evidence_schemas import GIT_SHA_PATTERN, Code, QualificationError
 
 from ._config import ClientConfig
 from ._download import USER_AGENT, download
@@ -22,7 +22,7 @@ from ._retry import with_retries
 T = TypeVar("T")
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _REF_NAME = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]{0,254}$")
-_SHA = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
+_SHA = re.compile(GIT_SHA_PATTERN)
 _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from evidence_schemas import Record
 
 _Name = Annotated[str, Field(min_length=1, max_length=256)]
 _RelPath = Annotated[str, Field(min_length=1, max_length=512)]
@@ -13,11 +15,9 @@ PlatformChoice = Literal["linux", "macos", "windows", "host"]
 SigningState = Literal["unsigned", "signed", "notarized"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class ProducerIdentity(_Strict):
+class ProducerIdentity(Record):
     repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")]
     workflow: Annotated[str, Field(pattern=r"^\.github/workflows/[A-Za-z0-9_.-]{1,100}\.ya?ml$")]
     ref: Literal["refs/heads/main"]
@@ -25,7 +25,7 @@ class ProducerIdentity(_Strict):
     runner_environment: Literal["github-hosted", "local"]
 
 
-class Ed25519Trust(_Strict):
+class Ed25519Trust(Record):
     mode: Literal["ed25519"]
     keyring: _RelPath
     # Where this machine keeps the private keys its local producer and
@@ -34,45 +34,45 @@ class Ed25519Trust(_Strict):
     aggregate_key: _RelPath
 
 
-class SigstoreTrust(_Strict):
+class SigstoreTrust(Record):
     mode: Literal["sigstore"]
     issuer: Literal["https://token.actions.githubusercontent.com"]
     trusted_root: _RelPath
     trusted_root_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
-class SourcePolicy(_Strict):
+class SourcePolicy(Record):
     require_clean_worktree: bool
 
 
-class ArtifactPolicy(_Strict):
+class ArtifactPolicy(Record):
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
     app_source: _RelPath
     spec: _RelPath
 
 
-class PlatformPolicy(_Strict):
+class PlatformPolicy(Record):
     required: list[PlatformChoice] = Field(min_length=1, max_length=3)
 
 
-class JourneyPolicy(_Strict):
+class JourneyPolicy(Record):
     required_steps: list[_StepId] = Field(min_length=1, max_length=64)
 
 
-class SigningPolicy(_Strict):
+class SigningPolicy(Record):
     linux: list[SigningState] = Field(min_length=1, max_length=3)
     macos: list[SigningState] = Field(min_length=1, max_length=3)
     windows: list[SigningState] = Field(min_length=1, max_length=3)
 
 
-class LimitsPolicy(_Strict):
+class LimitsPolicy(Record):
     max_statement_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)]
     build_timeout_seconds: Annotated[int, Field(ge=10, le=7200)]
     probe_timeout_seconds: Annotated[int, Field(ge=1, le=600)]
     journey_timeout_seconds: Annotated[int, Field(ge=1, le=3600)]
 
 
-class PolicyFile(_Strict):
+class PolicyFile(Record):
     version: Literal[1]
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
     producer: ProducerIdentity

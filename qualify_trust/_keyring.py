@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from evidence_schemas import Code, QualificationError, load_json, read_bounded, validate_model, write_atomic
+from evidence_schemas import Code, QualificationError, Record, load_json, read_bounded, validate_model, write_atomic
 from evidence_schemas._limits import MAX_KEYRING_BYTES, JsonBounds
 
 from ._keys import keyid_of, raw_public_bytes
@@ -24,16 +24,14 @@ from ._keys import keyid_of, raw_public_bytes
 Role = Literal["platform", "aggregate"]
 
 
-class _KeyEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+class _KeyEntry(Record):
     keyid: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     name: Annotated[str, Field(min_length=1, max_length=64)]
     public_key: Annotated[str, Field(min_length=44, max_length=44)]
     roles: list[Role] = Field(min_length=1, max_length=2)
 
 
-class _KeyringFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+class _KeyringFile(Record):
     version: Literal[1]
     keys: list[_KeyEntry] = Field(max_length=64)
 

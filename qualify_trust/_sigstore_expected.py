@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evidence_schemas import Code, QualificationError, RunIdentity
+from evidence_schemas import GIT_SHA_PATTERN, Code, QualificationError, RunIdentity
 from qualify_policy import Policy
 
 from ._sigstore_identity import GitHubIdentity
@@ -22,7 +22,7 @@ GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 MAIN_REF = "refs/heads/main"
 GITHUB_HOSTED = "github-hosted"
 # Git object names: SHA-1 (40 hex) or SHA-256 (64 hex) repositories.
-_GIT_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}", re.ASCII)
+_GIT_SHA = re.compile(GIT_SHA_PATTERN)
 
 
 @dataclass(frozen=True)
