@@ -29,8 +29,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from evidence_schemas import QualificationError, load_json, parse_statement
-from producer._hashing import file_sha256
+from evidence_schemas import QualificationError, file_sha256, load_json, parse_statement
 from qualify_trust import Keyring, add_to_keyring, keyid_of, pae, sign_envelope, verify_envelope
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,19 +15,38 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from evidence_schemas import ArtifactRef, BuildRecord, Code, QualificationError, canonical_bytes, sha256_hex
+from evidence_schemas import (
+    ArtifactRef,
+    BuildRecord,
+    Code,
+    QualificationError,
+    canonical_bytes,
+    file_sha256,
+    sha256_hex,
+    utc_now,
+)
 
 from ._archive import archive_suffix, pack
-from ._clock import utc_now
-from ._hashing import file_sha256, tree_manifest
+from ._hashing import tree_manifest
 from ._platform_signing import PlatformSigner, SigningOutcome
 from ._process import excerpt, run_bounded
 
 _MAX_SOURCE_ARCHIVE = 256 * 1024 * 1024
+
+# What PyInstaller may see of the job's environment. The spec file and its hooks are code of the
+# artifact under qualification: given ACTIONS_ID_TOKEN_REQUEST_* they could mint the job's OIDC token
+# and sign as the producer; given GITHUB_TOKEN, ACTIONS_RUNTIME_TOKEN or QUALIFY_* signing secrets,
+# they could push or sign. So nothing passes but what a build needs to find its tools and folders.
+BUILD_ENV_ALLOWED = (
+    "PATH", "HOME", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "TMPDIR", "TEMP", "TMP",
+    "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "LANG", "LC_ALL", "LC_CTYPE", "VIRTUAL_ENV",
+    "PYTHONHASHSEED", "SOURCE_DATE_EPOCH",
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +83,13 @@ def export_committed_source(repo: Path, sha: str, app_source: Path, dest: Path) 
     return app_dir
 
 
+def build_environment(job_env: Mapping[str, str], build_info: Path) -> dict[str, str]:
+    """The allow-listed environment the PyInstaller run gets, plus where to find the build info."""
+    env = {name: job_env[name] for name in BUILD_ENV_ALLOWED if name in job_env}
+    env["SKILLHOST_BUILD_INFO"] = str(build_info)
+    return env
+
+
 def _tools() -> dict[str, str]:
     return {
         "python": _platform.python_version(),
@@ -74,7 +100,9 @@ def _tools() -> dict[str, str]:
 
 
 def build(*, repo: Path, sha: str, ref: str, app_source: Path, spec: str, app_name: str, platform: str,
-          arch: str, work: Path, artifacts: Path, signer: PlatformSigner, timeout: int) -> BuildOutput:
+          arch: str, work: Path, artifacts: Path, signer: PlatformSigner, timeout: int,
+          environ: Mapping[str, str] | None = None) -> BuildOutput:
+    """Build, OS-sign and archive the app; ``environ`` (default: this process's) is filtered for the build."""
     started_at = utc_now()
     started = time.monotonic()
     source_root = work / "source"
@@ -84,7 +112,7 @@ def build(*, repo: Path, sha: str, ref: str, app_source: Path, spec: str, app_na
     build_info.write_text(json.dumps({"build_sha": sha, "built_at": started_at, "source_ref": ref}),
                           encoding="utf-8")
     dist, pyi_work = work / "dist", work / "pyinstaller"
-    env = dict(os.environ, SKILLHOST_BUILD_INFO=str(build_info))
+    env = build_environment(os.environ if environ is None else environ, build_info)
     result = run_bounded(
         [sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
          "--distpath", str(dist), "--workpath", str(pyi_work), str(app_dir / spec)],
@@ -95,8 +123,9 @@ def build(*, repo: Path, sha: str, ref: str, app_source: Path, spec: str, app_na
     if result.timed_out or result.exit_code != 0 or not exe.is_file():
         why = "timed out" if result.timed_out else f"exit {result.exit_code}"
         raise QualificationError(Code.BUILD_FAILED, f"PyInstaller {why}: {excerpt(result.stderr, 800)}")
-    # OS code signing changes the bundle's bytes, so it happens before archiving.
-    signing = signer.sign(exe)
+    # OS code signing changes the bundle's bytes, so it happens before archiving; it runs here, in the
+    # producer, after PyInstaller has exited, so the signing identity never reaches the build.
+    signing = signer.sign(bundle, exe)
     artifacts.mkdir(parents=True, exist_ok=True)
     archive = artifacts / f"{app_name}-{sha[:12]}-{platform}-{arch}{archive_suffix(platform)}"
     partial = archive.with_name(f".{archive.name}.partial")

@@ -17,12 +17,12 @@ from evidence_schemas import (
     QualificationError,
     Subject,
     canonical_bytes,
+    file_sha256,
     write_atomic,
 )
 from qualify_trust import StatementSigner
 
 from ._gate import SourceGate
-from ._hashing import file_sha256
 
 
 def emit(*, predicate: PlatformPredicate, archive: Path, gate: SourceGate, signer: StatementSigner,

@@ -12,9 +12,7 @@ import subprocess
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from evidence_schemas import Code, Observation, QualificationError, SourceGateRecord
-
-from ._clock import utc_now
+from evidence_schemas import Code, Observation, QualificationError, SourceGateRecord, utc_now
 
 MAIN_REF = "refs/heads/main"
 

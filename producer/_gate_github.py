@@ -28,11 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from evidence_schemas import GIT_SHA_PATTERN, Code, Observation, QualificationError, RunIdentity, SourceGateRecord
+from evidence_schemas import (
+    GIT_SHA_PATTERN,
+    Code,
+    Observation,
+    QualificationError,
+    RunIdentity,
+    SourceGateRecord,
+    utc_now,
+)
 from qualify_github import GitHubClient, RulesetRule
 from qualify_policy import Policy
 
-from ._clock import utc_now
 from ._gate import MAIN_REF, SourceGate, _git
 
 MAIN_BRANCH = MAIN_REF.removeprefix("refs/heads/")

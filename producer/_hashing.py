@@ -1,30 +1,97 @@
-"""Digests of files and folders, streamed: an artifact is never read whole into memory."""
+"""Digests of folders, streamed (a single file's digest is evidence_schemas.file_sha256).
+
+A folder is walked without ever following a symbolic link (a macOS bundle
+holds relative links into itself); a link is recorded by its target text,
+never by what it points at, so a manifest entry names exactly one thing.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from evidence_schemas import InstalledFile, canonical_bytes, sha256_hex
 
+# Domain separation: a link's digest can never equal the digest of a file holding the same text.
+_LINK_DOMAIN = b"symlink:"
 
-def file_sha256(path: Path) -> str:
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry below a walked root: its POSIX path relative to the root and its lstat mode."""
+
+    relative: str
+    path: Path
+    mode: int
+    size: int
+
+    @property
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.mode)
+
+    @property
+    def is_file(self) -> bool:
+        return stat.S_ISREG(self.mode)
+
+    @property
+    def is_link(self) -> bool:
+        return stat.S_ISLNK(self.mode)
+
+
+def walk_tree(root: Path) -> list[TreeEntry]:
+    """Every entry under ``root`` (not ``root`` itself), sorted by POSIX path; links are listed, not followed."""
+    found: list[TreeEntry] = []
+    pending = [root]
+    while pending:
+        with os.scandir(pending.pop()) as listing:
+            for item in listing:
+                info = item.stat(follow_symlinks=False)
+                path = Path(item.path)
+                found.append(TreeEntry(path.relative_to(root).as_posix(), path, info.st_mode, info.st_size))
+                if stat.S_ISDIR(info.st_mode):
+                    pending.append(path)
+    return sorted(found, key=lambda entry: entry.relative)
+
+
+def _unfollowed_sha256(path: Path) -> tuple[int, str]:
+    """Size and digest of a regular file, refusing (OSError) to open it should it have become a link."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    size = 0
+    with os.fdopen(fd, "rb") as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
-    return digest.hexdigest()
+            size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def read_link(path: Path) -> str:
+    """A link's target exactly as stored: ``Path.readlink`` would normalise away "./" and trailing slashes."""
+    return os.readlink(path)  # noqa: PTH115 - the exact text is what is archived and hashed
+
+
+def link_entry(relative: str, target: str) -> InstalledFile:
+    """The manifest entry of a symbolic link: its target's bytes stand in for content."""
+    raw = target.encode("utf-8", errors="surrogateescape")
+    return InstalledFile(path=relative, size=len(raw), sha256=hashlib.sha256(_LINK_DOMAIN + raw).hexdigest())
 
 
 def tree_manifest(root: Path) -> list[InstalledFile]:
-    """Every regular file under ``root``, sorted by POSIX path, with size and digest."""
+    """Every regular file and symlink under ``root``, sorted by POSIX path, with size and digest.
+
+    Directories are implied by the paths; anything else (a fifo, a socket) is
+    not content and cannot come out of ``unpack``.
+    """
     entries = []
-    for path in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix()):
-        if path.is_file() and not path.is_symlink():
-            entries.append(
-                InstalledFile(path=path.relative_to(root).as_posix(), size=path.stat().st_size,
-                              sha256=file_sha256(path))
-            )
+    for entry in walk_tree(root):
+        if entry.is_link:
+            entries.append(link_entry(entry.relative, read_link(entry.path)))
+        elif entry.is_file:
+            size, digest = _unfollowed_sha256(entry.path)
+            entries.append(InstalledFile(path=entry.relative, size=size, sha256=digest))
     return entries
 
 

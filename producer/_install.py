@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from evidence_schemas import BuildRecord, InstallRecord, QualificationError
+from evidence_schemas import BuildRecord, InstallRecord, QualificationError, file_sha256
 
 from ._archive import unpack
-from ._hashing import file_sha256, manifest_sha256, tree_manifest
+from ._hashing import manifest_sha256, tree_manifest
 
 _ZERO = "0" * 64
 

@@ -17,10 +17,10 @@ from evidence_schemas import (
     LaunchProbeRecord,
     ProbeReport,
     QualificationError,
+    file_sha256,
 )
 
 from ._app_output import AppJourney, AppProbe, parse_app_output
-from ._hashing import file_sha256
 from ._process import ProcessResult, excerpt, minimal_environment, run_bounded
 
 

@@ -28,6 +28,7 @@ from evidence_schemas import (
     RunIdentity,
     SignatureRecord,
     SourceGateRecord,
+    utc_now,
     write_atomic,
 )
 from qualify_policy import Policy, host_arch, host_platform
@@ -35,7 +36,6 @@ from qualify_trust import StatementSigner, StatementVerifier, verifier_for
 from qualify_trust import signer_for as statement_signer_for
 
 from ._build import BuildOutput, build, executable_name
-from ._clock import utc_now
 from ._emit import emit
 from ._gate import LocalGitGate, SourceGate, repository_root
 from ._gate_github import GitHubGate, github_run_identity
@@ -149,7 +149,7 @@ def _build(job: _Job, gate_record: SourceGateRecord) -> BuildOutput:
         built = build(repo=repository_root(app_source), sha=gate_record.sha, ref=gate_record.ref,
                       app_source=job.policy.resolve(app.app_source), spec=app.spec, app_name=app.name,
                       platform=job.platform, arch=job.arch, work=job.work_dir, artifacts=job.artifacts_dir,
-                      signer=platform_signer_from_env(job.platform, job.env),
+                      signer=platform_signer_from_env(job.platform, job.env), environ=job.env,
                       timeout=job.policy.file.limits.build_timeout_seconds)
         artifact = built.record.artifact
         said.append(f"{artifact.name} {artifact.size} bytes sha256={artifact.sha256[:16]}")

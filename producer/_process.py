@@ -3,20 +3,33 @@
 Output beyond the cap is read and discarded (so the child never blocks on a
 full pipe) and reported as truncated; a child that outlives its timeout is
 killed and reaped. No shell is ever involved: argv is a list.
+
+The child starts in a new session (POSIX) or process group (Windows), so a
+runner's cancel signal does not reach it on its own: whatever ends
+``run_bounded`` early (timeout, KeyboardInterrupt, SIGTERM, any exception)
+kills the child's whole tree (the app and the skill workers it started) and
+reaps it before returning or re-raising.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO
+from pathlib import Path, PureWindowsPath
+from types import FrameType
+from typing import IO, Any, Protocol
+
+# How long the tree kill itself may take: a hung taskkill must not hang the job.
+_KILL_TIMEOUT = 30.0
+# How long to wait for a killed child to be reaped before giving up on it.
+_REAP_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -27,6 +40,18 @@ class ProcessResult:
     stderr: bytes
     stdout_truncated: bool
     duration_ms: int
+
+
+class Killable(Protocol):
+    """What ``kill_tree`` needs of a child: its pid and a last-resort kill."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def kill(self) -> None: ...
+
+
+Runner = Callable[..., "subprocess.CompletedProcess[Any]"]
 
 
 def _drain(stream: IO[bytes], cap: int, sink: list[bytes], truncated: list[bool]) -> None:
@@ -54,6 +79,70 @@ def minimal_environment(home: Path) -> dict[str, str]:
     return env
 
 
+def taskkill_argv(pid: int, system_root: str | None) -> list[str]:
+    """The fixed command that kills a Windows process and every descendant (/T), forcibly (/F).
+
+    The absolute System32 path, not a PATH lookup: Windows searches the
+    current folder first, which may hold files of the artifact under test.
+    """
+    root = PureWindowsPath(system_root or r"C:\Windows")
+    return [str(root / "System32" / "taskkill.exe"), "/T", "/F", "/PID", str(pid)]
+
+
+def kill_tree(proc: Killable, *, platform: str = sys.platform, run: Runner = subprocess.run,
+              system_root: str | None = None) -> None:
+    """Kill the child and every process it started; never raises.
+
+    POSIX: the child leads its own session, so SIGKILL to its process group
+    reaches the workers too. Windows has no process groups to signal, so
+    ``taskkill /T`` walks the tree; if that cannot run or fails, the direct
+    child is still killed.
+    """
+    if platform != "win32":
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return
+    argv = taskkill_argv(proc.pid, system_root if system_root is not None else os.environ.get("SYSTEMROOT"))
+    try:
+        done = run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=_KILL_TIMEOUT, check=False, shell=False)
+        if done.returncode == 0:
+            return
+    except (OSError, subprocess.SubprocessError):
+        pass
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=_REAP_TIMEOUT)
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While a child runs, turn SIGTERM into SystemExit so the ``finally`` below kills its tree.
+
+    Python's default SIGTERM action ends the interpreter without unwinding,
+    which would leave the child's session running after a runner cancel. Only
+    the main thread may set handlers, and a handler someone else installed is
+    theirs to keep.
+    """
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def run_bounded(
     argv: Sequence[str],
     *,
@@ -64,38 +153,47 @@ def run_bounded(
     stderr_cap: int = 16 * 1024,
 ) -> ProcessResult:
     started = time.monotonic()
-    # A new process group on Windows, a new session on POSIX: the whole tree can be killed on timeout.
+    # A new process group on Windows, a new session on POSIX: the whole tree can be killed as one.
     creationflags = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if sys.platform == "win32" else 0
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        shell=False,
-        creationflags=creationflags,
-        start_new_session=sys.platform != "win32",
-    )
-    if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both pipes were requested
-        raise RuntimeError("child process pipes are missing")
     out: list[bytes] = []
     err: list[bytes] = []
     out_trunc = [False]
     err_trunc = [False]
-    readers = [
-        threading.Thread(target=_drain, args=(proc.stdout, stdout_cap, out, out_trunc), daemon=True),
-        threading.Thread(target=_drain, args=(proc.stderr, stderr_cap, err, err_trunc), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
     timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_tree(proc)
-        proc.wait()
+    with _sigterm_raises():
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            shell=False,
+            creationflags=creationflags,
+            start_new_session=sys.platform != "win32",
+        )
+        settled = False
+        try:
+            if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both pipes were requested
+                raise RuntimeError("child process pipes are missing")
+            readers = [
+                threading.Thread(target=_drain, args=(proc.stdout, stdout_cap, out, out_trunc), daemon=True),
+                threading.Thread(target=_drain, args=(proc.stderr, stderr_cap, err, err_trunc), daemon=True),
+            ]
+            for reader in readers:
+                reader.start()
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                kill_tree(proc)
+                proc.wait()
+            settled = True
+        finally:
+            # Interrupted (Ctrl-C, SIGTERM, any error): the tree must not outlive the job.
+            if not settled:
+                kill_tree(proc)
+                _reap(proc)
     for reader in readers:
         reader.join(timeout=5)
     return ProcessResult(
@@ -106,17 +204,6 @@ def run_bounded(
         stdout_truncated=out_trunc[0],
         duration_ms=int((time.monotonic() - started) * 1000),
     )
-
-
-def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the child and, on POSIX, its whole session (workers it started)."""
-    if sys.platform != "win32":
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-    else:
-        proc.kill()
 
 
 def excerpt(data: bytes, limit: int = 2000) -> str:

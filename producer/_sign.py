@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evidence_schemas import BuildRecord, SignatureRecord
+from evidence_schemas import BuildRecord, SignatureRecord, file_sha256
 from qualify_trust import StatementSigner, StatementVerifier
 
-from ._hashing import file_sha256
 from ._platform_signing import SigningOutcome
 
 

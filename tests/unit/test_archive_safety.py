@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import stat
 import tarfile
 import time
@@ -45,6 +46,14 @@ def _file(name: str, data: bytes = b"x", mode: int = 0o644) -> tuple[tarfile.Tar
     return _tinfo(name, mode=mode), data
 
 
+def _dir(name: str) -> tuple[tarfile.TarInfo, None]:
+    return _tinfo(name, tarfile.DIRTYPE, mode=0o755), None
+
+
+def _link(name: str, target: str) -> tuple[tarfile.TarInfo, None]:
+    return _tinfo(name, tarfile.SYMTYPE, link=target, mode=0o777), None
+
+
 def _zip(members: list[tuple[str, bytes, int]]) -> Builder:
     """(name, data, st_mode) triples; st_mode carries the file type bits as zip's external attributes do."""
 
@@ -72,6 +81,26 @@ HOSTILE = [
     ("tar-drive", _tar([_file("C:evil")])),
     ("tar-symlink", _tar([(_tinfo("app/link", tarfile.SYMTYPE, link="/etc/passwd"), None)])),
     ("tar-symlink-relative", _tar([(_tinfo("app/link", tarfile.SYMTYPE, link="../../x"), None)])),
+    # Inside the prefix but outside the bundle's top folder: still an escape.
+    ("tar-symlink-up-one", _tar([_dir("app"), _file("x"), _link("app/link", "../x")])),
+    ("tar-symlink-deep-escape", _tar([_dir("app/a/b"), _link("app/a/b/link", "../../../../etc")])),
+    ("tar-symlink-top-level", _tar([_dir("app"), _link("link", "app")])),
+    ("tar-symlink-backslash", _tar([_file("app/x"), _link("app/link", "..\\..\\x")])),
+    ("tar-symlink-drive", _tar([_file("app/x"), _link("app/link", "C:/x")])),
+    ("tar-symlink-empty", _tar([_file("app/x"), _link("app/link", "")])),
+    # Each link alone stays inside; followed together they leave the prefix.
+    ("tar-symlink-chain", _tar([_dir("app/sub"), _link("app/sub/up", ".."), _link("app/esc", "sub/up/../..")])),
+    ("tar-symlink-chain-to-a-sibling", _tar([_file("x"), _dir("app/d"), _link("app/d/l1", ".."),
+                                             _link("app/l2", "d/l1/../x")])),
+    ("tar-symlink-dangling", _tar([_dir("app"), _link("app/link", "missing")])),
+    ("tar-symlink-loop", _tar([_dir("app"), _link("app/a", "b"), _link("app/b", "a")])),
+    ("tar-symlink-twice", _tar([_file("app/x"), _link("app/l", "x"), _link("app/l", "x")])),
+    ("tar-symlink-and-file", _tar([_file("app/x"), _link("app/l", "x"), _file("app/l")])),
+    # A member whose path goes through a link member, in either order: it would be written where the link points.
+    ("tar-file-through-link", _tar([_dir("app/sub"), _link("app/link", "sub"), _file("app/link/evil")])),
+    ("tar-file-before-its-link", _tar([_dir("app/sub"), _file("app/link/evil"), _link("app/link", "sub")])),
+    ("tar-dir-through-link", _tar([_dir("app/sub"), _link("app/link", "sub"), _dir("app/link/d")])),
+    ("tar-link-through-link", _tar([_dir("app/sub"), _link("app/link", "sub"), _link("app/link/l2", "..")])),
     ("tar-hardlink", _tar([_file("app/a"), (_tinfo("app/b", tarfile.LNKTYPE, link="app/a"), None)])),
     ("tar-chardev", _tar([(_tinfo("app/null", tarfile.CHRTYPE), None)])),
     ("tar-blockdev", _tar([(_tinfo("app/sda", tarfile.BLKTYPE), None)])),
@@ -104,6 +133,35 @@ def test_hostile_archives_are_refused(build: Builder, tmp_path: Path) -> None:
     assert caught.value.code is Code.INSTALL_FAILED
     # Nothing escaped next to the prefix or into /tmp/evil's place under the test folder.
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({archive.name, "prefix"})
+    # And no link was left behind in the prefix: a refused install leaves nothing that points anywhere.
+    if (tmp_path / "prefix").exists():
+        assert [p for p in (tmp_path / "prefix").rglob("*") if p.is_symlink()] == []
+
+
+# Why each link case is refused: the chains must be caught by the resolved check, not by accident.
+LINK_REASONS = {
+    "tar-symlink": "outside the bundle",
+    "tar-symlink-up-one": "outside the bundle",
+    "tar-symlink-top-level": "at the top level",
+    "tar-symlink-chain": "resolves outside the bundle",
+    "tar-symlink-chain-to-a-sibling": "resolves outside the bundle",
+    "tar-symlink-dangling": "resolves outside the bundle (or nowhere)",
+    "tar-symlink-loop": "resolves outside the bundle (or nowhere)",
+    "tar-symlink-and-file": "both a link and a file",
+    "tar-file-through-link": "goes through the link 'app/link'",
+    "tar-file-before-its-link": "goes through the link 'app/link'",
+    "tar-dir-through-link": "goes through the link 'app/link'",
+    "tar-link-through-link": "goes through the link 'app/link'",
+    "tar-hardlink": "hard link",
+}
+
+
+@pytest.mark.parametrize("case", sorted(LINK_REASONS))
+def test_link_cases_are_refused_for_the_right_reason(case: str, tmp_path: Path) -> None:
+    build = dict(HOSTILE)[case]
+    with pytest.raises(QualificationError) as caught:
+        unpack(build(tmp_path), tmp_path / "prefix")
+    assert LINK_REASONS[case] in caught.value.message
 
 
 def test_a_duplicate_member_does_not_overwrite_the_first(tmp_path: Path) -> None:
@@ -175,14 +233,6 @@ def test_set_id_and_world_write_bits_are_stripped(kind: str, tmp_path: Path) -> 
     assert stat.S_IMODE((tmp_path / "prefix" / "app" / "tool").stat().st_mode) == 0o755
 
 
-def test_tar_pack_refuses_a_symlink_in_the_bundle(tmp_path: Path) -> None:
-    bundle = _bundle(tmp_path)
-    (bundle / "link").symlink_to("skillhost")
-    with pytest.raises(QualificationError) as caught:
-        pack(bundle, tmp_path / "out.tar.gz")
-    assert caught.value.code is Code.BUILD_FAILED
-
-
 def test_zip_pack_refuses_a_symlink_in_the_bundle(tmp_path: Path) -> None:
     bundle = _bundle(tmp_path)
     (bundle / "link").symlink_to("skillhost")
@@ -229,3 +279,114 @@ def test_unpack_into_an_existing_prefix_is_a_qualification_error(tmp_path: Path)
     (tmp_path / "prefix").mkdir()
     with pytest.raises(QualificationError):
         unpack(archive, tmp_path / "prefix")
+
+
+# -- symlinks in a macOS bundle: relative, internal ones survive a tar round trip ------------------------------
+
+def _mac_bundle(tmp_path: Path) -> Path:
+    """A PyInstaller-6-like macOS onedir: dylib aliases and a framework's Versions/Current link, chained."""
+    bundle = _bundle(tmp_path)
+    internal = bundle / "_internal"
+    (internal / "libssl.3.dylib").write_bytes(b"\xcf\xfa\xed\xfe" + b"ssl")
+    (internal / "libssl.dylib").symlink_to("libssl.3.dylib")
+    versions = internal / "Python.framework" / "Versions"
+    (versions / "3.11").mkdir(parents=True)
+    (versions / "3.11" / "Python").write_bytes(b"\xcf\xfa\xed\xfe" + b"python")
+    (versions / "Current").symlink_to("3.11", target_is_directory=True)
+    (internal / "Python.framework" / "Python").symlink_to("Versions/Current/Python")
+    (internal / "Python").symlink_to("Python.framework/Python")
+    return bundle
+
+
+LINKS = {
+    "_internal/libssl.dylib": "libssl.3.dylib",
+    "_internal/Python.framework/Versions/Current": "3.11",
+    "_internal/Python.framework/Python": "Versions/Current/Python",
+    "_internal/Python": "Python.framework/Python",
+}
+
+
+def _links(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): str(p.readlink()) for p in root.rglob("*") if p.is_symlink()}
+
+
+def test_tar_round_trip_keeps_internal_relative_links(tmp_path: Path) -> None:
+    bundle = _mac_bundle(tmp_path)
+    archive = tmp_path / "skillhost.tar.gz"
+    pack(bundle, archive)
+    with tarfile.open(archive, "r:gz") as tf:
+        members = {m.name: m for m in tf.getmembers()}
+    # Stored as link members, and nothing is stored (twice) through a link to a folder.
+    assert {n.removeprefix("skillhost/"): m.linkname for n, m in members.items() if m.issym()} == LINKS
+    assert not any(n.startswith("skillhost/_internal/Python.framework/Versions/Current/") for n in members)
+    prefix = tmp_path / "prefix"
+    unpack(archive, prefix)
+    installed = prefix / "skillhost"
+    assert _links(installed) == LINKS
+    assert (installed / "_internal" / "Python").read_bytes() == b"\xcf\xfa\xed\xfepython"
+    assert _tree(installed) == _tree(bundle)
+
+
+def test_pack_accepts_a_link_to_the_bundle_folder_itself(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+    (bundle / "_internal" / "root").symlink_to("..", target_is_directory=True)
+    pack(bundle, tmp_path / "a.tar.gz")
+    unpack(tmp_path / "a.tar.gz", tmp_path / "prefix")
+    assert (tmp_path / "prefix" / "skillhost" / "_internal" / "root").resolve() == \
+        (tmp_path / "prefix" / "skillhost").resolve()
+
+
+def _escape_outside(bundle: Path) -> None:
+    (bundle.parent / "x").write_bytes(b"outside")
+    (bundle / "link").symlink_to("../x")
+
+
+def _escape_absolute(bundle: Path) -> None:
+    (bundle / "link").symlink_to(bundle / "skillhost")  # absolute, even though it points inside
+
+
+def _escape_by_chain(bundle: Path) -> None:
+    (bundle / "_internal" / "up").symlink_to("..", target_is_directory=True)
+    (bundle / "esc").symlink_to("_internal/up/..")
+
+
+def _dangling(bundle: Path) -> None:
+    (bundle / "link").symlink_to("missing")
+
+
+def _fifo(bundle: Path) -> None:
+    os.mkfifo(bundle / "pipe")
+
+
+PACK_REFUSALS = [("outside", _escape_outside, "leaves the bundle"), ("absolute", _escape_absolute, "leaves the bundle"),
+                 ("chain", _escape_by_chain, "leaves the bundle"), ("dangling", _dangling, "leaves the bundle"),
+                 ("fifo", _fifo, "special file")]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX links and fifos")
+@pytest.mark.parametrize(("damage", "why"), [(d, w) for _, d, w in PACK_REFUSALS], ids=[i for i, _, _ in PACK_REFUSALS])
+def test_tar_pack_refuses_links_that_leave_the_bundle(damage: Callable[[Path], None], why: str,
+                                                      tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+    damage(bundle)
+    with pytest.raises(QualificationError) as caught:
+        pack(bundle, tmp_path / "out.tar.gz")
+    assert caught.value.code is Code.BUILD_FAILED
+    assert why in caught.value.message
+
+
+def test_a_hard_linked_file_is_packed_as_a_plain_file(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+    (bundle / "again").hardlink_to(bundle / "skillhost")
+    pack(bundle, tmp_path / "a.tar.gz")
+    with tarfile.open(tmp_path / "a.tar.gz", "r:gz") as tf:
+        assert {m.type for m in tf.getmembers()} <= {tarfile.REGTYPE, tarfile.DIRTYPE}
+    unpack(tmp_path / "a.tar.gz", tmp_path / "prefix")
+    assert (tmp_path / "prefix" / "skillhost" / "again").read_bytes() == (bundle / "skillhost").read_bytes()
+
+
+def test_zip_pack_refuses_even_an_internal_link(tmp_path: Path) -> None:
+    bundle = _mac_bundle(tmp_path)
+    with pytest.raises(QualificationError) as caught:
+        pack(bundle, tmp_path / "out.zip")
+    assert caught.value.code is Code.BUILD_FAILED

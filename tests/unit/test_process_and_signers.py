@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 
 from evidence_schemas import Code, QualificationError
-from producer._platform_signing import CodesignSigner, NoPlatformSigner, SigntoolSigner, signer_for
+from producer._platform_signing import (
+    CodesignSigner,
+    NoPlatformSigner,
+    SigntoolSigner,
+    is_macho,
+    platform_signer_from_env,
+    signer_for,
+)
 from producer._process import excerpt, minimal_environment, run_bounded
 
 PY = sys.executable
@@ -104,25 +111,104 @@ def test_excerpt_keeps_the_tail_and_survives_bad_bytes() -> None:
 
 # -- OS code signing ---------------------------------------------------------------------------------------
 
-EXE = Path("/bundle/skillhost")
+THIN_LE64, THIN_BE64 = b"\xcf\xfa\xed\xfe", b"\xfe\xed\xfa\xcf"
+THIN_LE32, THIN_BE32 = b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xce"
+FAT, FAT64 = b"\xca\xfe\xba\xbe\x00\x00\x00\x02", b"\xca\xfe\xba\xbf\x00\x00\x00\x03"
+JAVA_CLASS = b"\xca\xfe\xba\xbe\x00\x00\x00\x34"  # same magic as FAT; the class version (52) is no arch count
 
 
-def test_codesign_command_lines() -> None:
-    signer = CodesignSigner("Developer ID Application: Example (TEAMID)", Path("/ent.plist"))
+def _put(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data + b"payload")
+
+
+@pytest.fixture
+def mac_bundle(tmp_path: Path) -> Path:
+    bundle = tmp_path / "dist" / "skillhost"
+    _put(bundle / "skillhost", THIN_LE64)
+    _put(bundle / "_internal" / "libpython3.11.dylib", THIN_LE64)
+    _put(bundle / "_internal" / "Python.framework" / "Versions" / "3.11" / "Python", FAT64)
+    _put(bundle / "_internal" / "lib-dynload" / "_ssl.cpython-311-darwin.so", FAT)
+    _put(bundle / "_internal" / "lib-dynload" / "deep" / "be64.so", THIN_BE64)
+    _put(bundle / "_internal" / "le32", THIN_LE32)
+    _put(bundle / "_internal" / "be32", THIN_BE32)
+    _put(bundle / "_internal" / "base_library.zip", b"PK\x03\x04")
+    _put(bundle / "_internal" / "Tool.class", JAVA_CLASS)
+    _put(bundle / "_internal" / "data.txt", b"hello")
+    (bundle / "_internal" / "empty").write_bytes(b"")
+    (bundle / "_internal" / "short").write_bytes(b"\xca\xfe")
+    # Links are not signed again: the binary behind them is signed at its real path.
+    (bundle / "_internal" / "libpython.dylib").symlink_to("libpython3.11.dylib")
+    (bundle / "_internal" / "Python.framework" / "Versions" / "Current").symlink_to("3.11")
+    return bundle
+
+
+ID = "Developer ID Application: Example (TEAMID)"
+
+
+def _codesign(path: Path, *, entitlements: bool = False) -> list[str]:
+    extra = ["--entitlements", "/ent.plist"] if entitlements else []
+    return ["codesign", "--force", "--options", "runtime", "--timestamp", *extra, "--sign", ID, str(path)]
+
+
+def test_codesign_signs_every_macho_deepest_first_then_the_executable(mac_bundle: Path) -> None:
+    signer = CodesignSigner(ID, Path("/ent.plist"))
+    exe = mac_bundle / "skillhost"
+    internal = mac_bundle / "_internal"
     assert signer.tool == "codesign"
-    assert signer.sign_commands(EXE) == [[
-        "codesign", "--force", "--options", "runtime", "--timestamp", "--entitlements", "/ent.plist", "--sign",
-        "Developer ID Application: Example (TEAMID)", "/bundle/skillhost"]]
-    assert signer.verify_commands(EXE) == [["codesign", "--verify", "--strict", "--verbose=2", "/bundle/skillhost"]]
+    assert signer.sign_commands(mac_bundle, exe) == [
+        _codesign(internal / "Python.framework" / "Versions" / "3.11" / "Python"),
+        _codesign(internal / "lib-dynload" / "deep" / "be64.so"),
+        _codesign(internal / "lib-dynload" / "_ssl.cpython-311-darwin.so"),
+        _codesign(internal / "be32"),
+        _codesign(internal / "le32"),
+        _codesign(internal / "libpython3.11.dylib"),
+        _codesign(exe, entitlements=True),
+    ]
+    assert signer.verify_commands(mac_bundle, exe) == [
+        ["codesign", "--verify", "--strict", "--deep", "--verbose=2", str(exe)]]
 
 
-def test_signtool_command_lines() -> None:
+def test_codesign_always_signs_the_executable_last_even_when_not_detected(tmp_path: Path) -> None:
+    bundle = tmp_path / "b"
+    _put(bundle / "app", b"#!/bin/sh\n")
+    _put(bundle / "z" / "lib.dylib", THIN_LE64)
+    commands = CodesignSigner("id", Path("/e.plist")).sign_commands(bundle, bundle / "app")
+    assert [argv[-1] for argv in commands] == [str(bundle / "z" / "lib.dylib"), str(bundle / "app")]
+    assert ["--entitlements" in argv for argv in commands] == [False, True]
+
+
+@pytest.mark.parametrize(("head", "expected"), [
+    (THIN_LE64, True), (THIN_BE64, True), (THIN_LE32, True), (THIN_BE32, True), (FAT, True), (FAT64, True),
+    (JAVA_CLASS, False), (b"\xca\xfe\xba\xbe", False), (b"\x7fELF", False), (b"MZ", False), (b"", False),
+])
+def test_macho_detection_by_magic(head: bytes, expected: bool, tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(head)
+    assert is_macho(tmp_path / "f") is expected
+
+
+@pytest.fixture
+def windows_bundle(tmp_path: Path) -> Path:
+    bundle = tmp_path / "dist" / "skillhost"
+    for name in ["skillhost.exe", "_internal/python311.dll", "_internal/VCRUNTIME140.DLL",
+                 "_internal/lib/_ssl.pyd", "_internal/lib/sub/helper.exe", "_internal/base_library.zip",
+                 "_internal/readme.txt", "_internal/notes.exe.txt"]:
+        _put(bundle / name, b"MZ")
+    return bundle
+
+
+def test_signtool_signs_and_verifies_every_pe_file(windows_bundle: Path) -> None:
     signer = SigntoolSigner("a" * 40, "http://timestamp.example")
+    exe = windows_bundle / "skillhost.exe"
+    internal = windows_bundle / "_internal"
+    order = [internal / "lib" / "sub" / "helper.exe", internal / "lib" / "_ssl.pyd", internal / "VCRUNTIME140.DLL",
+             internal / "python311.dll", exe]
     assert signer.tool == "signtool"
-    assert signer.sign_commands(EXE) == [[
-        "signtool", "sign", "/sha1", "a" * 40, "/fd", "SHA256", "/tr", "http://timestamp.example", "/td", "SHA256",
-        str(EXE)]]
-    assert signer.verify_commands(EXE) == [["signtool", "verify", "/pa", "/v", str(EXE)]]
+    assert signer.sign_commands(windows_bundle, exe) == [
+        ["signtool", "sign", "/sha1", "a" * 40, "/fd", "SHA256", "/tr", "http://timestamp.example", "/td", "SHA256",
+         str(path)] for path in order]
+    assert signer.verify_commands(windows_bundle, exe) == [
+        ["signtool", "verify", "/pa", "/v", str(path)] for path in order]
 
 
 @pytest.mark.parametrize(
@@ -142,6 +228,19 @@ def test_signer_for(platform: str, identity: str | None, entitlements: Path | No
     assert type(signer_for(platform, identity=identity, entitlements=entitlements, timestamp_url=timestamp)) is kind
 
 
+@pytest.mark.parametrize(("platform", "env", "kind"), [
+    ("macos", {"QUALIFY_CODESIGN_IDENTITY": "id", "QUALIFY_CODESIGN_ENTITLEMENTS": "/e.plist"}, CodesignSigner),
+    ("macos", {"QUALIFY_CODESIGN_IDENTITY": "id"}, NoPlatformSigner),
+    ("windows", {"QUALIFY_SIGNTOOL_CERT_SHA1": "a" * 40, "QUALIFY_SIGNTOOL_TIMESTAMP_URL": "http://ts"},
+     SigntoolSigner),
+    ("windows", {"QUALIFY_SIGNTOOL_CERT_SHA1": "a" * 40}, NoPlatformSigner),
+    ("linux", {"QUALIFY_CODESIGN_IDENTITY": "id", "QUALIFY_CODESIGN_ENTITLEMENTS": "/e.plist"}, NoPlatformSigner),
+    ("macos", {}, NoPlatformSigner),
+])
+def test_platform_signer_from_env(platform: str, env: dict[str, str], kind: type) -> None:
+    assert type(platform_signer_from_env(platform, env)) is kind
+
+
 class _Recorder:
     def __init__(self, codes: list[int] | Exception) -> None:
         self.codes = codes
@@ -154,31 +253,59 @@ class _Recorder:
         return subprocess.CompletedProcess(argv, self.codes.pop(0), b"", b"")
 
 
-def test_sign_runs_sign_then_verify_without_a_shell(monkeypatch: pytest.MonkeyPatch) -> None:
-    recorder = _Recorder([0, 0])
+def test_sign_runs_every_sign_then_the_verify_without_a_shell(mac_bundle: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = _Recorder([0] * 8)
     monkeypatch.setattr(subprocess, "run", recorder)
     signer = CodesignSigner("id", Path("/e.plist"))
-    outcome = signer.sign(EXE)
+    exe = mac_bundle / "skillhost"
+    expected = [*signer.sign_commands(mac_bundle, exe), *signer.verify_commands(mac_bundle, exe)]
+    outcome = signer.sign(mac_bundle, exe)
     assert (outcome.tool, outcome.state) == ("codesign", "signed")
-    assert [argv for argv, _ in recorder.calls] == [*signer.sign_commands(EXE), *signer.verify_commands(EXE)]
+    assert [argv for argv, _ in recorder.calls] == expected
+    assert len(expected) == 8
     assert all(kwargs.get("shell") is False and kwargs.get("timeout") for _, kwargs in recorder.calls)
 
 
-def test_a_failed_verify_is_a_failed_state(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(subprocess, "run", _Recorder([0, 1]))
-    assert SigntoolSigner("a" * 40, "http://ts").sign(EXE).state == "failed"
+def test_a_failed_verify_is_a_failed_state(windows_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = _Recorder([0] * 5 + [0, 0, 1, 0, 0])
+    monkeypatch.setattr(subprocess, "run", recorder)
+    outcome = SigntoolSigner("a" * 40, "http://ts").sign(windows_bundle, windows_bundle / "skillhost.exe")
+    assert outcome.state == "failed"
+    assert len(recorder.calls) == 8, "signing stops at the first failure"
 
 
-def test_a_missing_tool_is_a_build_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_nested_signature_is_a_failed_state(mac_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = _Recorder([0, 1])
+    monkeypatch.setattr(subprocess, "run", recorder)
+    assert CodesignSigner("id", Path("/e.plist")).sign(mac_bundle, mac_bundle / "skillhost").state == "failed"
+    assert len(recorder.calls) == 2
+
+
+def test_a_missing_tool_is_a_build_failure(mac_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(subprocess, "run", _Recorder(FileNotFoundError("codesign")))
     with pytest.raises(QualificationError) as caught:
-        CodesignSigner("id", Path("/e.plist")).sign(EXE)
+        CodesignSigner("id", Path("/e.plist")).sign(mac_bundle, mac_bundle / "skillhost")
     assert caught.value.code is Code.BUILD_FAILED
 
 
-def test_no_signer_runs_nothing_and_says_unsigned(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("where", ["outside", "missing", "link"])
+def test_the_executable_must_be_a_file_inside_the_bundle(where: str, mac_bundle: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     recorder = _Recorder([])
     monkeypatch.setattr(subprocess, "run", recorder)
-    outcome = NoPlatformSigner().sign(EXE)
+    (tmp_path / "outside").write_bytes(THIN_LE64)
+    target = {"outside": tmp_path / "outside", "missing": mac_bundle / "nope",
+              "link": mac_bundle / "_internal" / "libpython.dylib"}[where]
+    with pytest.raises(QualificationError) as caught:
+        CodesignSigner("id", Path("/e.plist")).sign(mac_bundle, target)
+    assert caught.value.code is Code.BUILD_FAILED
+    assert recorder.calls == []
+
+
+def test_no_signer_runs_nothing_and_says_unsigned(mac_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = _Recorder([])
+    monkeypatch.setattr(subprocess, "run", recorder)
+    outcome = NoPlatformSigner().sign(mac_bundle, mac_bundle / "skillhost")
     assert (outcome.tool, outcome.state) == ("none", "unsigned")
     assert recorder.calls == []
