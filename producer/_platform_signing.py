@@ -140,20 +140,22 @@ class SigntoolSigner(PlatformSigner):
 
     tool = "signtool"
 
-    def __init__(self, certificate_sha1: str, timestamp_url: str) -> None:
+    def __init__(self, certificate_sha1: str, timestamp_url: str, *, signtool: str = "signtool") -> None:
         self._thumbprint = certificate_sha1
         self._timestamp_url = timestamp_url
+        # GitHub's Windows runners keep signtool in the Windows SDK folder, not on PATH.
+        self._signtool = signtool
 
     def _signable(self, bundle: Path, executable: Path) -> list[Path]:
         wanted = [path for path in _regular_files(bundle) if path.suffix.lower() in _WINDOWS_SIGNABLE]
         return _deepest_first(bundle, wanted, executable)
 
     def sign_commands(self, bundle: Path, executable: Path) -> list[list[str]]:
-        return [["signtool", "sign", "/sha1", self._thumbprint, "/fd", "SHA256", "/tr", self._timestamp_url,
+        return [[self._signtool, "sign", "/sha1", self._thumbprint, "/fd", "SHA256", "/tr", self._timestamp_url,
                  "/td", "SHA256", str(path)] for path in self._signable(bundle, executable)]
 
     def verify_commands(self, bundle: Path, executable: Path) -> list[list[str]]:
-        return [["signtool", "verify", "/pa", "/v", str(path)] for path in self._signable(bundle, executable)]
+        return [[self._signtool, "verify", "/pa", "/v", str(path)] for path in self._signable(bundle, executable)]
 
 
 def platform_signer_from_env(platform: str, env: Mapping[str, str]) -> PlatformSigner:
@@ -167,8 +169,9 @@ def platform_signer_from_env(platform: str, env: Mapping[str, str]) -> PlatformS
         return signer_for(platform, identity=env.get("QUALIFY_CODESIGN_IDENTITY"),
                           entitlements=Path(entitlements) if entitlements else None, timestamp_url=None)
     if platform == "windows":
-        return signer_for(platform, identity=env.get("QUALIFY_SIGNTOOL_CERT_SHA1"), entitlements=None,
-                          timestamp_url=env.get("QUALIFY_SIGNTOOL_TIMESTAMP_URL"))
+        identity, timestamp_url = env.get("QUALIFY_SIGNTOOL_CERT_SHA1"), env.get("QUALIFY_SIGNTOOL_TIMESTAMP_URL")
+        if identity and timestamp_url:
+            return SigntoolSigner(identity, timestamp_url, signtool=env.get("QUALIFY_SIGNTOOL_PATH") or "signtool")
     return NoPlatformSigner()
 
 

@@ -309,3 +309,22 @@ def test_no_signer_runs_nothing_and_says_unsigned(mac_bundle: Path, monkeypatch:
     outcome = NoPlatformSigner().sign(mac_bundle, mac_bundle / "skillhost")
     assert (outcome.tool, outcome.state) == ("none", "unsigned")
     assert recorder.calls == []
+
+
+def test_signtool_path_comes_from_the_job_environment(tmp_path: Path) -> None:
+    from producer._platform_signing import SigntoolSigner, platform_signer_from_env
+
+    bundle = tmp_path / "skillhost"
+    bundle.mkdir()
+    exe = bundle / "skillhost.exe"
+    exe.write_bytes(b"MZ")
+    sdk = r"C:\Program Files (x86)\Windows Kits\10\bin\x64\signtool.exe"
+    signer = platform_signer_from_env("windows", {"QUALIFY_SIGNTOOL_CERT_SHA1": "ab" * 20,
+                                                  "QUALIFY_SIGNTOOL_TIMESTAMP_URL": "http://ts.example.invalid",
+                                                  "QUALIFY_SIGNTOOL_PATH": sdk})
+    assert isinstance(signer, SigntoolSigner)
+    assert [argv[:2] for argv in signer.sign_commands(bundle, exe)] == [[sdk, "sign"]]
+    assert [argv[:2] for argv in signer.verify_commands(bundle, exe)] == [[sdk, "verify"]]
+    # Without a timestamp authority there is no Windows signing at all: the bundle stays unsigned.
+    unsigned = platform_signer_from_env("windows", {"QUALIFY_SIGNTOOL_CERT_SHA1": "ab" * 20})
+    assert unsigned.sign(bundle, exe).state == "unsigned"
