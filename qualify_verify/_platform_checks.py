@@ -159,8 +159,13 @@ def probe_ok(vp: VerifiedPlatform) -> bool:
 def journey_gaps(vp: VerifiedPlatform, exp: Expectations) -> list[str]:
     """The steps the policy requires that are absent or did not pass (the consumer's list, not the producer's)."""
     j = vp.statement.predicate.journey
-    passed = {s.id for s in j.steps if s.passed and s.observed == s.expected and s.observed_code == s.expected_code}
+    ids = [s.id for s in j.steps]
+    # A step reported twice could pair a failure with a pass: neither copy counts.
+    repeated = {step for step in ids if ids.count(step) > 1}
+    passed = {s.id for s in j.steps if s.passed and s.observed == s.expected and s.observed_code == s.expected_code
+              and s.id not in repeated}
     gaps = [step for step in exp.required_steps if step not in passed]
+    gaps += [f"{step} (reported {ids.count(step)} times)" for step in sorted(repeated)]
     if not (j.passed and j.exit_code == 0 and not j.timed_out):
         gaps.append("<journey did not complete>")
     return gaps

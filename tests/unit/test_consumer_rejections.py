@@ -273,6 +273,16 @@ def _drop_step(step_id: str) -> Callable[[dict[str, Any]], None]:
     return apply
 
 
+def _repeat_step(step_id: str, **changes: Any) -> Callable[[dict[str, Any]], None]:
+    """The step reported twice: a changed copy beside the original passing one."""
+
+    def apply(pred: dict[str, Any]) -> None:
+        original = next(s for s in pred["journey"]["steps"] if s["id"] == step_id)
+        pred["journey"]["steps"].append({**original, **changes})
+
+    return apply
+
+
 def _set(section: str, **changes: Any) -> Callable[[dict[str, Any]], None]:
     def apply(pred: dict[str, Any]) -> None:
         target = pred
@@ -394,6 +404,10 @@ CASES = [
          _one(_step("external-unsigned-rejected", observed_code="CC_SKILL_TIMEOUT"))),
     Case("journey-step-allowed-what-must-reject", Code.JOURNEY_INCOMPLETE,
          _one(_step("external-unsigned-rejected", observed="allow", observed_code=None))),
+    Case("journey-step-reported-twice", Code.JOURNEY_INCOMPLETE,
+         _one(_repeat_step("external-signed-runs-in-worker", passed=False, observed="reject"))),
+    Case("journey-step-reported-twice-both-passing", Code.JOURNEY_INCOMPLETE,
+         _one(_repeat_step("external-signed-runs-in-worker"))),
     Case("journey-not-passed", Code.JOURNEY_INCOMPLETE, _one(_set("journey", passed=False))),
     Case("journey-exit-nonzero", Code.JOURNEY_INCOMPLETE, _one(_set("journey", exit_code=1))),
     Case("journey-timed-out", Code.JOURNEY_INCOMPLETE, _one(_set("journey", timed_out=True))),
