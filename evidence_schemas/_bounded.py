@@ -75,6 +75,9 @@ def load_json(data: bytes, *, what: str, bounds: JsonBounds | None = None) -> An
         raise QualificationError(exc.code, f"{what}: {exc.message}") from exc
     except (json.JSONDecodeError, RecursionError) as exc:
         raise QualificationError(Code.JSON_MALFORMED, f"{what}: not valid JSON ({exc})") from exc
+    except ValueError as exc:
+        # e.g. an integer past Python's digit limit for int(): refused, not crashed on.
+        raise QualificationError(Code.JSON_MALFORMED, f"{what}: a number cannot be read ({str(exc)[:120]})") from exc
 
 
 def read_bounded(path: Path, *, max_bytes: int, what: str | None = None) -> bytes:

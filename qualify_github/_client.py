@@ -164,7 +164,13 @@ class GitHubClient:
         def pages() -> Iterable[Any]:
             url: str | None = f"/repos/{repo_name}/rules/branches/{urllib.parse.quote(name, safe='')}"
             params: dict[str, Any] | None = {"per_page": self._config.per_page}
+            # Empty pages linking onwards (or to themselves) must not loop forever.
+            max_pages = -(-self._config.max_items // self._config.per_page) + 1
+            seen: set[str] = set()
             while url is not None:
+                if url in seen or len(seen) >= max_pages:
+                    raise _malformed(what, "pagination (a repeated page or too many pages)")
+                seen.add(url)
                 headers, data = self._github.requester.requestJsonAndCheck("GET", url, parameters=params)
                 if not isinstance(data, list):
                     raise _malformed(what, "rules")

@@ -55,6 +55,10 @@ class ClientConfig:
         parsed = urllib.parse.urlsplit(self.api_url)
         if parsed.scheme not in ("https", "http") or not parsed.hostname or parsed.query or parsed.fragment:
             raise QualificationError(Code.USAGE, f"GitHub API URL {self.api_url[:200]!r} is not an http(s) base URL")
+        # The token travels with every request: plain http only to this machine (a test server).
+        if parsed.scheme == "http" and parsed.hostname not in ("127.0.0.1", "::1", "localhost"):
+            raise QualificationError(Code.USAGE, f"GitHub API URL {self.api_url[:200]!r}: plain http is allowed "
+                                                 "only for a loopback test server")
         if self.timeout < 1 or not 1 <= self.per_page <= 100 or self.max_items < 1 or self.max_download_seconds <= 0 \
                 or self.seconds_between_requests < 0:
             raise QualificationError(Code.USAGE, "invalid GitHub client bounds")

@@ -67,7 +67,8 @@ def _copy(response: IO[bytes], handle: IO[bytes], *, length: int | None, max_byt
           deadline: float, what: str) -> tuple[int, str]:
     digest = hashlib.sha256()
     size = 0
-    while chunk := response.read(_CHUNK):
+    # read1 returns what one receive brings, so the deadline is checked even against a trickle.
+    while chunk := response.read1(_CHUNK):  # type: ignore[attr-defined]
         size += len(chunk)
         if size > max_bytes:
             raise QualificationError(Code.EVIDENCE_TOO_LARGE, f"{what}: more than {max_bytes} bytes")

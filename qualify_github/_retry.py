@@ -108,7 +108,7 @@ def with_retries(what: str, op: Callable[[], T], *, policy: RetryPolicy, secret:
             failure = _Failure(None, True, None, f"{type(exc).__name__}: {exc}")
         # PyGithub checks server-supplied URLs with assert and types with
         # BadAttributeException; either means the answer is not GitHub's shape.
-        except (BadAttributeException, AssertionError, RuntimeError) as exc:
+        except (BadAttributeException, AssertionError, RuntimeError, AttributeError, TypeError, KeyError) as exc:
             raise GitHubError(Code.ENVIRONMENT, f"{what}: unexpected answer from the GitHub API "
                                                 f"({type(exc).__name__}: {redact(str(exc), secret)})") from None
         if not failure.retryable or attempt >= policy.max_attempts:

@@ -124,7 +124,7 @@ def identity_from_certificate(certificate: x509.Certificate) -> GitHubIdentity:
     """Read the GitHub workflow identity from a Fulcio leaf certificate; anything missing is refused."""
     try:
         extensions = certificate.extensions
-    except ValueError as exc:
+    except (ValueError, x509.DuplicateExtension) as exc:
         # cryptography refuses duplicate or malformed extensions when they are first read.
         raise QualificationError(
             Code.WORKFLOW_IDENTITY_MISMATCH, f"certificate extensions are malformed ({exc})"

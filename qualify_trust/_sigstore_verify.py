@@ -43,7 +43,8 @@ _SHA256_HEX = re.compile(r"[0-9a-f]{64}", re.ASCII)
 _MAX_SUBJECTS = 1024
 # VerificationError for every failed check; the others for material that parsed
 # but cannot be used (an unsupported key type in a certificate, say).
-_VERIFY_ERRORS = (SigstoreError, ValueError, TypeError, UnsupportedAlgorithm)
+# OSError/OverflowError: an out-of-range integrated time reaches datetime.fromtimestamp.
+_VERIFY_ERRORS = (SigstoreError, ValueError, TypeError, UnsupportedAlgorithm, OSError, OverflowError)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ def _parse_bundle(data: bytes, *, what: str, max_bytes: int) -> tuple[Bundle, di
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: a Sigstore bundle must be a JSON object")
     try:
         bundle = Bundle.from_json(data)
-    except (SigstoreError, ValueError, TypeError, KeyError, IndexError, x509.InvalidVersion) as exc:
+    except (SigstoreError, ValueError, TypeError, KeyError, IndexError, OSError, OverflowError,
+            x509.InvalidVersion) as exc:
         # Bundle.from_json reports shape errors as InvalidBundle, but malformed
         # base64 or DER inside it surface as ValueError and friends (a flipped
         # bit in the certificate's version field raises InvalidVersion).
