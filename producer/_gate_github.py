@@ -45,12 +45,12 @@ from ._gate import MAIN_REF, SourceGate, _git
 MAIN_BRANCH = MAIN_REF.removeprefix("refs/heads/")
 RUN_ENV_KEYS = ("GITHUB_REPOSITORY", "GITHUB_REF", "GITHUB_SHA", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT",
                 "GITHUB_WORKFLOW_REF", "GITHUB_EVENT_NAME")
-# Rule types that control what can land on main. A ruleset that only forbids
-# deleting main, or only constrains names and messages, leaves direct pushes
-# of arbitrary commits open, so it does not count as protection.
+# Rule types that stop an arbitrary commit from landing on main. A ruleset that
+# only forbids deletion or force pushes, or only constrains names, messages,
+# signatures or linear history, still lets any writer push a new commit, so it
+# does not count as protection.
 PROTECTING_RULES = frozenset({
-    "pull_request", "update", "required_status_checks", "merge_queue", "required_deployments",
-    "required_signatures", "non_fast_forward", "required_linear_history", "code_scanning", "workflows",
+    "pull_request", "update", "required_status_checks", "merge_queue", "required_deployments", "workflows",
 })
 _SHA = re.compile(GIT_SHA_PATTERN)
 _DIGITS = re.compile(r"^[1-9][0-9]{0,18}$")
@@ -148,12 +148,12 @@ class GitHubGate(SourceGate):
         branch = self._client.branch(run.repository, MAIN_BRANCH)
         saw(f"{endpoint} .commit.sha", branch.head_sha)
         saw(f"{endpoint} .protected", str(branch.protected).lower())
+        saw(f"{endpoint} .protection.required_status_checks enforced", str(branch.required_checks_enforced).lower())
         if branch.head_sha != run.sha:
             raise QualificationError(Code.NOT_MAIN_HEAD,
                                      f"GITHUB_SHA {run.sha[:12]} is not the live head of main ({branch.head_sha[:12]})",
                                      hint="main has moved on; the run for the new head qualifies it")
-        protection: Literal["protected", "ruleset"] = (
-            "protected" if branch.protected else self._ruleset(run.repository, saw))
+        protection = self._protection(run.repository, branch.protected and branch.required_checks_enforced, saw)
         clean = self._check_checkout(run.sha, saw)
         return SourceGateRecord(mode="github", repository=run.repository, ref=run.ref, sha=run.sha,
                                 worktree_clean=clean, protection=protection, head_matches=True,
@@ -172,15 +172,25 @@ class GitHubGate(SourceGate):
             raise QualificationError(Code.SOURCE_GATE_FAILED, f"{self._checkout}: not a git checkout")
         return Path(top)
 
-    def _ruleset(self, repository: str, saw: _Saw) -> Literal["ruleset"]:
+    def _protection(self, repository: str, classic_enforced: bool, saw: _Saw) -> Literal["protected", "ruleset"]:
+        """Protection as read access can prove it: an active protecting rule, or enforced classic checks.
+
+        The ``protected`` flag alone proves nothing (it is also true for a ruleset
+        that only forbids deletion, or classic protection with nothing ticked), so
+        the active rules are always read (that endpoint returns active rules only).
+        """
         rules = self._client.branch_rules(repository, MAIN_BRANCH)
         saw(f"GET /repos/{repository}/rules/branches/{MAIN_BRANCH}", _describe(rules))
-        if not any(rule.type in PROTECTING_RULES for rule in rules):
-            raise QualificationError(
-                Code.MAIN_UNPROTECTED,
-                f"main in {repository} is not protected and no active ruleset restricts it ({_describe(rules)})",
-                hint="protect main (branch protection or an active ruleset with e.g. pull_request)")
-        return "ruleset"
+        if any(rule.type in PROTECTING_RULES for rule in rules):
+            return "ruleset"
+        if classic_enforced:
+            return "protected"
+        raise QualificationError(
+            Code.MAIN_UNPROTECTED,
+            f"main in {repository}: no active rule restricts what lands on it ({_describe(rules)}) and classic "
+            "protection shows no enforced required checks",
+            hint="protect main with an active ruleset (pull_request, required_status_checks, ...) "
+                 "or classic protection with required status checks")
 
     def _check_checkout(self, sha: str, saw: _Saw) -> bool:
         code, head = _git(self._checkout, "rev-parse", "--verify", "HEAD^{commit}")

@@ -38,6 +38,17 @@ def _check_ref_name(name: str, kind: str) -> str:
     return name
 
 
+def _required_checks_enforced(raw: object) -> bool:
+    """Whether the branch payload shows enforced required status checks (classic protection)."""
+    protection = raw.get("protection") if isinstance(raw, dict) else None
+    checks = protection.get("required_status_checks") if isinstance(protection, dict) else None
+    if not isinstance(checks, dict):
+        return False
+    contexts = checks.get("contexts")
+    return checks.get("enforcement_level") in ("non_admins", "everyone") and isinstance(contexts, list) \
+        and len(contexts) > 0
+
+
 def _malformed(what: str, field: str) -> GitHubError:
     return GitHubError(Code.ENVIRONMENT, f"{what}: the answer's {field!r} is missing or not GitHub's shape")
 
@@ -140,7 +151,7 @@ class GitHubClient:
         def op() -> BranchInfo:
             found = self._github.get_repo(repo_name).get_branch(name)
             return BranchInfo(repo_name, _str(found.name, what, "name"), _sha(found.commit.sha, what, "commit.sha"),
-                              _bool(found.protected, what, "protected"))
+                              _bool(found.protected, what, "protected"), _required_checks_enforced(found.raw_data))
 
         return self._call(what, op)
 

@@ -16,6 +16,9 @@ class BranchInfo:
     name: str
     head_sha: str
     protected: bool
+    # Classic protection's required status checks, as the branch payload shows them to a
+    # reader: True only when enforced ("non_admins" or "everyone") with at least one check.
+    required_checks_enforced: bool = False
 
 
 @dataclass(frozen=True)

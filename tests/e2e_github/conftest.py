@@ -26,7 +26,7 @@ def github_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitHubCha
     sha = make_app_repo(repo)
     instance = TestSigstoreInstance(root / "sigstore")
     emulator = GitHubEmulator().start()
-    emulator.repo(REPOSITORY).branches["main"] = Branch(sha=sha, protected=True)
+    emulator.repo(REPOSITORY).branches["main"] = Branch(sha=sha, protected=True, required_checks=True)
     policy = load_policy(github_policy(root, instance, repo / "reference_app"))
     identity = GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=sha, run_id=4242, attempt=1)
     chain = GitHubChain(root, policy, root / "out", sha, instance, emulator, identity,

@@ -34,7 +34,7 @@ class World:
 def world(github_emulator: GitHubEmulator, policy_dir: Path) -> World:
     checkout = policy_dir / "checkout"
     sha = git(checkout, "rev-parse", "HEAD")
-    github_emulator.repo(REPOSITORY).branches["main"] = Branch(sha, protected=True)
+    github_emulator.repo(REPOSITORY).branches["main"] = Branch(sha, protected=True, required_checks=True)
     env = {
         "GITHUB_API_URL": github_emulator.api_url, "GITHUB_TOKEN": DEFAULT_TOKEN,
         "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_REF": "refs/heads/main", "GITHUB_SHA": sha,
@@ -46,6 +46,12 @@ def world(github_emulator: GitHubEmulator, policy_dir: Path) -> World:
 
 def _unprotected(w: World) -> None:
     w.emulator.repo(REPOSITORY).branches["main"].protected = False
+    w.emulator.repo(REPOSITORY).branches["main"].required_checks = False
+
+
+def _flag_only(w: World) -> None:
+    """`protected: true` with nothing enforced (e.g. set by a deletion-only ruleset)."""
+    w.emulator.repo(REPOSITORY).branches["main"].required_checks = False
 
 
 def _ruleset(*types: str) -> Any:
@@ -73,6 +79,9 @@ CASES: list[tuple[str, dict[str, str], Any, Code | None, str | None]] = [
     ("ruleset-only", {}, _ruleset("deletion", "pull_request"), None, "ruleset"),
     ("unprotected", {}, _unprotected, Code.MAIN_UNPROTECTED, None),
     ("deletion-rule-only", {}, _ruleset("deletion", "creation"), Code.MAIN_UNPROTECTED, None),
+    ("protected-flag-with-nothing-enforced", {}, _flag_only, Code.MAIN_UNPROTECTED, None),
+    ("non-fast-forward-rule-only", {}, _ruleset("non_fast_forward", "required_linear_history",
+                                                "required_signatures"), Code.MAIN_UNPROTECTED, None),
     ("tag-same-sha", {"GITHUB_REF": "refs/tags/v1.0", "GITHUB_WORKFLOW_REF": f"{REPOSITORY}/{WORKFLOW}@refs/tags/v1.0"},
      _same, Code.REF_NOT_MAIN, None),
     ("other-branch", {"GITHUB_REF": "refs/heads/release",
@@ -149,7 +158,7 @@ def test_head_moved_between_observe_and_recheck(world: World) -> None:
     with pytest.raises(QualificationError) as caught:
         gate.recheck_head(record.sha)
     assert caught.value.code is Code.NOT_MAIN_HEAD
-    assert len(world.emulator.calls(r"/branches/main$")) == 3
+    assert len(world.emulator.calls(r"/repos/[^/]+/[^/]+/branches/main$")) == 3
 
 
 def test_unreachable_api_is_an_environment_error(world: World) -> None:

@@ -17,7 +17,7 @@ LOCAL_POLICY = Path(__file__).resolve().parents[2] / "policies" / "local.toml"
 @pytest.fixture
 def env(github_emulator: GitHubEmulator, policy_dir: Path) -> dict[str, str]:
     sha = git(policy_dir / "checkout", "rev-parse", "HEAD")
-    github_emulator.repo(REPOSITORY).branches["main"] = Branch(sha, protected=True)
+    github_emulator.repo(REPOSITORY).branches["main"] = Branch(sha, protected=True, required_checks=True)
     return {"GITHUB_API_URL": github_emulator.api_url, "GITHUB_TOKEN": DEFAULT_TOKEN,
             "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_REF": "refs/heads/main", "GITHUB_SHA": sha,
             "GITHUB_RUN_ID": "99", "GITHUB_RUN_ATTEMPT": "2",

@@ -45,6 +45,8 @@ def rule(rule_type: str, ruleset_id: int = 1, source: str = "") -> dict[str, Any
 class Branch:
     sha: str
     protected: bool = False
+    # Classic protection with enforced required status checks (visible to readers).
+    required_checks: bool = False
 
 
 @dataclass
@@ -324,8 +326,11 @@ def _branch(ctx: _Ctx, m: re.Match[str]) -> _Reply:
     branch = ctx.repo.branches.get(name)
     if branch is None:
         raise _not_found("Branch not found")
+    checks = {"enforcement_level": "everyone" if branch.required_checks else "off",
+              "contexts": ["ci"] if branch.required_checks else []}
     return _Reply(200, {"name": name, "commit": {"sha": branch.sha, "url": f"{ctx.api}/commits/{branch.sha}"},
-                        "protected": branch.protected, "protection_url": f"{ctx.api}/branches/{name}/protection"})
+                        "protected": branch.protected, "protection_url": f"{ctx.api}/branches/{name}/protection",
+                        "protection": {"enabled": branch.protected, "required_status_checks": checks}})
 
 
 def _rules(ctx: _Ctx, m: re.Match[str]) -> _Reply:
