@@ -76,7 +76,8 @@ class SigstoreVerifier(StatementVerifier):
         bundle = signature.signature.encode("utf-8")
         try:
             verified = verify_artifact_bundle(bundle, sha256_hex, self._root, self._expected,
-                                              what="artifact signature")
+                                              what="artifact signature",
+                                              predicate_type=ARTIFACT_SIGNATURE_PREDICATE_TYPE)
         except QualificationError:
             return False
         return verified.certificate_sha256 == signature.keyid

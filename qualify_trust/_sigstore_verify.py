@@ -171,13 +171,19 @@ def _artifact_digest(artifact: bytes | str) -> str:
     return artifact
 
 
-def _subject_digests(payload: bytes, payload_type: str, what: str) -> set[str]:
+def _subject_digests(payload: bytes, payload_type: str, what: str, *, predicate_type: str | None = None
+                     ) -> set[str]:
     if payload_type != IN_TOTO_PAYLOAD_TYPE:
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: payload type {payload_type[:100]!r} is not in-toto")
     statement = load_json(payload, what=f"{what} statement", bounds=JsonBounds(max_bytes=len(payload)))
     subjects = statement.get("subject") if isinstance(statement, dict) else None
     if not isinstance(subjects, list) or not 0 < len(subjects) <= _MAX_SUBJECTS:
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: the statement has no usable subject list")
+    # When the caller names the kind of statement it wants, no other signed statement can stand in for it.
+    if predicate_type is not None and (not isinstance(statement, dict)
+                                       or statement.get("predicateType") != predicate_type or len(subjects) != 1):
+        raise QualificationError(Code.PREDICATE_TYPE_UNKNOWN,
+                                 f"{what}: not a one-subject statement of type {predicate_type}")
     digests: set[str] = set()
     for subject in subjects:
         digest = subject.get("digest") if isinstance(subject, dict) else None
@@ -196,6 +202,7 @@ def verify_artifact_bundle(
     certificate_identity: CertificateIdentity | None = None,
     what: str,
     max_bytes: int = MAX_BUNDLE_BYTES,
+    predicate_type: str | None = None,
 ) -> VerifiedSigstoreArtifact:
     """Verify that a bundle covers ``artifact`` (its bytes, or its SHA-256 as hex).
 
@@ -217,7 +224,10 @@ def verify_artifact_bundle(
     except _VERIFY_ERRORS as exc:
         raise _refusal(exc, policies, what) from exc
     identity = _leaf_identity(bundle, expected)
-    if "dsseEnvelope" in raw and digest not in _subject_digests(payload, payload_type, what):
+    if predicate_type is not None and "dsseEnvelope" not in raw:
+        raise QualificationError(Code.PREDICATE_TYPE_UNKNOWN, f"{what}: a {predicate_type} statement was expected")
+    if "dsseEnvelope" in raw and digest not in _subject_digests(payload, payload_type, what,
+                                                                predicate_type=predicate_type):
         raise QualificationError(
             Code.ARTIFACT_DIGEST_MISMATCH, f"{what}: no statement subject has the artifact's SHA-256 {digest}"
         )

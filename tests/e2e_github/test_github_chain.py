@@ -167,3 +167,18 @@ def test_failed_build_claim_is_refused_even_when_validly_signed(github_chain: Gi
     out = capsys.readouterr().out
     assert Code.BUILD_FAILED.value in out
     assert Code.AGGREGATE_MISMATCH.value in out
+
+
+def test_another_signed_statement_cannot_stand_in_for_the_artifact_signature(github_chain: GitHubChain) -> None:
+    """The platform statement names the artifact too, but it is not an artifact-signature statement."""
+    from qualify_trust import ArtifactSignature, verifier_for
+
+    verifier = verifier_for(github_chain.policy)
+    (vp,) = verify_release(github_chain.policy, [github_chain.evidence], github_chain.artifacts).platforms
+    sig = vp.statement.predicate.signature
+    artifact = vp.statement.predicate.build.artifact.sha256
+    genuine = ArtifactSignature(sig.method, sig.keyid, sig.signature)
+    assert verifier.verify_artifact_signature(artifact, genuine)
+    statement_bundle = (github_chain.evidence / "platform-linux.sigstore.json").read_text()
+    stand_in = ArtifactSignature("sigstore-bundle", vp.signed.signer.keyid, statement_bundle)
+    assert not verifier.verify_artifact_signature(artifact, stand_in)
