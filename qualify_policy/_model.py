@@ -23,6 +23,9 @@ class ProducerIdentity(Record):
     ref: Literal["refs/heads/main"]
     allowed_triggers: list[_Name] = Field(min_length=1, max_length=8)
     runner_environment: Literal["github-hosted", "local"]
+    # GitHub's numeric ids, pinned against a renamed or re-registered OWNER/REPO (GitHub mode).
+    repository_id: Annotated[int, Field(ge=1, le=2**63)] | None = None
+    owner_id: Annotated[int, Field(ge=1, le=2**63)] | None = None
 
 
 class Ed25519Trust(Record):

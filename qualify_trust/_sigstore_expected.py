@@ -36,6 +36,8 @@ class ExpectedWorkflow:
     allowed_triggers: frozenset[str]
     runner_environment: str
     candidate_sha: str | None = None
+    repository_id: str | None = None
+    owner_id: str | None = None
 
     def __post_init__(self) -> None:
         # Refs other than main are refused by design, even when they point at the same commit.
@@ -66,6 +68,8 @@ class ExpectedWorkflow:
             allowed_triggers=frozenset(producer.allowed_triggers),
             runner_environment=producer.runner_environment,
             candidate_sha=candidate_sha,
+            repository_id=None if producer.repository_id is None else str(producer.repository_id),
+            owner_id=None if producer.owner_id is None else str(producer.owner_id),
         )
 
     @property
@@ -119,6 +123,13 @@ def check_identity(identity: GitHubIdentity, expected: ExpectedWorkflow) -> None
     if expected.candidate_sha is not None:
         _require(got.source_repository_digest == expected.candidate_sha, Code.SHA_MISMATCH,
                  f"signed at commit {got.source_repository_digest!r}, the candidate is {expected.candidate_sha!r}")
+    # When the policy pins the numeric ids, a repository that merely took over the name is refused.
+    if expected.repository_id is not None:
+        _require(got.source_repository_identifier == expected.repository_id, wim,
+                 f"repository id {got.source_repository_identifier!r} is not the policy's {expected.repository_id}")
+    if expected.owner_id is not None:
+        _require(got.source_repository_owner_identifier == expected.owner_id, wim,
+                 f"owner id {got.source_repository_owner_identifier!r} is not the policy's {expected.owner_id}")
     # A top-level workflow runs from the commit it was triggered for.
     _require(got.build_signer_digest == got.source_repository_digest, wim,
              f"workflow file from commit {got.build_signer_digest!r}, source commit {got.source_repository_digest!r}")

@@ -24,6 +24,8 @@ OID_RUNNER_ENVIRONMENT = ObjectIdentifier("1.3.6.1.4.1.57264.1.11")
 OID_SOURCE_REPOSITORY_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.12")
 OID_SOURCE_REPOSITORY_DIGEST = ObjectIdentifier("1.3.6.1.4.1.57264.1.13")
 OID_SOURCE_REPOSITORY_REF = ObjectIdentifier("1.3.6.1.4.1.57264.1.14")
+OID_SOURCE_REPOSITORY_IDENTIFIER = ObjectIdentifier("1.3.6.1.4.1.57264.1.15")
+OID_SOURCE_REPOSITORY_OWNER_IDENTIFIER = ObjectIdentifier("1.3.6.1.4.1.57264.1.17")
 OID_BUILD_CONFIG_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.18")
 OID_BUILD_TRIGGER = ObjectIdentifier("1.3.6.1.4.1.57264.1.20")
 OID_RUN_INVOCATION_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.21")
@@ -57,6 +59,9 @@ class GitHubIdentity:
     run_repository: str
     run_id: str
     run_attempt: int
+    # Numeric ids survive a rename of the owner or repository; names do not (OIDs .15, .17).
+    source_repository_identifier: str | None = None
+    source_repository_owner_identifier: str | None = None
 
 
 def _decode_utf8_string(der: bytes, name: str) -> str:
@@ -81,6 +86,14 @@ def _decode_utf8_string(der: bytes, name: str) -> str:
     if not text or len(text) > _MAX_VALUE_CHARS:
         raise bad
     return text
+
+
+def _optional_extension(extensions: x509.Extensions, oid: ObjectIdentifier, name: str, code: Code) -> str | None:
+    try:
+        extensions.get_extension_for_oid(oid)
+    except x509.ExtensionNotFound:
+        return None
+    return _extension(extensions, oid, name, code)
 
 
 def _extension(extensions: x509.Extensions, oid: ObjectIdentifier, name: str, code: Code) -> str:
@@ -149,4 +162,8 @@ def identity_from_certificate(certificate: x509.Certificate) -> GitHubIdentity:
         run_repository=run_repository,
         run_id=run_id,
         run_attempt=attempt,
+        source_repository_identifier=_optional_extension(extensions, OID_SOURCE_REPOSITORY_IDENTIFIER,
+                                                         "source repository identifier", wim),
+        source_repository_owner_identifier=_optional_extension(extensions, OID_SOURCE_REPOSITORY_OWNER_IDENTIFIER,
+                                                               "source repository owner identifier", wim),
     )

@@ -219,3 +219,25 @@ def test_a_local_policy_has_no_expected_workflow() -> None:
     with pytest.raises(QualificationError) as info:
         ExpectedWorkflow.from_policy(load_policy(local))
     assert info.value.code is Code.POLICY_INVALID
+
+
+@pytest.mark.parametrize(("extensions", "accepted"), [
+    ({"15": "1234", "17": "99"}, True),
+    ({"15": "4321", "17": "99"}, False),  # same name, another repository
+    ({"15": "1234", "17": "98"}, False),  # same name, another owner
+    ({}, False),  # a certificate without the ids cannot satisfy a policy that pins them
+])
+def test_pinned_numeric_ids_refuse_a_name_takeover(release_expected: ExpectedWorkflow,
+                                                  extensions: dict[str, str], accepted: bool) -> None:
+    from qualify_trust import check_identity, identity_from_certificate
+
+    pinned = replace(release_expected, repository_id="1234", owner_id="99")
+    claims = Claims(overrides=extensions)  # arcs under 1.3.6.1.4.1.57264.1
+    identity = identity_from_certificate(make_certificate(claims))
+    if accepted:
+        check_identity(identity, pinned)
+        check_identity(identity, release_expected)  # unpinned policies ignore the ids
+    else:
+        with pytest.raises(QualificationError) as refused:
+            check_identity(identity, pinned)
+        assert refused.value.code is Code.WORKFLOW_IDENTITY_MISMATCH
