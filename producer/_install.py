@@ -1,9 +1,15 @@
-"""The install stage: re-hash the archive, unpack it into a fresh prefix, record what landed."""
+"""The install stage: re-hash the archive, unpack it into a fresh prefix, record what landed.
+
+Every failure, whatever raised it, becomes a failed record: the stage's
+outcome is evidence, never a traceback.
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from evidence_schemas import BuildRecord, InstallRecord, QualificationError, file_sha256
 
@@ -13,28 +19,47 @@ from ._hashing import manifest_sha256, tree_manifest
 _ZERO = "0" * 64
 
 
+def _printable(text: str) -> str:
+    # A failure can quote a name the file system handed over as lone surrogates; the record must stay UTF-8.
+    return text.encode("utf-8", errors="backslashreplace").decode("utf-8")[:2000]
+
+
+def _failed(*, digest: str, executable: str, started: float, why: str) -> InstallRecord:
+    return InstallRecord(
+        artifact_sha256=digest, method="unpack", file_count=0, total_bytes=0, manifest_sha256=_ZERO,
+        executable=executable, executable_sha256=_ZERO,
+        duration_ms=int((time.monotonic() - started) * 1000), passed=False, failure=_printable(why),
+    )
+
+
 def install(*, archive: Path, build: BuildRecord, prefix: Path, executable: str) -> InstallRecord:
     started = time.monotonic()
-    digest = file_sha256(archive)
+    try:
+        digest = file_sha256(archive)
+    except OSError as exc:
+        return _failed(digest=_ZERO, executable=executable, started=started,
+                       why=f"archive {archive.name} cannot be read: {exc.strerror}")
 
     def failed(why: str) -> InstallRecord:
-        return InstallRecord(
-            artifact_sha256=digest, method="unpack", file_count=0, total_bytes=0, manifest_sha256=_ZERO,
-            executable=executable, executable_sha256=_ZERO,
-            duration_ms=int((time.monotonic() - started) * 1000), passed=False, failure=why[:2000],
-        )
+        return _failed(digest=digest, executable=executable, started=started, why=why)
 
     # The bytes installed must be the bytes built and signed.
     if digest != build.artifact.sha256:
         return failed(f"archive digest {digest[:16]} differs from the build's {build.artifact.sha256[:16]}")
     try:
         unpack(archive, prefix)
+        entries = tree_manifest(prefix)
+        exe = prefix / executable
+        if not exe.is_file() or exe.is_symlink():
+            return failed(f"installed executable {executable} is missing")
+        exe_digest = file_sha256(exe)
     except QualificationError as exc:
         return failed(exc.message)
-    entries = tree_manifest(prefix)
-    exe = prefix / executable
-    if not exe.is_file() or exe.is_symlink():
-        return failed(f"installed executable {executable} is missing")
+    except ValidationError as exc:
+        # unpack refuses every name a manifest cannot hold; should one land all the same, say so, don't crash.
+        return failed(f"the installed files cannot be recorded in a manifest ({exc.error_count()} invalid entries)")
+    except OSError as exc:
+        return failed(f"the installed files cannot be read back: {exc}")
     return InstallRecord(
         artifact_sha256=digest,
         method="unpack",
@@ -42,7 +67,7 @@ def install(*, archive: Path, build: BuildRecord, prefix: Path, executable: str)
         total_bytes=sum(e.size for e in entries),
         manifest_sha256=manifest_sha256(entries),
         executable=executable,
-        executable_sha256=file_sha256(exe),
+        executable_sha256=exe_digest,
         duration_ms=int((time.monotonic() - started) * 1000),
         passed=True,
     )
