@@ -165,8 +165,10 @@ class Broker:
         args = list(args)
         try:
             target = str(impl.audit_target(method, args, kwargs))
-        except (TypeError, ValueError, AttributeError):
+        except Exception:
             target = ""
+        if not target.isascii() or not target.isprintable():
+            target = "?"
         self._record("start", port, method, capability, target=target)
         try:
             value = getattr(impl, method)(*args, **kwargs)
@@ -174,8 +176,9 @@ class Broker:
             raise self._deny(port, method, capability, exc.code, target) from None
         except TypeError:
             raise self._deny(port, method, capability, "CC_SKILL_PORT_BAD_ARGS", target) from None
-        except OSError:
-            # A port must map its own failures; an OS error escaping one is still a denial, never a traceback.
+        except Exception:
+            # A port must map its own failures; anything escaping one (OSError, UnicodeError, a bug)
+            # is still an audited denial.
             raise self._deny(port, method, capability, "CC_SKILL_PORT_FAILED", target) from None
         self._record("done", port, method, capability, target=target)
         return value

@@ -86,16 +86,44 @@ class _Target:
     path: str
 
 
+# NAT64 well-known prefix (RFC 6052): the last 32 bits are the IPv4 address that is really reached.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def _embedded_ipv4(addr: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a v6 address carries and routes to: IPv4-mapped, 6to4 (2002::/16), NAT64, Teredo."""
+    if addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    if addr.sixtofour is not None:
+        return addr.sixtofour
+    if addr in _NAT64:
+        return ipaddress.IPv4Address(int(addr) & 0xFFFFFFFF)
+    if addr.teredo is not None:
+        return addr.teredo[1]
+    return None
+
+
+def _public(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(addr, ipaddress.IPv6Address) and addr.is_site_local:
+        # fec0::/10 is deprecated but still routed on some networks; never public.
+        return False
+    return addr.is_global and not addr.is_multicast and not addr.is_reserved
+
+
 def _address_ok(host: str, raw: str, exemptions: frozenset[tuple[str, str]]) -> bool:
     try:
-        addr = ipaddress.ip_address(raw.split("%", 1)[0])
+        addr: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(raw.split("%", 1)[0])
     except ValueError:
         return False
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         addr = addr.ipv4_mapped
     if (host, str(addr)) in exemptions:
         return True
-    return addr.is_global and not addr.is_multicast and not addr.is_reserved
+    if isinstance(addr, ipaddress.IPv6Address):
+        inner = _embedded_ipv4(addr)
+        if inner is not None and not _public(inner):
+            return False
+    return _public(addr)
 
 
 class HttpsPort:
@@ -119,6 +147,9 @@ class HttpsPort:
     def _target(self, url: object) -> _Target:
         if not isinstance(url, str) or not url or len(url) > MAX_URL or _URL_FORBIDDEN.search(url):
             raise SkillError("CC_SKILL_PORT_BAD_ARGS", "url must be a short string without spaces or controls")
+        if not url.isascii():
+            # IDNs must arrive as punycode and paths percent-encoded: the request line is ASCII.
+            raise SkillError("CC_SKILL_PORT_BAD_ARGS", "url must be ASCII (punycode host, percent-encoded path)")
         try:
             parts = urlsplit(url)
             port = parts.port
@@ -219,4 +250,4 @@ class HttpsPort:
         except ValueError:
             host = None
         # The host name only: paths and queries may carry tokens.
-        return (host or "?")[:64]
+        return host[:64] if host and host.isascii() else "?"

@@ -1,4 +1,4 @@
-"""Environment broker: logical keys granted per skill and authority, never ``os.environ``.
+"""Environment broker: logical keys granted per tier, skill and authority, never ``os.environ``.
 
 The host decides which logical keys a skill may read under which authority and
 what their values are (seed §6: "only the reviewed logical keys"). A handler can
@@ -58,11 +58,25 @@ class EnvironmentPort:
         return key if isinstance(key, str) and KEY_RE.match(key) else "?"
 
 
+TIERS = ("bundled", "external")
+# Grants as the host writes them: skill id -> authority -> {logical key: value}.
+GrantTable = Mapping[str, Mapping[str, Mapping[str, str]]]
+
+
 class EnvGrants:
-    """skill id -> authority -> {logical key: value}. A missing entry grants nothing."""
+    """tier -> skill id -> authority -> {logical key: value}. A missing entry grants nothing.
 
-    def __init__(self, grants: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> None:
-        self._grants = {s: {a: _checked(v) for a, v in by_auth.items()} for s, by_auth in (grants or {}).items()}
+    Keyed by tier as well as id: an external package that names itself after a
+    bundled skill must never receive that skill's grants.
+    """
 
-    def port_for(self, skill_id: str, authority: str) -> EnvironmentPort:
-        return EnvironmentPort(self._grants.get(skill_id, {}).get(authority, {}))
+    def __init__(self, grants: GrantTable | None = None, *, external: GrantTable | None = None) -> None:
+        self._grants = {
+            tier: {s: {a: _checked(v) for a, v in by_auth.items()} for s, by_auth in (table or {}).items()}
+            for tier, table in zip(TIERS, (grants, external), strict=True)
+        }
+
+    def port_for(self, skill_id: str, authority: str, *, tier: str) -> EnvironmentPort:
+        if tier not in self._grants:
+            raise SkillError("CC_SKILL_ENV_GRANT_INVALID", f"unknown trust tier {tier[:20]!r}")
+        return EnvironmentPort(self._grants[tier].get(skill_id, {}).get(authority, {}))

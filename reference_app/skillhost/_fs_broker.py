@@ -26,6 +26,7 @@ MAX_FILE_BYTES = 64 * 1024
 MAX_ENTRIES = 256
 MAX_PATH = 512
 _SEP = re.compile(r"[\\/]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 # Descriptor walks need dir_fd support (POSIX); elsewhere the resolved path is opened and its identity checked.
@@ -36,6 +37,9 @@ def resolve_inside(root_real: str, rel: object) -> str:
     """Return the real path of ``rel`` under ``root_real`` or raise ``CC_SKILL_PATH_ESCAPE``."""
     if not isinstance(rel, str) or not rel or len(rel) > MAX_PATH or "\x00" in rel:
         raise SkillError("CC_SKILL_PORT_BAD_ARGS", "path must be a non-empty relative string")
+    if _SURROGATE.search(rel):
+        # A lone surrogate has no file-system encoding; refuse it before any OS call sees it.
+        raise SkillError("CC_SKILL_PORT_BAD_ARGS", "path contains an unpaired surrogate")
     if os.path.isabs(rel) or PureWindowsPath(rel).drive or rel.startswith(("/", "\\")):
         raise SkillError("CC_SKILL_PATH_ESCAPE", "absolute paths are outside the scoped root")
     if ".." in _SEP.split(rel):
@@ -123,4 +127,4 @@ class FilesystemPort:
     def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str:
         # Relative names inside the user's own workspace are not secrets, but keep them short.
         path = args[0] if args else kwargs.get("path", ".")
-        return path[:MAX_PATH] if isinstance(path, str) else "?"
+        return path[:MAX_PATH] if isinstance(path, str) and path.isascii() and path.isprintable() else "?"

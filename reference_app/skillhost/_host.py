@@ -37,7 +37,7 @@ EXTERNAL_DIR = "skills"
 
 
 def default_env_grants(authority: str) -> EnvGrants:
-    """Host-derived, non-secret logical keys; the bundled ``host-info`` skill may read ``host-platform``."""
+    """Host-derived, non-secret logical keys; the *bundled* ``host-info`` skill may read ``host-platform``."""
     return EnvGrants({"host-info": {authority: {"host-platform": platform_name(), "app-version": __version__}}})
 
 
@@ -73,13 +73,13 @@ class SkillHost:
         self.env_grants = config.env_grants or default_env_grants(config.authority)
         self.logs: list[dict[str, str]] = []
 
-    def ports_for(self, skill_id: str) -> dict[str, Any]:
+    def ports_for(self, skill_id: str, *, tier: str) -> dict[str, Any]:
         """Fresh port objects for one run; the broker still intersects them with the declared set."""
         cfg = self.config
         return {
             "time": TimePort(),
             "logger": LoggerPort(self.logs),
-            "env": self.env_grants.port_for(skill_id, cfg.authority),
+            "env": self.env_grants.port_for(skill_id, cfg.authority, tier=tier),
             "fs": FilesystemPort(self.workspace),
             "process": ProcessPort(self.workspace, cfg.process_rules),
             "https": HttpsPort(cfg.egress, cfg.resolver, cfg.ssl_context),
@@ -87,7 +87,12 @@ class SkillHost:
 
     def run_bundled(self, skill_id: str, args: dict[str, Any] | None = None) -> tuple[Any, Broker]:
         return run_bundled(
-            self.pkg_dir, skill_id, args, self.logs, ports=self.ports_for(skill_id), authority=self.config.authority
+            self.pkg_dir,
+            skill_id,
+            args,
+            self.logs,
+            ports=self.ports_for(skill_id, tier="bundled"),
+            authority=self.config.authority,
         )
 
     def external_dir(self, skill_id: str) -> Path:
@@ -109,10 +114,13 @@ class SkillHost:
             raise SkillError("CC_SKILL_SAFE_MODE", "safe mode: third-party skills are not loaded")
         candidate = discover(skill_dir)
         verified = verify_for_execution(candidate, self.config.trust)
+        if verified.skill_id in list_bundled(self.pkg_dir):
+            # Bundled ids are reserved: an external package may not borrow one's name, grants or audit identity.
+            raise SkillError("CC_SKILL_PACKAGE_INVALID", f"external skill claims the bundled id {verified.skill_id!r}")
         extra: dict[str, Any] = {} if protocol_version is None else {"protocol_version": protocol_version}
         return run_external(
             verified,
-            self.ports_for(verified.skill_id),
+            self.ports_for(verified.skill_id, tier="external"),
             args,
             max_duration,
             cancel=cancel,
@@ -128,6 +136,7 @@ class SkillHost:
         skill_dir = self.external_dir(skill_id)
         if not self.config.safe_mode and not os.path.lexists(skill_dir):
             raise SkillError("CC_SKILL_NOT_FOUND", f"no bundled or workspace skill {skill_id!r}")
+        # requested id == folder name here, and verify_for_execution requires folder name == manifest id.
         out = self.run_external(skill_dir, args)
         if not out.ok:
             raise SkillError(out.code or "CC_SKILL_HANDLER_FAILED", out.message)

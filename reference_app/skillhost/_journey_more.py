@@ -194,7 +194,7 @@ def broker_steps(tmp: Path, trust: TrustStore, good_key: Ed25519PrivateKey) -> l
             )
 
         # Process broker: only literal allow-listed argv; metacharacters stay literal and are refused.
-        proc = host.ports_for("repo-status")["process"]
+        proc = host.ports_for("repo-status", tier="bundled")["process"]
         canary = workspace / "pwned"
         for sid, argv in (
             ("process-not-allow-listed-rejected", ["git", "log", "-1"]),

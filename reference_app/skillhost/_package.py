@@ -201,7 +201,7 @@ def discover(root: str | os.PathLike[str]) -> Candidate:
 
 def verify_for_execution(candidate: Candidate, trust: TrustStore) -> VerifiedSkill:
     """Re-read and re-verify everything right before execution; fail closed."""
-    _, files, _ids = read_package(candidate.root)
+    root_real, files, _ids = read_package(candidate.root)
     if LOCK_NAME not in files:
         raise SkillError("CC_SKILL_LOCK_MISSING", "no .skill-lock.json")
     if SIG_NAME not in files:
@@ -222,6 +222,10 @@ def verify_for_execution(candidate: Candidate, trust: TrustStore) -> VerifiedSki
         raise SkillError("CC_SKILL_MANIFEST_INVALID", "SKILL.md is not UTF-8") from None
     if manifest["id"] != lock["skill_id"] or manifest["id"] != candidate.skill_id:
         raise SkillError("CC_SKILL_MANIFEST_INVALID", "skill id differs between SKILL.md, lock and discovery")
+    if Path(root_real).name != manifest["id"]:
+        # A package is run under the name it is requested by; a folder "innocent" claiming id
+        # "host-info" would otherwise inherit host-info's grants and audit identity.
+        raise SkillError("CC_SKILL_PACKAGE_INVALID", "skill id differs from the package folder name")
     if HANDLER_NAME not in files:
         raise SkillError("CC_SKILL_PROMPT_ONLY", "prompt-only skill: no code execution")
     try:

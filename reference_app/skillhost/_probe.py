@@ -54,6 +54,9 @@ def _isolation() -> WorkerSelfTest:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker did not run in a separate process")
     if os.name == "posix" and answer.get("limits_applied") is not True:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker could not apply resource limits")
+    # Linux must cap the worker's address space; macOS may refuse RLIMIT_AS and only reports it.
+    if sys.platform.startswith("linux") and answer.get("memory_limited") is not True:
+        raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker could not limit its memory (RLIMIT_AS)")
     if answer.get("frozen") is not is_frozen():
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker is not the same build as the host")
     extra = unexpected_worker_env_keys(dict.fromkeys(answer.get("_env_passed", [])), answer.get("env_keys", []))

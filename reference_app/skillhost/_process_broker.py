@@ -8,7 +8,7 @@ child gets ``shell=False``, a minimal environment, a cwd inside the allowed
 root, no stdin, a timeout and capped output. The audit names the rule, never
 argv or output (seed §6).
 """
-# ruff: noqa: PTH112, PTH120
+# ruff: noqa: PTH120
 
 from __future__ import annotations
 
@@ -40,9 +40,37 @@ class ProcessRule:
     env: tuple[tuple[str, str], ...] = field(default=())
 
 
+# Command-scope config outranks the repository's own .git/config, so these switch off the settings
+# through which a repository in the workspace could make git run a program of its choosing.
+_GIT_OVERRIDES = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),
+    ("safe.bareRepository", "explicit"),
+    ("core.untrackedCache", "false"),
+    # Status would otherwise run git inside each submodule, under that submodule's own config.
+    ("diff.ignoreSubmodules", "all"),
+    ("status.submoduleSummary", "false"),
+)
+
+
+# Lists the filter drivers a repository configures (names only, NUL-separated).
+_GIT_LIST_FILTERS = ("config", "--null", "--name-only", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$")
+# An empty command disables a driver; ``required=false`` keeps git from failing on it.
+_BLANK_FILTER = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+MAX_GIT_FILTERS = 32
+
+
+def _git_env() -> tuple[tuple[str, str], ...]:
+    env = [("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", os.devnull), ("GIT_TERMINAL_PROMPT", "0")]
+    env.append(("GIT_CONFIG_COUNT", str(len(_GIT_OVERRIDES))))
+    for i, (key, value) in enumerate(_GIT_OVERRIDES):
+        env += [(f"GIT_CONFIG_KEY_{i}", key), (f"GIT_CONFIG_VALUE_{i}", value)]
+    return tuple(env)
+
+
 def git_rules() -> tuple[ProcessRule, ...]:
     # Git must not read system/global config (hooks, aliases, credential helpers) or walk above the root.
-    env = (("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_CONFIG_GLOBAL", os.devnull), ("GIT_TERMINAL_PROMPT", "0"))
+    env = _git_env()
     return (
         ProcessRule("git-status", ("git", "status", "--porcelain"), env),
         ProcessRule("git-version", ("git", "--version"), env),
@@ -77,7 +105,7 @@ class _Capped:
 
 
 class ProcessPort:
-    """``process.run(argv, cwd=".")`` for argv lists on the allow-list."""
+    """``process.run(argv, cwd=".")`` for argv lists on the allow-list; ``cwd`` must be the root."""
 
     methods = ("run",)
 
@@ -98,9 +126,9 @@ class ProcessPort:
         if (
             not isinstance(argv, list)
             or not 1 <= len(argv) <= MAX_ARGV
-            or not all(isinstance(a, str) and len(a) <= MAX_ARG for a in argv)
+            or not all(isinstance(a, str) and len(a) <= MAX_ARG and a.isascii() for a in argv)
         ):
-            raise SkillError("CC_SKILL_PORT_BAD_ARGS", "argv must be a list of strings (no shell string)")
+            raise SkillError("CC_SKILL_PORT_BAD_ARGS", "argv must be a list of ASCII strings (no shell string)")
         rule = self._rules.get(tuple(argv))
         if rule is None:
             raise SkillError("CC_SKILL_PROCESS_DENIED", "argv is not on the literal allow-list")
@@ -116,30 +144,23 @@ class ProcessPort:
         env.update(dict(rule.env))
         return env
 
-    def run(self, argv: object = None, cwd: object = ".") -> dict[str, Any]:
-        rule = self._rule(argv)
-        workdir = resolve_inside(self._root, cwd)
-        if not os.path.isdir(workdir):
-            raise SkillError("CC_SKILL_PATH_ESCAPE", "cwd is not a directory inside the allowed root")
-        exe = self._exe.get(rule.argv[0])
-        if not exe:
-            raise SkillError("CC_SKILL_PROCESS_UNAVAILABLE", f"{rule.name}: executable not installed")
-        started = time.monotonic()
+    def _execute(self, argv: list[str], workdir: str, env: dict[str, str], started: float) -> tuple[int, bytes, bytes]:
+        """Run one argv with capped output against the port's time budget (counted from ``started``)."""
         try:
             proc = subprocess.Popen(
-                [exe, *rule.argv[1:]],
+                argv,
                 shell=False,
                 cwd=workdir,
-                env=self._env(rule, exe),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 close_fds=True,
             )
         except OSError:
-            raise SkillError("CC_SKILL_PROCESS_UNAVAILABLE", f"{rule.name}: could not start") from None
+            raise SkillError("CC_SKILL_PROCESS_UNAVAILABLE", "could not start the allow-listed executable") from None
         if proc.stdout is None or proc.stderr is None:  # PIPE was requested; this keeps the types honest
-            raise SkillError("CC_SKILL_PROCESS_UNAVAILABLE", f"{rule.name}: no output pipes")
+            raise SkillError("CC_SKILL_PROCESS_UNAVAILABLE", "no output pipes")
         out, err = _Capped(proc.stdout, self._max), _Capped(proc.stderr, MAX_STDERR)
         code = None
         try:
@@ -164,11 +185,43 @@ class ProcessPort:
             code = ("CC_SKILL_PROCESS_OUTPUT_TOO_LARGE", "output exceeded the cap")
         if code is not None:
             raise SkillError(*code)
+        return proc.returncode, out.data, err.data
+
+    def _without_git_filters(self, exe: str, workdir: str, env: dict[str, str], started: float) -> dict[str, str]:
+        """Blank every filter driver the repository configures: ``git status`` runs a driver's
+        ``clean`` command when it re-hashes a file, and no static override can name them all.
+        Listing config reads files only; it runs nothing."""
+        rc, out, _ = self._execute([exe, *_GIT_LIST_FILTERS], workdir, env, started)
+        names = [n for n in out.decode("utf-8", "replace").split("\0") if n] if rc == 0 else []
+        drivers = sorted({n[len("filter.") :].rsplit(".", 1)[0] for n in names})
+        if len(drivers) > MAX_GIT_FILTERS:
+            raise SkillError("CC_SKILL_PROCESS_DENIED", "the repository configures too many filter drivers")
+        overrides = [(f"filter.{d}.{k}", v) for d in drivers for k, v in _BLANK_FILTER]
+        count = int(env.get("GIT_CONFIG_COUNT", "0"))
+        env = dict(env, GIT_CONFIG_COUNT=str(count + len(overrides)))
+        for i, (key, value) in enumerate(overrides, start=count):
+            env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+        return env
+
+    def run(self, argv: object = None, cwd: object = ".") -> dict[str, Any]:
+        rule = self._rule(argv)
+        workdir = resolve_inside(self._root, cwd)
+        # Only the root itself: a sub-folder can hold a nested repository with its own config and hooks.
+        if workdir != self._root:
+            raise SkillError("CC_SKILL_PATH_ESCAPE", "cwd must be the allowed root '.'")
+        exe = self._exe.get(rule.argv[0])
+        if not exe:
+            raise SkillError("CC_SKILL_PROCESS_UNAVAILABLE", f"{rule.name}: executable not installed")
+        started = time.monotonic()
+        env = self._env(rule, exe)
+        if rule.argv[0] == "git":
+            env = self._without_git_filters(exe, workdir, env, started)
+        returncode, out, err = self._execute([exe, *rule.argv[1:]], workdir, env, started)
         return {
             "command": rule.name,
-            "returncode": proc.returncode,
-            "stdout": out.data.decode("utf-8", "replace"),
-            "stderr": err.data.decode("utf-8", "replace")[:MAX_STDERR],
+            "returncode": returncode,
+            "stdout": out.decode("utf-8", "replace"),
+            "stderr": err.decode("utf-8", "replace")[:MAX_STDERR],
             "duration_ms": int((time.monotonic() - started) * 1000),
         }
 

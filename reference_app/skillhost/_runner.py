@@ -2,20 +2,20 @@
 # The protocol loop raises typed SkillErrors into a single kill-and-reap path.
 # ruff: noqa: TRY301
 
-import contextlib
 import json
-import queue
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import IO, Any, TypedDict
+from typing import Any, TypedDict
 
 from skillhost._broker import MAX_REQUESTS, AuditEvent, Broker
 from skillhost._canon import canonical_bytes
+from skillhost._channel import Worker, harden_host
 from skillhost._errors import SkillError
 from skillhost._package import VerifiedSkill
 from skillhost._runtime import worker_command, worker_env
@@ -51,24 +51,20 @@ class WorkerSelfTest(TypedDict):
     kind: str
     pid: object
     limits_applied: object
+    memory_limited: object
     frozen: object
     env_keys: list[str]
     _env_passed: list[str]
 
 
-def _spawn(cwd: str) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
-    env = worker_env()
-    proc = subprocess.Popen(
-        worker_command(),
-        shell=False,
-        env=env,
-        cwd=cwd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        close_fds=True,
-    )
-    return proc, env
+_HOST_HARDENED: list[bool] = []
+
+
+def host_hardened() -> bool:
+    """Apply the host-side hardening once per process (Linux: not dumpable); report whether it holds."""
+    if not _HOST_HARDENED:
+        _HOST_HARDENED.append(harden_host())
+    return _HOST_HARDENED[0]
 
 
 def self_test(timeout: float = 20.0) -> WorkerSelfTest:
@@ -76,6 +72,7 @@ def self_test(timeout: float = 20.0) -> WorkerSelfTest:
     cwd = tempfile.mkdtemp(prefix="skillhost-worker-")
     try:
         env = worker_env()
+        host_hardened()
         proc = subprocess.Popen(
             [*worker_command(), "--self-test"],
             shell=False,
@@ -84,6 +81,7 @@ def self_test(timeout: float = 20.0) -> WorkerSelfTest:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            start_new_session=sys.platform != "win32",
         )
         try:
             out, _ = proc.communicate(timeout=timeout)
@@ -106,6 +104,7 @@ def self_test(timeout: float = 20.0) -> WorkerSelfTest:
             "kind": "skillhost-worker-self-test",
             "pid": answer.get("pid"),
             "limits_applied": answer.get("limits_applied"),
+            "memory_limited": answer.get("memory_limited"),
             "frozen": answer.get("frozen"),
             "env_keys": env_keys,
             "_env_passed": sorted(env),
@@ -114,26 +113,45 @@ def self_test(timeout: float = 20.0) -> WorkerSelfTest:
         shutil.rmtree(cwd, ignore_errors=True)
 
 
-# (kind, line): kind is "line", "eof" or "too-large"; only a "line" carries bytes.
-_ReaderEvent = tuple[str, bytes]
-
-
-def _reader(stream: IO[bytes], q: queue.Queue[_ReaderEvent]) -> None:
-    try:
-        while True:
-            line = stream.readline(MAX_FRAME + 1)
-            if not line:
-                q.put(("eof", b""))
-                return
-            if len(line) > MAX_FRAME or not line.endswith(b"\n"):
-                q.put(("too-large", b""))
-                return
-            q.put(("line", line))
-    except (OSError, ValueError):
-        q.put(("eof", b""))
-
-
 _POLL = 0.05
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(name)
+
+
+def _decode_frame(line: bytes) -> object:
+    """Parse one worker frame; every malformed input is a protocol violation, never a host exception."""
+    try:
+        frame = json.loads(line.decode("utf-8"), parse_constant=_refuse_constant)
+        # Lone surrogates decode from "\ud800" escapes but cannot be re-encoded: refuse them now.
+        canonical_bytes(frame)
+    except (UnicodeError, ValueError, RecursionError, MemoryError):
+        raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "worker frame is not valid JSON") from None
+    return frame
+
+
+def _call_with_deadline(broker: Broker, frame: dict[str, Any], deadline: float) -> tuple[bool, object]:
+    """Run one broker call in a thread the host can abandon, bounded by the run's remaining time.
+
+    Returns ``(True, value)`` or ``(False, SkillError)``; raises ``CC_SKILL_TIMEOUT`` if the port
+    is still busy at the deadline (the port's own timeouts then end it in the background).
+    """
+    box: list[tuple[bool, object]] = []
+
+    def target() -> None:
+        try:
+            port, method = frame.get("port"), frame.get("method")
+            box.append((True, broker.call(port, method, frame.get("args", []), frame.get("kwargs", {}))))
+        except SkillError as exc:
+            box.append((False, exc))
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(max(deadline - time.monotonic(), 0.0))
+    if not box:
+        raise SkillError("CC_SKILL_TIMEOUT", "a host port did not answer before the run deadline")
+    return box[0]
 
 
 def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cleanup path
@@ -160,23 +178,23 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
     )
     out = Outcome(ok=False)
     started = time.monotonic()
+    deadline = started + max_duration
     cwd = tempfile.mkdtemp(prefix="skillhost-worker-")
-    proc = None
+    worker: Worker | None = None
     try:
-        proc, _ = _spawn(cwd)
-        out.worker_pid = proc.pid
-        stdin, stdout = proc.stdin, proc.stdout
-        if stdin is None or stdout is None:  # PIPE was requested; this keeps the types honest
-            raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "worker has no channel")
-        q: queue.Queue[_ReaderEvent] = queue.Queue()
-        threading.Thread(target=_reader, args=(stdout, q), daemon=True).start()
+        host_hardened()
+        worker = Worker(worker_command(), worker_env(), cwd)
+        out.worker_pid = worker.pid
 
         def send(frame: dict[str, object]) -> None:
-            data = canonical_bytes(dict(frame, v=protocol_version, exec_id=exec_id)) + b"\n"
+            try:
+                data = canonical_bytes(dict(frame, v=protocol_version, exec_id=exec_id)) + b"\n"
+            except (UnicodeError, ValueError, RecursionError):
+                raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "host frame is not encodable") from None
             if len(data) > MAX_FRAME:
                 raise SkillError("CC_SKILL_FRAME_TOO_LARGE", "host frame exceeds the cap")
-            stdin.write(data)
-            stdin.flush()
+            if not worker.write(data, deadline):
+                raise SkillError("CC_SKILL_TIMEOUT", "worker stopped reading its channel")
 
         send(
             {
@@ -190,21 +208,20 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
         while True:
             if cancel is not None and cancel.is_set():
                 raise SkillError("CC_SKILL_ABORTED", "the host cancelled the run")
-            remaining = max_duration - (time.monotonic() - started)
+            remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SkillError("CC_SKILL_TIMEOUT", f"worker exceeded {max_duration:.1f}s")
-            try:
-                kind, line = q.get(timeout=min(remaining, _POLL))
-            except queue.Empty:
+            event = worker.next_frame(min(remaining, _POLL))
+            if event is None:
                 continue
+            kind, line = event
             if kind == "too-large":
                 raise SkillError("CC_SKILL_FRAME_TOO_LARGE", "worker frame exceeds 64 KiB")
+            if kind == "truncated":
+                raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "worker closed the channel inside a frame")
             if kind == "eof":
                 raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "worker closed the channel without a result")
-            try:
-                frame = json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
-                raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "worker frame is not JSON") from None
+            frame = _decode_frame(line)
             if (
                 not isinstance(frame, dict)
                 or frame.get("v") != protocol_version
@@ -217,25 +234,24 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
                 if broker.requests >= max_requests:
                     raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", f"more than {max_requests} capability requests")
                 rid = frame.get("request_id")
-                try:
-                    value = broker.call(
-                        frame.get("port"), frame.get("method"), frame.get("args", []), frame.get("kwargs", {})
-                    )
+                ok, value = _call_with_deadline(broker, frame, deadline)
+                if ok:
                     send({"type": "capability-response", "request_id": rid, "ok": True, "value": value})
-                except SkillError as exc:
+                else:
+                    assert isinstance(value, SkillError)  # noqa: S101 - _call_with_deadline's contract
                     send(
                         {
                             "type": "capability-response",
                             "request_id": rid,
                             "ok": False,
-                            "code": exc.code,
-                            "message": exc.message[:200],
+                            "code": value.code,
+                            "message": value.message[:200],
                         }
                     )
             elif ftype == "result":
                 if len(canonical_bytes(frame.get("value"))) > MAX_RESULT:
                     raise SkillError("CC_SKILL_RESULT_TOO_LARGE", "result exceeds 16 KiB")
-                if frame.get("pid") != proc.pid:
+                if frame.get("pid") != worker.pid:
                     raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", "result from an unexpected process")
                 out.value = frame.get("value")
                 break
@@ -256,23 +272,23 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
     except OSError as exc:
         out.code, out.message = "CC_SKILL_PROTOCOL_VIOLATION", f"worker channel error: {exc.__class__.__name__}"
     finally:
-        if proc is not None:
-            if proc.poll() is None:
-                if proc.stdin is not None:
-                    with contextlib.suppress(OSError):
-                        proc.stdin.close()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=0.5 if out.ok else 0)
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            out.returncode = proc.returncode
+        if worker is not None:
+            _end(worker, graceful=out.ok)
+            out.returncode = worker.proc.returncode
             out.reaped = True
-            if proc.stdout is not None:
-                with contextlib.suppress(OSError):
-                    proc.stdout.close()
         shutil.rmtree(cwd, ignore_errors=True)
         out.requests = broker.requests
-        out.audit = broker.audit
+        out.audit = list(broker.audit)
         out.duration_ms = int((time.monotonic() - started) * 1000)
     return out
+
+
+def _end(worker: Worker, *, graceful: bool) -> None:
+    """Give a finished worker a moment to exit, then kill its whole group, reap it, close our ends."""
+    worker.close_stdin()
+    if graceful:
+        worker.wait_exit(0.5)
+    # Always: a worker that exited may have left children in its group.
+    worker.kill_tree()
+    worker.proc.wait()
+    worker.close()

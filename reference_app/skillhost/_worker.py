@@ -1,8 +1,11 @@
 """One-shot worker: fixed entry point, JSONL frames on stdin/stdout.
 
-Imports only the standard library: no host modules, no crypto, no database.
+Imports only the standard library and two stdlib-only policy modules
+(``_handler_rules``, ``_sandbox``): no host modules, no crypto, no database.
 It applies resource limits to itself first thing, then receives the verified
-handler source snapshot (never a path) in the ``start`` frame.
+handler source snapshot (never a path) in the ``start`` frame, re-checks it
+with the host's static rules and runs it with allow-listed builtins and module
+views. None of this is an OS sandbox (README, "Known boundaries").
 """
 
 import builtins
@@ -10,36 +13,26 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from types import ModuleType
 from typing import IO, Protocol, TypedDict
+
+from skillhost._handler_rules import ALLOWED_HANDLER_IMPORTS, check_source
+from skillhost._sandbox import ImportDeniedError, handler_builtins
+
+__all__ = ["ALLOWED_HANDLER_IMPORTS", "apply_limits", "main"]
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 64 * 1024
 CPU_SECONDS = 15
 FILE_BYTES = 1 << 20
 OPEN_FILES = 64
-ALLOWED_HANDLER_IMPORTS = frozenset(
-    {"json", "math", "re", "datetime", "itertools", "functools", "collections", "string", "textwrap"}
-)
-_REMOVED_BUILTINS = (
-    "open",
-    "exec",
-    "eval",
-    "compile",
-    "input",
-    "breakpoint",
-    "help",
-    "exit",
-    "quit",
-    "globals",
-    "locals",
-    "vars",
-    "memoryview",
-    "getattr",
-    "setattr",
-    "delattr",
-)
+# Address space: enough for the interpreter and a 16 KiB result, far below what would hurt the desktop.
+ADDRESS_SPACE = 1 << 30
+# The worker never starts a process; a non-root user cannot fork past this (root is exempt).
+PROCESSES = 0
+# Limits the worker must get on every POSIX system, and the ones Linux must grant as well
+# (macOS often refuses RLIMIT_AS; there it is reported, not required).
 REQUIRED_LIMITS = ("RLIMIT_CORE", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE")
+LINUX_REQUIRED_LIMITS = ("RLIMIT_AS", "RLIMIT_NPROC")
 
 
 class _ResourceModule(Protocol):
@@ -55,6 +48,7 @@ class _ResourceModule(Protocol):
 class LimitsReport(TypedDict):
     applied: bool
     supported: bool
+    memory_limited: bool
     limits: dict[str, int | None]
 
 
@@ -70,25 +64,35 @@ def _lower(resource: _ResourceModule, name: str, value: int) -> tuple[int, int]:
 
 
 def apply_limits() -> LimitsReport:
-    """Lower this process's limits. Returns {"applied": bool, "limits": {...}, "platform_support": ...}."""
+    """Lower this process's limits; ``applied`` is true only when every limit required here took effect."""
     if os.name != "posix":
-        return {"applied": False, "supported": False, "limits": {}}
+        return {"applied": False, "supported": False, "memory_limited": False, "limits": {}}
     try:
         import resource  # noqa: PLC0415 - POSIX only
     except ImportError:
-        return {"applied": False, "supported": False, "limits": {}}
-    wanted = {"RLIMIT_CORE": 0, "RLIMIT_CPU": CPU_SECONDS, "RLIMIT_FSIZE": FILE_BYTES, "RLIMIT_NOFILE": OPEN_FILES}
+        return {"applied": False, "supported": False, "memory_limited": False, "limits": {}}
+    wanted = {
+        "RLIMIT_CORE": 0,
+        "RLIMIT_CPU": CPU_SECONDS,
+        "RLIMIT_FSIZE": FILE_BYTES,
+        "RLIMIT_NOFILE": OPEN_FILES,
+        "RLIMIT_AS": ADDRESS_SPACE,
+        "RLIMIT_NPROC": PROCESSES,
+    }
+    required = REQUIRED_LIMITS + (LINUX_REQUIRED_LIMITS if sys.platform.startswith("linux") else ())
     limits: dict[str, int | None] = {}
     ok = True
     for name, value in wanted.items():
         try:
             soft, _hard = _lower(resource, name, value)
+            took = soft != resource.RLIM_INFINITY and soft <= value
             limits[name] = soft
-            ok = ok and soft != resource.RLIM_INFINITY and soft <= value
         except (ValueError, OSError, AttributeError):
+            took = False
             limits[name] = None
-            ok = False
-    return {"applied": ok, "supported": True, "limits": limits}
+        ok = ok and (took or name not in required)
+    memory = limits.get("RLIMIT_AS") is not None and limits["RLIMIT_AS"] != resource.RLIM_INFINITY
+    return {"applied": ok, "supported": True, "memory_limited": bool(memory), "limits": limits}
 
 
 # A JSONL frame as decoded from the wire: values are checked where they are used.
@@ -103,7 +107,9 @@ class _Protocol:
 
     def send(self, frame: Frame) -> None:
         frame = dict(frame, v=PROTOCOL_VERSION, exec_id=self.exec_id or "")
-        self.out.write(json.dumps(frame, sort_keys=True, separators=(",", ":")).encode("utf-8") + b"\n")
+        # NaN/Infinity are not JSON; the host refuses them too.
+        line = json.dumps(frame, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        self.out.write(line + b"\n")
         self.out.flush()
 
     def recv(self) -> Frame:
@@ -178,31 +184,6 @@ def _remote_ports(proto: _Protocol) -> object:
     return RemotePorts()
 
 
-class _ImportDeniedError(Exception):
-    pass
-
-
-def _guarded_import(
-    name: str,
-    globals: Mapping[str, object] | None = None,
-    locals: Mapping[str, object] | None = None,
-    fromlist: Sequence[str] = (),
-    level: int = 0,
-) -> ModuleType:
-    if level or name.split(".", maxsplit=1)[0] not in ALLOWED_HANDLER_IMPORTS:
-        raise _ImportDeniedError(name)
-    return builtins.__import__(name, globals, locals, fromlist, level)
-
-
-def _handler_builtins() -> dict[str, object]:
-    b = dict(vars(builtins))
-    for name in _REMOVED_BUILTINS:
-        b.pop(name, None)
-    b["__import__"] = _guarded_import
-    b["print"] = lambda *a, **k: None
-    return b
-
-
 class _Sink:
     def write(self, s: str) -> int:
         return len(s)
@@ -219,6 +200,7 @@ def self_test() -> int:
         "pid": os.getpid(),
         "limits_applied": limits["applied"],
         "limits_supported": limits["supported"],
+        "memory_limited": limits["memory_limited"],
         "limits": limits["limits"],
         "env_keys": sorted(os.environ)[:64],
         "frozen": bool(getattr(sys, "frozen", False)),
@@ -247,25 +229,43 @@ def serve() -> int:
     if os.name == "posix" and not limits["applied"]:
         proto.send({"type": "error", "code": "CC_SKILL_ISOLATION_UNAVAILABLE", "message": "limits not applied"})
         return 75
-    namespace: dict[str, object] = {"__name__": "skill_handler", "__builtins__": _handler_builtins()}
+    found = check_source(source)
+    if found is not None:
+        # The host ran the same rules; a snapshot that fails them here was not audited by this build.
+        proto.send({"type": "error", "code": found[0], "message": found[1][:200]})
+        return 0
+    _run_handler(proto, source, start.get("args") or {}, limits["applied"])
+    return 0
+
+
+def _send_result(proto: _Protocol, value: object, limits_applied: bool) -> None:
+    try:
+        proto.send({"type": "result", "value": value, "pid": os.getpid(), "limits_applied": limits_applied})
+    except (ValueError, RecursionError):
+        # NaN/Infinity or nesting too deep for JSON: never put a non-JSON frame on the wire.
+        proto.send({"type": "error", "code": "CC_SKILL_PROTOCOL_VIOLATION", "message": "result is not valid JSON"})
+
+
+def _run_handler(proto: _Protocol, source: str, args: object, limits_applied: bool) -> None:
+    namespace: dict[str, object] = {"__name__": "skill_handler", "__builtins__": handler_builtins()}
     try:
         code = builtins.compile(source, "<external-skill>", "exec")
         builtins.exec(code, namespace)  # noqa: S102 - running the verified snapshot is the worker's job
         run = namespace.get("run")
         if not callable(run):
             proto.send({"type": "error", "code": "CC_SKILL_HANDLER_INVALID", "message": "no run(ports, args)"})
-            return 0
-        value = run(_remote_ports(proto), start.get("args") or {})
-        proto.send({"type": "result", "value": value, "pid": os.getpid(), "limits_applied": limits["applied"]})
+            return
+        value = run(_remote_ports(proto), args)
     except CapabilityDeniedError as exc:
         proto.send({"type": "error", "code": exc.code, "message": "capability denied by host broker"})
-    except _ImportDeniedError as exc:
+    except ImportDeniedError as exc:
         proto.send({"type": "error", "code": "CC_SKILL_IMPORT_DENIED", "message": f"import {str(exc)[:60]}"})
     except SystemExit:
         raise
     except BaseException as exc:
         proto.send({"type": "error", "code": "CC_SKILL_HANDLER_FAILED", "message": exc.__class__.__name__[:80]})
-    return 0
+    else:
+        _send_result(proto, value, limits_applied)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -140,10 +140,16 @@ def test_process_missing_executable(root):
 def test_env_logical_keys_per_skill_and_authority(monkeypatch):
     monkeypatch.setenv("HOME_SECRET", "host-value")
     grants = EnvGrants({"s1": {"auth-a": {"locale": "en-GB"}}})
-    assert grants.port_for("s1", "auth-a").get("locale") == "en-GB"
-    assert code_of(lambda: grants.port_for("s1", "auth-b").get("locale")) == "CC_SKILL_ENV_KEY_DENIED"
-    assert code_of(lambda: grants.port_for("s2", "auth-a").get("locale")) == "CC_SKILL_ENV_KEY_DENIED"
-    assert code_of(lambda: grants.port_for("s1", "auth-a").get("HOME_SECRET")) == "CC_SKILL_ENV_KEY_DENIED"
+    assert grants.port_for("s1", "auth-a", tier="bundled").get("locale") == "en-GB"
+    assert code_of(lambda: grants.port_for("s1", "auth-b", tier="bundled").get("locale")) == "CC_SKILL_ENV_KEY_DENIED"
+    assert code_of(lambda: grants.port_for("s2", "auth-a", tier="bundled").get("locale")) == "CC_SKILL_ENV_KEY_DENIED"
+    assert code_of(lambda: grants.port_for("s1", "auth-a", tier="bundled").get("HOME_SECRET")) == (
+        "CC_SKILL_ENV_KEY_DENIED"
+    )
+    # Same id, other tier: an external package named like a bundled skill gets none of its grants.
+    assert code_of(lambda: grants.port_for("s1", "auth-a", tier="external").get("locale")) == (
+        "CC_SKILL_ENV_KEY_DENIED"
+    )
 
 
 def test_env_grant_bounds():

@@ -182,9 +182,10 @@ def test_unapproved_port_denied(tmp_path, keys, trust):
         ("def run(ports, args):\n    return 'x' * 17000\n", "CC_SKILL_RESULT_TOO_LARGE", {}),
         ("def run(ports, args):\n    [ports.time.now() for _ in range(40)]\n", "CC_SKILL_PROTOCOL_VIOLATION", {}),
         ("import subprocess\ndef run(ports, args):\n    return 1\n", "CC_SKILL_IMPORT_DENIED", {}),
-        ("def run(ports, args):\n    return open('/etc/passwd').read()\n", "CC_SKILL_HANDLER_FAILED", {}),
-        ("def run(ports, args):\n    return getattr(ports, 'x')\n", "CC_SKILL_HANDLER_FAILED", {}),
-        ("def run(ports, args):\n    return __import__('os').getcwd()\n", "CC_SKILL_IMPORT_DENIED", {}),
+        # The worker repeats the host's static rules before it compiles anything.
+        ("def run(ports, args):\n    return open('/etc/passwd').read()\n", "CC_SKILL_HANDLER_REJECTED", {}),
+        ("def run(ports, args):\n    return getattr(ports, 'x')\n", "CC_SKILL_HANDLER_REJECTED", {}),
+        ("def run(ports, args):\n    return __import__('os').getcwd()\n", "CC_SKILL_HANDLER_REJECTED", {}),
         ("def run(ports, args):\n    raise SystemExit(0)\n", "CC_SKILL_PROTOCOL_VIOLATION", {}),
     ],
 )

@@ -46,6 +46,7 @@ def test_worker_with_leaked_env_refuses_start(monkeypatch, capsys):
         "kind": "skillhost-worker-self-test",
         "pid": -1,
         "limits_applied": True,
+        "memory_limited": True,
         "frozen": False,
         "env_keys": ["AWS_SECRET_ACCESS_KEY"],
         "_env_passed": [],
@@ -55,6 +56,33 @@ def test_worker_with_leaked_env_refuses_start(monkeypatch, capsys):
     assert rc == 3
     assert out["code"] == "CC_SKILL_ISOLATION_UNAVAILABLE"
     assert "not minimal" in out["message"]
+
+
+def test_worker_without_memory_limit_refuses_start_on_linux(monkeypatch, capsys):
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS is required on Linux only (reported elsewhere)")
+    fake = {
+        "kind": "skillhost-worker-self-test",
+        "pid": -1,
+        "limits_applied": True,
+        "memory_limited": False,
+        "frozen": False,
+        "env_keys": [],
+        "_env_passed": [],
+    }
+    monkeypatch.setattr(probe, "self_test", lambda: fake)
+    rc, out = _run_cli(capsys, ["probe"])
+    assert rc == 3
+    assert out["code"] == "CC_SKILL_ISOLATION_UNAVAILABLE"
+    assert "RLIMIT_AS" in out["message"]
+
+
+def test_real_worker_reports_memory_limit():
+    answer = runner.self_test()
+    if sys.platform.startswith("linux"):
+        assert answer["memory_limited"] is True
+    else:
+        assert isinstance(answer["memory_limited"], bool)
 
 
 def test_internal_error_is_json_not_traceback(monkeypatch, capsys):
