@@ -8,42 +8,14 @@ that is not a real one, and that a refusal leaves nothing behind.
 
 from __future__ import annotations
 
-import io
-import tarfile
-import zipfile
 from pathlib import Path, PurePosixPath
 
 import pytest
+from support.archives import Member, tgz, zip_of
 
 from evidence_schemas import Code, QualificationError
 from producer import _archive
 from producer._archive import unpack
-
-Member = tuple[str, str, str]  # (kind: f, d or l; name; link target)
-
-
-def _tgz(where: Path, members: list[Member]) -> Path:
-    path = where / "aliases.tar.gz"
-    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tf:
-        for kind, name, target in members:
-            info = tarfile.TarInfo(name)
-            if kind == "f":
-                info.size = 1
-                tf.addfile(info, io.BytesIO(b"x"))
-                continue
-            info.type = tarfile.DIRTYPE if kind == "d" else tarfile.SYMTYPE
-            info.mode = 0o755
-            info.linkname = target
-            tf.addfile(info)
-    return path
-
-
-def _zip(where: Path, names: list[str]) -> Path:
-    path = where / "aliases.zip"
-    with zipfile.ZipFile(path, "w") as zf:
-        for name in names:
-            zf.writestr(name, b"x")
-    return path
 
 
 def _refusal(archive: Path, prefix: Path) -> QualificationError:
@@ -56,7 +28,7 @@ def _refusal(archive: Path, prefix: Path) -> QualificationError:
 def test_the_reviewers_case_insensitive_link_chain_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
     # On APFS, top/a1 *is* the link top/A1 -> ".", so these four links would put top/a1/a2/x/pwned/y (-> /etc)
     # in a folder created outside the bundle; each looks contained to a case-sensitive check.
-    archive = _tgz(tmp_path, [("d", "top", ""), ("l", "top/A1", "."), ("l", "top/a1/A2", "."),
+    archive = tgz(tmp_path, [("d", "top", ""), ("l", "top/A1", "."), ("l", "top/a1/A2", "."),
                               ("l", "top/a1/a2/X", "../.."), ("l", "top/a1/a2/x/pwned/y", "../../../../etc")])
     refused = _refusal(archive, tmp_path / "prefix")
     assert "'top/a1/A2' collides with 'top/A1' on a case-insensitive" in refused.message
@@ -80,7 +52,7 @@ ALIASES: list[tuple[str, list[Member], str]] = [
 
 @pytest.mark.parametrize(("members", "why"), [(m, w) for _, m, w in ALIASES], ids=[i for i, _, _ in ALIASES])
 def test_names_that_alias_when_folded_are_refused(members: list[Member], why: str, tmp_path: Path) -> None:
-    archive = _tgz(tmp_path, members)
+    archive = tgz(tmp_path, members)
     refused = _refusal(archive, tmp_path / "prefix")
     assert why in refused.message
     assert [p.name for p in tmp_path.iterdir()] == [archive.name]
@@ -90,14 +62,14 @@ def test_names_that_alias_when_folded_are_refused(members: list[Member], why: st
                                             (["top/\u00c5/x", "top/A\u030a/y"], "collides with 'top/\u00c5'")],
                          ids=["case", "nfc-and-nfd-folder"])
 def test_zip_names_that_alias_when_folded_are_refused(names: list[str], why: str, tmp_path: Path) -> None:
-    archive = _zip(tmp_path, names)
+    archive = zip_of(tmp_path, names)
     assert why in _refusal(archive, tmp_path / "prefix").message
     assert [p.name for p in tmp_path.iterdir()] == [archive.name]
 
 
 def test_one_folder_spelled_the_same_way_everywhere_is_accepted(tmp_path: Path) -> None:
     # Implied by files first, listed itself afterwards, and holding a link: one spelling, no alias.
-    archive = _tgz(tmp_path, [("f", "top/Lib/x", ""), ("d", "top/Lib", ""), ("l", "top/Lib/y", "x"),
+    archive = tgz(tmp_path, [("f", "top/Lib/x", ""), ("d", "top/Lib", ""), ("l", "top/Lib/y", "x"),
                               ("f", "top/lib2", "")])
     unpack(archive, tmp_path / "prefix")
     assert (tmp_path / "prefix" / "top" / "Lib" / "y").readlink() == Path("x")
@@ -119,7 +91,7 @@ def test_a_link_is_never_placed_through_a_folder_that_is_a_link(tmp_path: Path) 
 
 def test_a_link_in_a_folder_the_archive_does_not_make_is_refused(tmp_path: Path) -> None:
     # No folder is created while placing links: a link's folder must come from a folder or file member.
-    archive = _tgz(tmp_path, [("d", "top", ""), ("f", "top/x", ""), ("l", "top/sub/l", "../x")])
+    archive = tgz(tmp_path, [("d", "top", ""), ("f", "top/x", ""), ("l", "top/sub/l", "../x")])
     refused = _refusal(archive, tmp_path / "prefix")
     assert "a folder the archive does not make" in refused.message
 
@@ -127,7 +99,7 @@ def test_a_link_in_a_folder_the_archive_does_not_make_is_refused(tmp_path: Path)
 @pytest.mark.parametrize("kind", ["tar", "zip"])
 def test_a_refusal_after_files_were_written_removes_the_whole_prefix(kind: str, tmp_path: Path) -> None:
     names = [f"top/d{i}/f" for i in range(5)]
-    archive = (_tgz(tmp_path, [*(("f", n, "") for n in names), ("l", "top/esc", "../..")]) if kind == "tar"
-               else _zip(tmp_path, [*names, "top/../../esc"]))
+    archive = (tgz(tmp_path, [*(("f", n, "") for n in names), ("l", "top/esc", "../..")]) if kind == "tar"
+               else zip_of(tmp_path, [*names, "top/../../esc"]))
     _refusal(archive, tmp_path / "prefix")
     assert [p.name for p in tmp_path.iterdir()] == [archive.name]

@@ -9,42 +9,16 @@ failed record, never an exception.
 from __future__ import annotations
 
 import hashlib
-import io
-import tarfile
-import zipfile
 from pathlib import Path
 
 import pytest
+from support.archives import files_and_links, tgz, zip_of
 from support.evidence_factory import utc_now
 
 from evidence_schemas import BuildRecord, Code, InstallRecord, QualificationError, file_sha256
 from producer import _install
 from producer._archive import pack, unpack
 from producer._install import install
-
-
-def _tgz(where: Path, files: list[str], links: dict[str, str] | None = None) -> Path:
-    path = where / "names.tar.gz"
-    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tf:
-        for name in files:
-            info = tarfile.TarInfo(name)
-            info.size = 1
-            tf.addfile(info, io.BytesIO(b"x"))
-        for name, target in (links or {}).items():
-            info = tarfile.TarInfo(name)
-            info.type = tarfile.SYMTYPE
-            info.linkname = target
-            tf.addfile(info)
-    return path
-
-
-def _zip(where: Path, names: list[str]) -> Path:
-    path = where / "names.zip"
-    with zipfile.ZipFile(path, "w") as zf:
-        for name in names:
-            zf.writestr(name, b"x")
-    return path
-
 
 BAD_NAMES = [
     ("not-utf8", "top/caf\udce9", "is not valid UTF-8"),
@@ -61,7 +35,7 @@ BAD_NAMES = [
 
 @pytest.mark.parametrize(("name", "why"), [(n, w) for _, n, w in BAD_NAMES], ids=[i for i, _, _ in BAD_NAMES])
 def test_a_tar_member_name_a_manifest_cannot_record_is_refused(name: str, why: str, tmp_path: Path) -> None:
-    archive = _tgz(tmp_path, ["top/ok", name])
+    archive = tgz(tmp_path, files_and_links(["top/ok", name]))
     with pytest.raises(QualificationError) as caught:
         unpack(archive, tmp_path / "prefix")
     assert caught.value.code is Code.INSTALL_FAILED
@@ -73,7 +47,7 @@ def test_a_tar_member_name_a_manifest_cannot_record_is_refused(name: str, why: s
 @pytest.mark.parametrize("name", ["top/a\nb", "top/a\x01", "top/\u202eexe.txt"])
 def test_a_zip_member_name_with_a_control_character_is_refused(name: str, tmp_path: Path) -> None:
     with pytest.raises(QualificationError) as caught:
-        unpack(_zip(tmp_path, ["top/ok", name]), tmp_path / "prefix")
+        unpack(zip_of(tmp_path, ["top/ok", name]), tmp_path / "prefix")
     assert "contains a control or format character" in caught.value.message
 
 
@@ -81,13 +55,13 @@ def test_a_zip_member_name_with_a_control_character_is_refused(name: str, tmp_pa
                                              ("x\nx", "contains a control or format character")])
 def test_a_link_target_a_manifest_cannot_record_is_refused(target: str, why: str, tmp_path: Path) -> None:
     with pytest.raises(QualificationError) as caught:
-        unpack(_tgz(tmp_path, ["top/x"], {"top/l": target}), tmp_path / "prefix")
+        unpack(tgz(tmp_path, files_and_links(["top/x"], {"top/l": target})), tmp_path / "prefix")
     assert f"is a link whose target {why}" in caught.value.message
 
 
 def test_utf8_names_beyond_ascii_are_installed(tmp_path: Path) -> None:
     names = ["top/caf\u00e9", "top/\u65e5\u672c/\u8a9e", "top/\U0001f600"]
-    unpack(_tgz(tmp_path, names), tmp_path / "prefix")
+    unpack(tgz(tmp_path, files_and_links(names)), tmp_path / "prefix")
     assert sorted(p.relative_to(tmp_path / "prefix").as_posix() for p in (tmp_path / "prefix").rglob("*")
                   if p.is_file()) == sorted(names)
 
@@ -108,7 +82,7 @@ def _assert_failed(record: InstallRecord, why: str) -> None:
 
 
 def test_install_records_the_reviewers_non_utf8_name_as_a_failure(tmp_path: Path) -> None:
-    archive = _tgz(tmp_path, ["top/top", "top/caf\udce9"])
+    archive = tgz(tmp_path, files_and_links(["top/top", "top/caf\udce9"]))
     record = install(archive=archive, build=_build_record(archive), prefix=tmp_path / "prefix",
                      executable="top/top")
     _assert_failed(record, "is not valid UTF-8")
@@ -128,14 +102,14 @@ def test_install_records_a_manifest_it_cannot_write_as_a_failure(tmp_path: Path,
         (prefix / "top" / "caf\udce9").write_bytes(b"x")
 
     monkeypatch.setattr(_install, "unpack", unpack_anything)
-    archive = _tgz(tmp_path, ["top/top"])
+    archive = tgz(tmp_path, files_and_links(["top/top"]))
     record = install(archive=archive, build=_build_record(archive), prefix=tmp_path / "prefix",
                      executable="top/top")
     _assert_failed(record, "cannot be recorded in a manifest")
 
 
 def test_install_records_an_unreadable_archive_as_a_failure(tmp_path: Path) -> None:
-    archive = _tgz(tmp_path, ["top/top"])
+    archive = tgz(tmp_path, files_and_links(["top/top"]))
     build = _build_record(archive)
     archive.unlink()
     record = install(archive=archive, build=build, prefix=tmp_path / "prefix", executable="top/top")
