@@ -25,14 +25,12 @@ from evidence_schemas import (
     BuildRecord,
     Code,
     QualificationError,
-    canonical_bytes,
     file_sha256,
-    sha256_hex,
     utc_now,
 )
 
 from ._archive import archive_suffix, pack
-from ._hashing import tree_manifest
+from ._hashing import manifest_sha256, tree_manifest
 from ._platform_signing import PlatformSigner, SigningOutcome
 from ._process import excerpt, run_bounded
 
@@ -107,7 +105,7 @@ def build(*, repo: Path, sha: str, ref: str, app_source: Path, spec: str, app_na
     started = time.monotonic()
     source_root = work / "source"
     app_dir = export_committed_source(repo, sha, app_source, source_root)
-    source_digest = sha256_hex(canonical_bytes([e.model_dump(mode="json") for e in tree_manifest(app_dir)]))
+    source_digest = manifest_sha256(tree_manifest(app_dir))
     build_info = work / "build_info.json"
     build_info.write_text(json.dumps({"build_sha": sha, "built_at": started_at, "source_ref": ref}),
                           encoding="utf-8")

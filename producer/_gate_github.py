@@ -164,14 +164,6 @@ class GitHubGate(SourceGate):
         if head != sha:
             raise QualificationError(Code.NOT_MAIN_HEAD, f"main moved from {sha[:12]} to {head[:12]} before signing")
 
-    @property
-    def toplevel(self) -> Path:
-        """The checkout's top folder, as :attr:`LocalGitGate.toplevel` gives it to the build."""
-        code, top = _git(self._checkout, "rev-parse", "--show-toplevel")
-        if code != 0:
-            raise QualificationError(Code.SOURCE_GATE_FAILED, f"{self._checkout}: not a git checkout")
-        return Path(top)
-
     def _protection(self, repository: str, classic_enforced: bool, saw: _Saw) -> Literal["protected", "ruleset"]:
         """Protection as read access can prove it: an active protecting rule, or enforced classic checks.
 
