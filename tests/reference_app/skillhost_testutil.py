@@ -35,3 +35,32 @@ def parse_single_line(stdout: bytes):
     obj = json.loads(text)
     assert text.strip() == json.dumps(obj, sort_keys=True, separators=(",", ":"))
     return obj
+
+
+def write_signed_skill(ws, key, sid, src, caps):
+    """An external skill package ``ws/skills/SID`` with ``src`` as its handler, signed by ``key``."""
+    from skillhost._package import sign_package
+
+    d = ws / "skills" / sid
+    d.mkdir()
+    caps_yaml = "".join(f"  - {c}\n" for c in caps)
+    (d / "SKILL.md").write_text(f"---\nid: {sid}\nexecution-capabilities:\n{caps_yaml}---\n")
+    (d / "handler.py").write_text(src)
+    sign_package(d, key)
+    return d
+
+
+def contained_outcome(host, skill_dir, *, max_duration):
+    """Run a hostile external skill; return (code, everything it could show, outcome or None when refused early).
+
+    A run that got as far as the worker must have failed and had its worker reaped.
+    """
+    from skillhost._errors import SkillError
+
+    try:
+        out = host.run_external(skill_dir, max_duration=max_duration)
+    except SkillError as exc:
+        return exc.code, exc.message, None
+    assert not out.ok, out.value
+    assert out.reaped
+    return out.code, json.dumps([out.value, out.message, out.audit], default=str), out

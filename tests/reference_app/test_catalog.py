@@ -17,6 +17,16 @@ def _gen(tools_dir, *args):
     )
 
 
+def _assert_drift_everywhere(app_copy):
+    """The generator's --check and the runtime catalog verification both refuse the copy."""
+    proc = _gen(app_copy / "tools", "--check", "--package-dir", str(app_copy / "skillhost"))
+    assert proc.returncode == 1
+    assert "drift" in proc.stderr
+    with pytest.raises(SkillError) as ei:
+        verify(app_copy / "skillhost")
+    assert ei.value.code == "CC_SKILL_CATALOG_DRIFT"
+
+
 def test_checked_in_catalog_is_current():
     proc = _gen(APP_DIR / "tools", "--check")
     assert proc.returncode == 0, proc.stderr
@@ -33,12 +43,7 @@ def test_generator_is_stable_bytes(app_copy):
 def test_check_fails_after_handler_byte_change(app_copy):
     handler = app_copy / "skillhost" / "bundled_skills" / "clock" / "handler.py"
     handler.write_bytes(handler.read_bytes().replace(b'"now"', b'"nov"', 1))
-    proc = _gen(app_copy / "tools", "--check", "--package-dir", str(app_copy / "skillhost"))
-    assert proc.returncode == 1
-    assert "drift" in proc.stderr
-    with pytest.raises(SkillError) as ei:
-        verify(app_copy / "skillhost")
-    assert ei.value.code == "CC_SKILL_CATALOG_DRIFT"
+    _assert_drift_everywhere(app_copy)
 
 
 def test_check_fails_on_under_declared_capability(app_copy):
@@ -148,12 +153,7 @@ def test_generator_fails_on_new_unlisted_bundled_skill(app_copy):
     new.mkdir()
     (new / "SKILL.md").write_text("---\nid: extra\nexecution-capabilities:\n  - runtime:time\n---\n")
     (new / "handler.py").write_text("def run(ports, args):\n    return ports.time.now()\n")
-    proc = _gen(app_copy / "tools", "--check", "--package-dir", str(app_copy / "skillhost"))
-    assert proc.returncode == 1
-    assert "drift" in proc.stderr
-    with pytest.raises(SkillError) as ei:
-        verify(app_copy / "skillhost")
-    assert ei.value.code == "CC_SKILL_CATALOG_DRIFT"
+    _assert_drift_everywhere(app_copy)
 
 
 def test_bundled_run_refuses_drifted_handler(app_copy):

@@ -24,6 +24,7 @@ from skillhost._host import HostConfig, SkillHost
 from skillhost._package import VerifiedSkill, sign_package
 from skillhost._process_broker import ProcessPort
 from skillhost._signing import TrustStore, new_key
+from skillhost_testutil import contained_outcome, write_signed_skill
 
 SECRET_VAR = "SKILLHOST_ESCAPE_SECRET"
 HOST_SECRET = "HOST-ENV-SECRET-7373"
@@ -184,28 +185,14 @@ def world(tmp_path, monkeypatch):
 
 
 def write_signed(world, sid, src, caps=("runtime:time", "filesystem:read")):
-    d = world["ws"] / "skills" / sid
-    d.mkdir()
-    caps_yaml = "".join(f"  - {c}\n" for c in caps)
-    (d / "SKILL.md").write_text(f"---\nid: {sid}\nexecution-capabilities:\n{caps_yaml}---\n")
-    (d / "handler.py").write_text(src.replace(CANARY, str(world["canary"])))
-    sign_package(d, world["key"])
-    return d
+    return write_signed_skill(world["ws"], world["key"], sid, src.replace(CANARY, str(world["canary"])), caps)
 
 
 @pytest.mark.parametrize(("sid", "src", "code"), ESCAPES, ids=[c[0] for c in ESCAPES])
 def test_reviewed_escape_is_contained(world, sid, src, code):
     if sid in MEMORY_CASES and not sys.platform.startswith("linux"):
         pytest.skip("RLIMIT_AS is required on Linux only")
-    d = write_signed(world, sid, src)
-    try:
-        out = world["host"].run_external(d, max_duration=5.0)
-    except SkillError as exc:
-        observed, text = exc.code, exc.message
-    else:
-        assert not out.ok, out.value
-        assert out.reaped
-        observed, text = out.code, json.dumps([out.value, out.message, out.audit], default=str)
+    observed, text, _ = contained_outcome(world["host"], write_signed(world, sid, src), max_duration=5.0)
     assert observed == code, text
     assert HOST_SECRET not in text
     assert not world["canary"].exists()

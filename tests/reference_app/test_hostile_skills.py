@@ -2,16 +2,15 @@
 host's own checks stand in its way), tries to reach the host, and must end in its code
 with nothing of the host reached (no secret in any output, no canary file created)."""
 
-import json
 import os
 
 import pytest
 from skillhost._egress import EgressPolicy
 from skillhost._errors import SkillError
 from skillhost._host import HostConfig, SkillHost
-from skillhost._package import sign_package
 from skillhost._runner import self_test
 from skillhost._signing import TrustStore, new_key
+from skillhost_testutil import contained_outcome, write_signed_skill
 
 SECRET_FILE_TEXT = "OUTSIDE-ROOT-SECRET-4242"
 HOST_SECRET = "HOST-ENV-SECRET-9191"
@@ -123,13 +122,7 @@ def world(tmp_path, monkeypatch):
 
 
 def write_signed(world, sid, src, caps):
-    d = world["ws"] / "skills" / sid
-    d.mkdir()
-    caps_yaml = "".join(f"  - {c}\n" for c in caps)
-    (d / "SKILL.md").write_text(f"---\nid: {sid}\nexecution-capabilities:\n{caps_yaml}---\n")
-    (d / "handler.py").write_text(src)
-    sign_package(d, world["key"])
-    return d
+    return write_signed_skill(world["ws"], world["key"], sid, src, caps)
 
 
 @pytest.mark.parametrize(("sid", "src", "caps", "code"), CASES, ids=[c[0] for c in CASES])
@@ -144,18 +137,10 @@ def test_hostile_skill_is_contained(world, sid, src, caps, code):
             write_signed(world, sid, src, caps)
         assert ei.value.code == code
         return
-    d = write_signed(world, sid, src, caps)
-    try:
-        out = world["host"].run_external(d, max_duration=1.5)
-    except SkillError as exc:
-        observed, text = exc.code, exc.message
-    else:
-        assert not out.ok, out.value
-        assert out.reaped
+    observed, text, out = contained_outcome(world["host"], write_signed(world, sid, src, caps), max_duration=1.5)
+    if out is not None:
         assert out.returncode is not None
         assert out.worker_pid != os.getpid()
-        observed = out.code
-        text = json.dumps([out.value, out.message, out.audit], default=str)
     assert observed == code, text
     assert SECRET_FILE_TEXT not in text
     assert HOST_SECRET not in text
