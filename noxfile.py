@@ -115,3 +115,34 @@ def bench(session: nox.Session) -> None:
     """Benchmarks: ratios against named baselines; exits 1 when a target is missed."""
     session.install("-e", ".")
     session.run("python", "benchmarks/bench_evidence.py")
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """The property tests under the "fuzz" Hypothesis profile, for a wall-clock budget (default 10 minutes).
+
+    `nox -s fuzz -- --minutes 2` (or QUALIFY_FUZZ_MINUTES=2) sets the budget; other arguments go to pytest.
+    Each failing input found is saved under tests/corpus_fuzz/cases/, which the default run replays.
+    """
+    session.install("-e", ".[dev]")
+    minutes = os.environ.get("QUALIFY_FUZZ_MINUTES", "10")
+    pytest_args: list[str] = []
+    args = iter(session.posargs)
+    for arg in args:
+        if arg == "--minutes":
+            minutes = next(args, "")
+        elif arg.startswith("--minutes="):
+            minutes = arg.partition("=")[2]
+        else:
+            pytest_args.append(arg)
+    try:
+        seconds = round(float(minutes) * 60)
+    except (ValueError, OverflowError):
+        session.error(f"--minutes {minutes!r} is not a number of minutes")
+    if seconds <= 0:
+        session.error("--minutes must be positive")
+    prefix = _network_cut()
+    session.log(f"fuzzing for {seconds} s" + ("" if prefix else " (no network namespace here: network up)"))
+    # The budget reaches the tests through the environment; tests/property/runner.py shares it out.
+    session.run(*prefix, "pytest", "tests/property", "-q", *pytest_args,
+                env={"QUALIFY_FUZZ_SECONDS": str(seconds)}, external=True)

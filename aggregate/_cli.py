@@ -5,21 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from evidence_schemas import EXIT_OK, EXIT_REJECTED, ArgumentParser, guarded
 from qualify_policy import load_policy
+from qualify_runtime import EXIT_OK, EXIT_REJECTED, guarded
 
 from ._aggregate import aggregate
-
-
-def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    parser = parser or ArgumentParser(prog="qualify aggregate", description=__doc__)
-    parser.add_argument("--policy", type=Path, required=True)
-    parser.add_argument("--evidence", type=Path, required=True, action="append",
-                        help="a folder of platform statements (repeatable)")
-    parser.add_argument("--out", type=Path, required=True, help="where aggregate.dsse.json is written")
-    return parser
+from ._args import build_parser
 
 
 def run(args: argparse.Namespace) -> int:

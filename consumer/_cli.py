@@ -10,50 +10,26 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evidence_schemas import (
-    EXIT_OK,
-    EXIT_REJECTED,
-    EXIT_USAGE,
     GIT_SHA_PATTERN,
-    ArgumentParser,
     AuditReport,
     Code,
     ConsumerDecision,
     QualificationError,
     append_text,
-    guarded,
     utc_now,
     write_atomic,
 )
 from qualify_policy import Policy, load_policy
+from qualify_runtime import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
 from qualify_trust import verifier_for
 from qualify_verify import Expectations, Verdict, verify_release
 
+from ._args import build_audit_parser, build_verify_parser
 from ._decide import decide
 from ._freshness import check_candidate_is_main_head
 from ._render import render_audit_html, render_markdown, render_text
 
 _SHA = re.compile(GIT_SHA_PATTERN)
-
-
-def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    parser = parser or ArgumentParser(prog="qualify verify", description="Is this candidate qualified?")
-    parser.add_argument("--policy", type=Path, required=True, help="the committed policy file")
-    parser.add_argument("--evidence", type=Path, required=True, help="the evidence folder of one run")
-    parser.add_argument("--artifact", type=Path, action="append", default=[],
-                        help="a candidate file; every artifact in the evidence must be presented")
-    parser.add_argument("--sha", help="the candidate commit; every statement must carry it")
-    parser.add_argument("--json", type=Path, help="write the consumer decision (JSON) here")
-    parser.add_argument("--summary", type=Path, help="write GitHub job-summary Markdown here")
-    return parser
-
-
-def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    parser = parser or ArgumentParser(prog="qualify audit", description="Check historical runs offline.")
-    parser.add_argument("--policy", type=Path, required=True, help="the policy as of the runs")
-    parser.add_argument("--evidence", type=Path, nargs="+", required=True, help="one folder per run")
-    parser.add_argument("--json", type=Path, help="write the audit report (JSON) here")
-    parser.add_argument("--html", type=Path, help="write an HTML report here")
-    return parser
 
 
 def run_verify(args: argparse.Namespace) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from evidence_schemas import Code, utc_now
-from qualify_github import GitHubClient
 from qualify_policy import Policy
 from qualify_verify import Findings
 
@@ -26,6 +25,9 @@ def check_candidate_is_main_head(policy: Policy, sha: str | None, env: Mapping[s
         return "local mode: main's head on a protected remote was not observed"
     if sha is None:
         return "no verified statement named a commit: main's head not compared"
+    # PyGithub loads only for a GitHub-mode gate: local verification never imports it.
+    from qualify_github import GitHubClient
+
     repository = policy.file.producer.repository
     with GitHubClient.from_env(env) as client:
         head = client.head_sha(repository, MAIN)

@@ -6,12 +6,13 @@ import html
 
 from evidence_schemas import AuditReport, ConsumerDecision
 
-_COLUMNS = ("platform", "artifact", "sha256", "install", "probe", "journey", "signature")
+_STAGES = ("gate", "build", "signature", "install", "probe", "journey")
+_COLUMNS = ("platform", "artifact", "sha256", *_STAGES)
 
 
 def _cells(decision: ConsumerDecision) -> list[list[str]]:
-    return [[row.platform, row.artifact or "-", (row.sha256 or "-")[:16], row.install, row.probe, row.journey,
-             row.signature] for row in decision.rows]
+    return [[row.platform, row.artifact or "-", (row.sha256 or "-")[:16], *(getattr(row, s) for s in _STAGES)]
+            for row in decision.rows]
 
 
 def render_text(decision: ConsumerDecision) -> str:

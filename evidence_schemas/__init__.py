@@ -5,12 +5,12 @@ Pure data by design (DESIGN.md section 6): no cryptography and no network.
 
 from ._bounded import load_json, read_bounded
 from ._canonical import canonical_bytes, sha256_hex
-from ._cli_guard import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
-from ._decision import AuditReport, ConsumerDecision, DecisionRow, Reason
+from ._decision import AuditReport, Cell, ConsumerDecision, DecisionRow, Reason
 from ._errors import Code, QualificationError
 from ._export import SCHEMA_MODELS, export_schemas, render_schemas
 from ._io import append_text, file_sha256, utc_now, write_atomic
 from ._limits import JsonBounds
+from ._naming import archive_suffix, artifact_file_name, executable_path
 from ._parse import parse_envelope, parse_statement, validate_model
 from ._predicates import AggregatedPlatform, AggregatePredicate, PlatformPredicate, RunIdentity
 from ._records import (
@@ -42,10 +42,6 @@ from ._statement import (
 from ._types import GIT_SHA_PATTERN, PLATFORMS, GitSha, Platform, Record, Sha256Hex
 
 __all__ = [
-    "EXIT_OK",
-    "EXIT_REJECTED",
-    "EXIT_USAGE",
-    "guarded",
     "AGGREGATE_PREDICATE_TYPE",
     "IN_TOTO_PAYLOAD_TYPE",
     "IN_TOTO_STATEMENT_TYPE",
@@ -58,12 +54,12 @@ __all__ = [
     "PREDICATE_PREFIX",
     "SCHEMA_MODELS",
     "AggregatePredicate",
-    "ArgumentParser",
     "AggregateStatement",
     "AggregatedPlatform",
     "ArtifactRef",
     "AuditReport",
     "BuildRecord",
+    "Cell",
     "Code",
     "ConsumerDecision",
     "DecisionRow",
@@ -98,6 +94,9 @@ __all__ = [
     "validate_model",
     "write_atomic",
     "append_text",
+    "archive_suffix",
+    "artifact_file_name",
+    "executable_path",
     "file_sha256",
     "utc_now",
 ]

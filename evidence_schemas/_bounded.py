@@ -8,6 +8,7 @@ keys, NaN/Infinity.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,14 @@ def _reject_constant(name: str) -> Any:
     raise QualificationError(Code.JSON_NONFINITE, f"{name} is not allowed in evidence")
 
 
+def _finite_float(text: str) -> float:
+    # 1e400 parses to inf without ever passing parse_constant: an overflow is Infinity by another spelling.
+    value = float(text)
+    if math.isinf(value):
+        raise QualificationError(Code.JSON_NONFINITE, f"number {text[:40]} overflows to infinity")
+    return value
+
+
 def load_json(data: bytes, *, what: str, bounds: JsonBounds | None = None) -> Any:
     """Parse untrusted JSON bytes under ``bounds``; ``what`` names the input in errors."""
     bounds = bounds or JsonBounds()
@@ -70,7 +79,8 @@ def load_json(data: bytes, *, what: str, bounds: JsonBounds | None = None) -> An
     if depth > bounds.max_depth:
         raise QualificationError(Code.JSON_TOO_DEEP, f"{what}: nesting depth {depth} exceeds {bounds.max_depth}")
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
+        return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant,
+                          parse_float=_finite_float)
     except QualificationError as exc:
         raise QualificationError(exc.code, f"{what}: {exc.message}") from exc
     except (json.JSONDecodeError, RecursionError) as exc:

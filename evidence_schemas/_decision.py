@@ -17,14 +17,21 @@ class Reason(Record):
     platform: Platform | None = None
 
 
+Cell = Literal["pass", "fail", "missing"]
+
+
 class DecisionRow(Record):
+    """One platform's line of the decision table; a ``fail`` cell always has a reason with its code."""
+
     platform: Platform | ShortText
     artifact: FileName | None
     sha256: Sha256Hex | None
-    install: Literal["pass", "fail", "missing"]
-    probe: Literal["pass", "fail", "missing"]
-    journey: Literal["pass", "fail", "missing"]
-    signature: Literal["pass", "fail", "missing"]
+    gate: Cell
+    build: Cell
+    signature: Cell
+    install: Cell
+    probe: Cell
+    journey: Cell
 
 
 class ConsumerDecision(Record):

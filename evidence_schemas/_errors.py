@@ -34,6 +34,8 @@ class Code(enum.StrEnum):
     NOT_MAIN_HEAD = "QE_NOT_MAIN_HEAD"
     MAIN_UNPROTECTED = "QE_MAIN_UNPROTECTED"
     WORKTREE_DIRTY = "QE_WORKTREE_DIRTY"
+    # A record claims something its mode cannot observe (local evidence claiming a protected main).
+    CLAIM_UNOBSERVABLE = "QE_CLAIM_UNOBSERVABLE"
     RUN_MISMATCH = "QE_RUN_MISMATCH"
     # Coverage and artifacts
     PLATFORM_MISSING = "QE_PLATFORM_MISSING"
@@ -57,12 +59,14 @@ class Code(enum.StrEnum):
     KEY_INVALID = "QE_KEY_INVALID"
     USAGE = "QE_USAGE"
     ENVIRONMENT = "QE_ENVIRONMENT"
+    # A bug: an error no check anticipated (printed by the guarded main, exit status 2).
+    INTERNAL = "QE_INTERNAL"
 
 
 # Codes that mean "the caller or the machine is wrong", not "the evidence does
 # not qualify": DESIGN.md section 7 gives them exit status 2.
 _USAGE_CODES = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE, Code.ENVIRONMENT,
-                          Code.SOURCE_GATE_FAILED})
+                          Code.SOURCE_GATE_FAILED, Code.INTERNAL})
 
 
 class QualificationError(Exception):

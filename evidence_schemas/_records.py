@@ -45,6 +45,9 @@ class SourceGateRecord(Record):
     repository: ShortText
     ref: ShortText
     sha: GitSha
+    # The head of main as the gate read it (git locally, the REST API in GitHub
+    # mode): the fact ``head_matches`` summarises, so a verifier can re-derive it.
+    main_head: GitSha
     worktree_clean: bool
     # Local evidence never claims protection it did not observe.
     protection: Literal["not-observed", "protected", "ruleset", "unprotected"]

@@ -1,7 +1,34 @@
-"""The producer: one job per platform, from the source gate to a signed platform statement."""
+"""The producer: one job per platform, from the source gate to a signed platform statement.
 
-from ._cli import build_parser, main, run
-from ._gate_cli import build_gate_parser, run_gate
-from ._pipeline import ProduceResult, produce
+The argument parsers load eagerly (``qualify --help`` needs nothing else); everything that
+validates, signs or reaches GitHub loads on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._args import build_gate_parser, build_parser
+
+if TYPE_CHECKING:
+    from ._cli import main, run
+    from ._gate_cli import run_gate
+    from ._pipeline import ProduceResult, produce
+
+_LAZY = {
+    "ProduceResult": "._pipeline",
+    "produce": "._pipeline",
+    "main": "._cli",
+    "run": "._cli",
+    "run_gate": "._gate_cli",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["ProduceResult", "build_gate_parser", "build_parser", "main", "produce", "run", "run_gate"]

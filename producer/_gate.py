@@ -87,6 +87,7 @@ class LocalGitGate(SourceGate):
             repository=self._repository,
             ref=ref,
             sha=sha,
+            main_head=head,
             worktree_clean=clean,
             protection="not-observed",
             head_matches=True,

@@ -12,22 +12,15 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 
-from evidence_schemas import EXIT_OK, ArgumentParser, Code, QualificationError, guarded, write_atomic
+from evidence_schemas import Code, QualificationError, write_atomic
 from qualify_policy import load_policy
+from qualify_runtime import EXIT_OK, guarded
 
+from ._args import RECORD_NAME, build_gate_parser
 from ._gate_github import GitHubGate
 
-RECORD_NAME = "source-gate.json"
-
-
-def build_gate_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    parser = parser or ArgumentParser(prog="qualify gate",
-                                      description="the GitHub-mode source gate on its own")
-    parser.add_argument("--policy", type=Path, required=True, help="the committed policy file (GitHub mode)")
-    parser.add_argument("--out", type=Path, required=True, help=f"folder to write {RECORD_NAME} into")
-    return parser
+__all__ = ["RECORD_NAME", "build_gate_parser", "run_gate"]
 
 
 def run_gate(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:

@@ -156,8 +156,8 @@ class GitHubGate(SourceGate):
         protection = self._protection(run.repository, branch.protected and branch.required_checks_enforced, saw)
         clean = self._check_checkout(run.sha, saw)
         return SourceGateRecord(mode="github", repository=run.repository, ref=run.ref, sha=run.sha,
-                                worktree_clean=clean, protection=protection, head_matches=True,
-                                observations=observations, passed=True)
+                                main_head=branch.head_sha, worktree_clean=clean, protection=protection,
+                                head_matches=True, observations=observations, passed=True)
 
     def recheck_head(self, sha: str) -> None:
         head = self._client.head_sha(self._policy.file.producer.repository, MAIN_BRANCH)

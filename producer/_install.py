@@ -1,11 +1,19 @@
 """The install stage: re-hash the archive, unpack it into a fresh prefix, record what landed.
 
+The archive is read once, into a private copy, hashed as it is copied; the
+copy is what gets unpacked. So the bytes installed are the bytes hashed, even
+when the artifact's file is replaced or rewritten in place between the hash
+and the unpack (a time-of-check gap that re-opening the path would leave).
+
 Every failure, whatever raised it, becomes a failed record: the stage's
 outcome is evidence, never a traceback.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,14 +40,42 @@ def _failed(*, digest: str, executable: str, started: float, why: str) -> Instal
     )
 
 
+def _private_copy(archive: Path, folder: Path) -> tuple[Path, str]:
+    """Copy ``archive`` into a new file of this job's own in ``folder``; return it and the digest of what was copied.
+
+    The copy keeps the archive's name as its ending, which is what tells unpack
+    a zip from a tar.gz.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=".install-", suffix=f"-{archive.name}", dir=folder)
+    copy = Path(name)
+    digest = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as sink, archive.open("rb") as source:
+            while chunk := source.read(1 << 20):
+                digest.update(chunk)
+                sink.write(chunk)
+    except BaseException:
+        copy.unlink(missing_ok=True)
+        raise
+    return copy, digest.hexdigest()
+
+
 def install(*, archive: Path, build: BuildRecord, prefix: Path, executable: str) -> InstallRecord:
     started = time.monotonic()
     try:
-        digest = file_sha256(archive)
+        copy, digest = _private_copy(archive, prefix.parent)
     except OSError as exc:
         return _failed(digest=_ZERO, executable=executable, started=started,
-                       why=f"archive {archive.name} cannot be read: {exc.strerror}")
+                       why=f"archive {archive.name} cannot be read into the install folder: {exc.strerror or exc}")
+    try:
+        return _install_copy(copy, digest, build=build, prefix=prefix, executable=executable, started=started)
+    finally:
+        copy.unlink(missing_ok=True)
 
+
+def _install_copy(copy: Path, digest: str, *, build: BuildRecord, prefix: Path, executable: str,
+                  started: float) -> InstallRecord:
     def failed(why: str) -> InstallRecord:
         return _failed(digest=digest, executable=executable, started=started, why=why)
 
@@ -47,7 +83,7 @@ def install(*, archive: Path, build: BuildRecord, prefix: Path, executable: str)
     if digest != build.artifact.sha256:
         return failed(f"archive digest {digest[:16]} differs from the build's {build.artifact.sha256[:16]}")
     try:
-        unpack(archive, prefix)
+        unpack(copy, prefix)
         entries = tree_manifest(prefix)
         exe = prefix / executable
         if not exe.is_file() or exe.is_symlink():

@@ -7,8 +7,11 @@ working folder, a timeout and bounded capture.
 
 from __future__ import annotations
 
-import tempfile
+import shutil
+from collections.abc import Mapping
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from evidence_schemas import (
     InstallRecord,
@@ -19,8 +22,11 @@ from evidence_schemas import (
     QualificationError,
     file_sha256,
 )
+from qualify_policy import StepExpectation
+from qualify_verify import journey_facts, probe_facts
 
 from ._app_output import AppJourney, AppProbe, parse_app_output
+from ._hashing import manifest_sha256, tree_manifest
 from ._process import ProcessResult, excerpt, minimal_environment, run_bounded
 
 
@@ -28,12 +34,24 @@ def _run_installed(prefix: Path, install: InstallRecord, command: str, timeout: 
     if not install.passed:
         return "not run: the install stage failed"
     exe = prefix / install.executable
-    # Re-read the bytes right before executing them: what runs is what was installed.
+    # Re-read the bytes right before executing them: what runs is what was installed, the executable and
+    # every library and data file beside it (the whole tree against the install's manifest).
     if not exe.is_file() or file_sha256(exe) != install.executable_sha256:
         return "installed executable changed or vanished after install"
-    with tempfile.TemporaryDirectory(prefix=f"qualify-{command}-") as home:
-        return run_bounded([str(exe), command], timeout=timeout, cwd=Path(home),
-                           env=minimal_environment(Path(home)))
+    try:
+        unchanged = manifest_sha256(tree_manifest(prefix)) == install.manifest_sha256
+    except (OSError, ValidationError):
+        unchanged = False
+    if not unchanged:
+        return "the installed tree changed after install (its manifest differs from the install record's)"
+    # The app's home lives in the job's work folder, beside the prefix: a killed job's rerun removes it.
+    home = prefix.parent / f"home-{command}"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    try:
+        return run_bounded([str(exe), command], timeout=timeout, cwd=home, env=minimal_environment(home))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def launch_probe(*, prefix: Path, install: InstallRecord, platform: str, gate_sha: str,
@@ -55,25 +73,22 @@ def launch_probe(*, prefix: Path, install: InstallRecord, platform: str, gate_sh
             )
         except QualificationError as exc:
             problem = exc.diagnostics()
-    sha_ok = report is not None and report.build_sha == gate_sha
-    exe_ok = report is not None and report.executable_sha256 == install.executable_sha256
-    passed = (
-        report is not None and sha_ok and exe_ok and report.platform == platform
-        and report.worker_entry_resolvable and report.catalog_verified and report.isolation_available
-    )
+    facts = probe_facts(report=report, exit_code=result.exit_code, timed_out=result.timed_out, platform=platform,
+                        sha=gate_sha, installed_executable_sha256=install.executable_sha256)
     return LaunchProbeRecord(
         exit_code=result.exit_code, timed_out=result.timed_out, duration_ms=result.duration_ms, report=report,
-        build_sha_matches=sha_ok, executable_matches_install=exe_ok,
-        stderr_excerpt=(problem + "\n" + excerpt(result.stderr, 1500)).strip()[:2000], passed=passed,
+        build_sha_matches=facts.build_sha_matches, executable_matches_install=facts.executable_matches_install,
+        stderr_excerpt=(problem + "\n" + excerpt(result.stderr, 1500)).strip()[:2000], passed=facts.passed,
     )
 
 
-def journey(*, prefix: Path, install: InstallRecord, gate_sha: str, required_steps: list[str],
+def journey(*, prefix: Path, install: InstallRecord, gate_sha: str, expected: Mapping[str, StepExpectation],
             timeout: int) -> JourneyRecord:
+    """The installed app's journey, judged against the policy's step table (never the app's own expectations)."""
     result = _run_installed(prefix, install, "journey", timeout)
     if isinstance(result, str):
         return JourneyRecord(exit_code=None, timed_out=False, duration_ms=0, app_build_sha=None, host_pid=None,
-                             steps=[], required_steps=required_steps, missing_steps=required_steps,
+                             steps=[], required_steps=list(expected), missing_steps=list(expected),
                              failed_steps=[], stderr_excerpt=result, passed=False)
     app: AppJourney | None = None
     problem = ""
@@ -83,16 +98,11 @@ def journey(*, prefix: Path, install: InstallRecord, gate_sha: str, required_ste
         except QualificationError as exc:
             problem = exc.diagnostics()
     steps = [JourneyStep(**step.model_dump()) for step in app.steps] if app else []
-    seen = {step.id for step in steps}
-    missing = [step for step in required_steps if step not in seen]
-    failed = [step.id for step in steps if not step.passed]
-    passed = (
-        app is not None and result.exit_code == 0 and app.passed and not missing and not failed
-        and app.build_sha == gate_sha
-    )
+    facts = journey_facts(steps=steps, expected=expected, exit_code=result.exit_code, timed_out=result.timed_out,
+                          app_build_sha=app.build_sha if app else None, sha=gate_sha)
     return JourneyRecord(
         exit_code=result.exit_code, timed_out=result.timed_out, duration_ms=result.duration_ms,
         app_build_sha=app.build_sha if app else None, host_pid=app.host_pid if app else None, steps=steps,
-        required_steps=required_steps, missing_steps=missing, failed_steps=failed,
-        stderr_excerpt=(problem + "\n" + excerpt(result.stderr, 1500)).strip()[:2000], passed=passed,
+        required_steps=list(facts.required), missing_steps=list(facts.missing), failed_steps=list(facts.failed),
+        stderr_excerpt=(problem + "\n" + excerpt(result.stderr, 1500)).strip()[:2000], passed=facts.passed,
     )

@@ -7,6 +7,7 @@ of a failed qualification survives; the job still exits 1.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -31,9 +32,11 @@ from evidence_schemas import (
     utc_now,
     write_atomic,
 )
+from evidence_schemas._io import remove_output
 from qualify_policy import Policy, host_arch, host_platform
 from qualify_trust import StatementSigner, StatementVerifier, verifier_for
 from qualify_trust import signer_for as statement_signer_for
+from qualify_verify import aggregate_file_name
 
 from ._build import BuildOutput, build, executable_name
 from ._emit import emit
@@ -77,9 +80,35 @@ class _Job:
     def install_prefix(self) -> Path:
         return self.work_dir / "install"
 
-    def fresh_work_dir(self) -> None:
-        """Empty this platform's work folder; called only once the gate has passed."""
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+    def start_clean(self) -> None:
+        """Remove what an earlier run of this platform's job left in the output folder; only once the gate passed.
+
+        An earlier run may have been killed at any point (SIGKILL, a cancelled
+        runner, a full disk), or may have finished for an older commit. Left in
+        place, its files would sit beside this run's as if they were this run's:
+
+        * this platform's statement, and the aggregate signed over it: evidence
+          of the earlier run, which must not survive into a run that fails
+          before its own emit;
+        * the temporary files of interrupted atomic writes of either (the
+          consumer refuses any stray file in an evidence folder);
+        * the unsigned records of this platform (people read them as this run's);
+        * partial archives of this platform the build was writing;
+        * the work folder (half a PyInstaller tree, half an install).
+        """
+        suffix = self.signer.file_suffix
+        remove_output(self.evidence_dir / f"platform-{self.platform}{suffix}")
+        remove_output(self.evidence_dir / aggregate_file_name(suffix))
+        app = self.policy.file.artifact.name
+        try:
+            partials = sorted(self.artifacts_dir.glob(f".{app}-*-{self.platform}-*.partial"))
+            for partial in partials:
+                partial.unlink(missing_ok=True)
+        except OSError as exc:
+            raise QualificationError(Code.ENVIRONMENT, f"{self.artifacts_dir}: cannot remove a partial archive "
+                                                       f"({exc.strerror or exc})") from exc
+        _remove_tree(self.records_dir, "records folder")
+        _remove_tree(self.work_dir, "work folder")
         try:
             self.work_dir.mkdir(parents=True)
         except OSError as exc:
@@ -89,6 +118,18 @@ class _Job:
     def record(self, name: str, record: BaseModel) -> None:
         # Unsigned copies for people; the evidence is the signed statement.
         write_atomic(self.records_dir / f"{name}.json", record.model_dump_json(indent=2).encode() + b"\n")
+
+
+def _remove_tree(folder: Path, what: str) -> None:
+    """Remove ``folder`` whole, or say why not: a half-removed folder must not pass for a fresh one."""
+    if folder.is_symlink():
+        # rmtree refuses a link; the link itself is the earlier run's, not what it points at.
+        with contextlib.suppress(OSError):
+            folder.unlink()
+    shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists() or folder.is_symlink():
+        raise QualificationError(Code.ENVIRONMENT, f"{folder}: cannot remove the earlier run's {what}",
+                                 hint="is an earlier producer (or a process it started) still running?")
 
 
 def new_local_run_id() -> str:
@@ -129,7 +170,6 @@ def _gate(job: _Job) -> tuple[SourceGate, SourceGateRecord]:
     with job.progress.stage("source gate") as said:
         record = gate.observe()
         said.append(f"sha={record.sha[:12]} ref={record.ref} clean={record.worktree_clean}")
-    job.record("source-gate", record)
     return gate, record
 
 
@@ -190,7 +230,7 @@ def _probe(job: _Job, installed: InstallRecord, sha: str) -> LaunchProbeRecord:
 def _journey(job: _Job, installed: InstallRecord, sha: str) -> JourneyRecord:
     with job.progress.stage("journey") as said:
         record = journey(prefix=job.install_prefix, install=installed, gate_sha=sha,
-                         required_steps=list(job.policy.file.journey.required_steps),
+                         expected=job.policy.file.journey.steps,
                          timeout=job.policy.file.limits.journey_timeout_seconds)
         said.append(f"{sum(s.passed for s in record.steps)}/{len(record.steps)} steps passed, "
                     f"missing={len(record.missing_steps)} passed={record.passed}")
@@ -204,8 +244,10 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     job = _prepare(policy, platform, out, run_id=run_id, env=os.environ if env is None else env, signer=signer)
     gate, gate_record = _gate(job)
     run = _run_identity(job, gate_record)
-    # Nothing on disk changes before the gate and the run identity were accepted.
-    job.fresh_work_dir()
+    # Nothing on disk changes before the gate and the run identity were accepted (so the gate's own record
+    # is written only now); from here on, nothing an earlier run left may pass for this run's.
+    job.start_clean()
+    job.record("source-gate", gate_record)
     built = _build(job, gate_record)
     signature = _sign(job, built)
     installed = _install(job, built)

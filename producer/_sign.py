@@ -20,7 +20,7 @@ def sign_artifact(*, archive: Path, build: BuildRecord, signing: SigningOutcome,
                   verifier: StatementVerifier, accepted_states: list[str]) -> SignatureRecord:
     signature = signer.sign_artifact_digest(build.artifact.name, build.artifact.sha256)
     reread = file_sha256(archive)
-    readback = reread == build.artifact.sha256 and verifier.verify_artifact_signature(reread, signature)
+    readback = reread == build.artifact.sha256 and verifier.verify_artifact_signature(reread, signature) is not None
     return SignatureRecord(
         method=signature.method,
         artifact_sha256=build.artifact.sha256,

@@ -13,14 +13,18 @@ from pathlib import Path
 import aggregate
 import consumer
 import producer
-from evidence_schemas import EXIT_OK, ArgumentParser, export_schemas, guarded, render_schemas
-from qualify_policy import load_policy
+from qualify_runtime import EXIT_OK, ArgumentParser, guarded
 
-from ._keygen import ensure_local_keys
+# Only argparse and the stages' parsers load before the command line is parsed: `qualify --help`
+# and a mistyped option cost no pydantic, cryptography, sigstore or PyGithub import.
 
 
 def _keygen(policy: Path) -> int:
     def body() -> int:
+        from qualify_policy import load_policy
+
+        from ._keygen import ensure_local_keys
+
         for line in ensure_local_keys(load_policy(policy)):
             print(line)
         return EXIT_OK
@@ -30,6 +34,8 @@ def _keygen(policy: Path) -> int:
 
 def _schemas(out: Path, check: bool) -> int:
     def body() -> int:
+        from evidence_schemas import export_schemas, render_schemas
+
         if not check:
             for path in export_schemas(out):
                 print(f"wrote {path}")

@@ -1,6 +1,6 @@
 """The committed policy: what is trusted, what must be covered, what the limits are."""
 
 from ._load import Policy, host_arch, host_platform, load_policy
-from ._model import PolicyFile
+from ._model import PolicyFile, StepExpectation
 
-__all__ = ["Policy", "PolicyFile", "host_arch", "host_platform", "load_policy"]
+__all__ = ["Policy", "PolicyFile", "StepExpectation", "host_arch", "host_platform", "load_policy"]

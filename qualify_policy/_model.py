@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from evidence_schemas import Record
 
 _Name = Annotated[str, Field(min_length=1, max_length=256)]
 _RelPath = Annotated[str, Field(min_length=1, max_length=512)]
 _StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
+_SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
 PlatformChoice = Literal["linux", "macos", "windows", "host"]
 SigningState = Literal["unsigned", "signed", "notarized"]
-
-
-
 
 class ProducerIdentity(Record):
     repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")]
@@ -58,14 +56,43 @@ class PlatformPolicy(Record):
     required: list[PlatformChoice] = Field(min_length=1, max_length=3)
 
 
+class StepExpectation(Record):
+    """What one required journey step must show: the policy's, never the app's, idea of the step.
+
+    A step that must refuse names the exact ``CC_SKILL_*`` code; an allow path
+    names none. The app's journey cannot weaken this: the verifier compares the
+    observed outcome with this, whatever the record says it expected.
+    """
+
+    expect: Literal["allow", "reject"]
+    code: _SkillCode | None = None
+
+    @model_validator(mode="after")
+    def _code_iff_reject(self) -> StepExpectation:
+        if self.expect == "reject" and self.code is None:
+            raise ValueError("a step that must refuse names the CC_SKILL_* code it must refuse with")
+        if self.expect == "allow" and self.code is not None:
+            raise ValueError("an allow step names no refusal code")
+        return self
+
+
 class JourneyPolicy(Record):
-    required_steps: list[_StepId] = Field(min_length=1, max_length=64)
+    # Insertion order is the policy's order (TOML tables keep it); the records list steps in it.
+    steps: dict[_StepId, StepExpectation] = Field(min_length=1, max_length=64)
 
 
 class SigningPolicy(Record):
     linux: list[SigningState] = Field(min_length=1, max_length=3)
     macos: list[SigningState] = Field(min_length=1, max_length=3)
     windows: list[SigningState] = Field(min_length=1, max_length=3)
+
+    @model_validator(mode="after")
+    def _notarization_is_apple_only(self) -> SigningPolicy:
+        # Notarization is Apple's service: no Linux or Windows job can ever observe it.
+        for platform in ("linux", "windows"):
+            if "notarized" in getattr(self, platform):
+                raise ValueError(f"{platform} cannot be notarized (notarization is macOS only)")
+        return self
 
 
 class LimitsPolicy(Record):

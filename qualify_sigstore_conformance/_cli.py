@@ -21,7 +21,8 @@ from typing import NoReturn
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
-from evidence_schemas import EXIT_OK, ArgumentParser, Code, QualificationError, guarded, read_bounded
+from evidence_schemas import Code, QualificationError, read_bounded
+from qualify_runtime import EXIT_OK, ArgumentParser, guarded
 from qualify_trust import (
     MAX_BUNDLE_BYTES,
     CertificateIdentity,

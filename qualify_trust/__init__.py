@@ -4,7 +4,13 @@ Local trust mode: DSSE envelopes signed with Ed25519 keys that a policy's keyrin
 names. GitHub mode: Sigstore bundles signed keylessly by the producer workflow,
 verified offline under a pinned trusted root, the signer's workflow identity
 read from the Fulcio certificate and compared exactly with the policy's.
+
+The Sigstore half loads on first use of one of its names, so that local mode
+never imports sigstore-python.
 """
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ._dsse import pae
 from ._envelope import (
@@ -15,7 +21,6 @@ from ._envelope import (
     verify_artifact_digest,
     verify_envelope,
 )
-from ._github_mode import SIGSTORE_SUFFIX, SigstoreSigner, SigstoreVerifier
 from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
 from ._keyring import Keyring, Role, TrustedKey, add_to_keyring
 from ._keys import generate_private_key, keyid_of, load_private_key
@@ -23,15 +28,43 @@ from ._local import LOCAL_SUFFIX, KeyringVerifier, LocalSigner
 from ._policy_trust import signer_for, verifier_for
 from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, check_identity, cross_check_claims, same_run
 from ._sigstore_identity import GitHubIdentity, identity_from_certificate, parse_run_invocation_uri
-from ._sigstore_root import PinnedTrustedRoot, load_pinned_trusted_root, load_trusted_root, trusted_root_from_bytes
-from ._sigstore_sign import sign_artifact_bundle, sign_dsse_statement
-from ._sigstore_verify import (
-    MAX_BUNDLE_BYTES,
-    VerifiedSigstoreArtifact,
-    VerifiedSigstorePayload,
-    verify_artifact_bundle,
-    verify_dsse_bundle,
-)
+
+if TYPE_CHECKING:
+    from ._github_mode import SIGSTORE_SUFFIX, SigstoreSigner, SigstoreVerifier
+    from ._sigstore_root import PinnedTrustedRoot, load_pinned_trusted_root, load_trusted_root, trusted_root_from_bytes
+    from ._sigstore_sign import sign_artifact_bundle, sign_dsse_statement
+    from ._sigstore_verify import (
+        MAX_BUNDLE_BYTES,
+        VerifiedSigstoreArtifact,
+        VerifiedSigstorePayload,
+        verify_artifact_bundle,
+        verify_dsse_bundle,
+    )
+
+# Name -> the private module that defines it, imported when the name is first used.
+_LAZY = {
+    "SIGSTORE_SUFFIX": "._github_mode",
+    "SigstoreSigner": "._github_mode",
+    "SigstoreVerifier": "._github_mode",
+    "PinnedTrustedRoot": "._sigstore_root",
+    "load_pinned_trusted_root": "._sigstore_root",
+    "load_trusted_root": "._sigstore_root",
+    "trusted_root_from_bytes": "._sigstore_root",
+    "sign_artifact_bundle": "._sigstore_sign",
+    "sign_dsse_statement": "._sigstore_sign",
+    "MAX_BUNDLE_BYTES": "._sigstore_verify",
+    "VerifiedSigstoreArtifact": "._sigstore_verify",
+    "VerifiedSigstorePayload": "._sigstore_verify",
+    "verify_artifact_bundle": "._sigstore_verify",
+    "verify_dsse_bundle": "._sigstore_verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ArtifactSignature",

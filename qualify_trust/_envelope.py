@@ -51,25 +51,34 @@ def verify_envelope(data: bytes, keyring: Keyring, *, role: Role, what: str) -> 
     except binascii.Error as exc:
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: payload is not valid base64") from exc
     message = pae(envelope.payloadType, payload)
-    untrusted: list[str] = []
-    for signature in envelope.signatures:
-        trusted = keyring.lookup(signature.keyid)
-        if trusted is None or role not in trusted.roles:
-            untrusted.append(signature.keyid[:16])
-            continue
-        try:
-            raw = base64.b64decode(signature.sig, validate=True)
-            trusted.public_key.verify(raw, message)
-        except (binascii.Error, InvalidSignature) as exc:
-            # A trusted key id with a bad signature is forgery or damage, not an unknown signer.
-            raise QualificationError(
-                Code.SIGNATURE_INVALID, f"{what}: signature by key {trusted.name!r} does not verify"
-            ) from exc
-        return VerifiedPayload(payload, trusted.keyid, trusted.name, hashlib.sha256(data).hexdigest())
-    raise QualificationError(
-        Code.SIGNER_UNTRUSTED,
-        f"{what}: signed only by key(s) {', '.join(untrusted)} that the policy's keyring does not trust for {role!r}",
-    )
+    # One job signs one statement with its one key: a second signature, even a valid one by another
+    # trusted key, would let the signer identity be chosen by whoever reads the envelope, so every
+    # signature is checked and the envelope must carry exactly one by a key trusted for the role.
+    keyids = [signature.keyid for signature in envelope.signatures]
+    if len(set(keyids)) != len(keyids):
+        raise QualificationError(Code.SCHEMA_INVALID, f"{what}: a signature is listed twice")
+    signers = [(signature, keyring.lookup(signature.keyid)) for signature in envelope.signatures]
+    untrusted = [signature.keyid[:16] for signature, found in signers if found is None or role not in found.roles]
+    if untrusted:
+        raise QualificationError(
+            Code.SIGNER_UNTRUSTED,
+            f"{what}: signed by key(s) {', '.join(untrusted)} that the policy's keyring does not trust for {role!r}",
+        )
+    if len(signers) != 1:
+        raise QualificationError(Code.SIGNER_UNTRUSTED, f"{what}: {len(signers)} signatures; a {role} statement "
+                                                        "is signed by exactly one job key")
+    signature, trusted = signers[0]
+    if trusted is None:  # unreachable: an unknown key id is refused above; kept for the type checker
+        raise QualificationError(Code.SIGNER_UNTRUSTED, f"{what}: unknown signer")
+    try:
+        raw = base64.b64decode(signature.sig, validate=True)
+        trusted.public_key.verify(raw, message)
+    except (binascii.Error, InvalidSignature) as exc:
+        # A trusted key id with a bad signature is forgery or damage, not an unknown signer.
+        raise QualificationError(
+            Code.SIGNATURE_INVALID, f"{what}: signature by key {trusted.name!r} does not verify"
+        ) from exc
+    return VerifiedPayload(payload, trusted.keyid, trusted.name, hashlib.sha256(data).hexdigest())
 
 
 def sign_artifact_digest(sha256_hex: str, key: Ed25519PrivateKey) -> str:

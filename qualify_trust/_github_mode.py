@@ -70,14 +70,18 @@ class SigstoreVerifier(StatementVerifier):
                                 verified.identity)
         return VerifiedStatement(verified.payload, signer, verified.bundle_sha256)
 
-    def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> bool:
+    def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> SignerIdentity | None:
         if signature.method != "sigstore-bundle":
-            return False
+            return None
         bundle = signature.signature.encode("utf-8")
         try:
             verified = verify_artifact_bundle(bundle, sha256_hex, self._root, self._expected,
                                               what="artifact signature",
                                               predicate_type=ARTIFACT_SIGNATURE_PREDICATE_TYPE)
         except QualificationError:
-            return False
-        return verified.certificate_sha256 == signature.keyid
+            return None
+        if verified.certificate_sha256 != signature.keyid or verified.identity is None:
+            return None
+        # The certificate's claims go back to the caller, who holds the run the signature must belong to.
+        return SignerIdentity("sigstore", verified.identity.build_signer_uri, verified.certificate_sha256,
+                              verified.identity)

@@ -67,4 +67,5 @@ class StatementVerifier(ABC):
         """Raise QualificationError unless ``data`` is validly signed by an identity trusted for ``role``."""
 
     @abstractmethod
-    def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> bool: ...
+    def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> SignerIdentity | None:
+        """Who signed ``sha256_hex`` (read from the signature), or None when it does not verify under this root."""

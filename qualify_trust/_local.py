@@ -51,6 +51,9 @@ class KeyringVerifier(StatementVerifier):
         return VerifiedStatement(verified.payload, SignerIdentity("ed25519", verified.signer_name, verified.keyid),
                                  verified.envelope_sha256)
 
-    def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> bool:
-        return signature.method == "ed25519-detached" and verify_artifact_digest(
-            sha256_hex, signature.signature, self._keyring, signature.keyid)
+    def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> SignerIdentity | None:
+        if signature.method != "ed25519-detached" or not verify_artifact_digest(
+                sha256_hex, signature.signature, self._keyring, signature.keyid):
+            return None
+        trusted = self._keyring.lookup(signature.keyid)
+        return None if trusted is None else SignerIdentity("ed25519", trusted.name, trusted.keyid)

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from qualify_policy import Policy
 
-from ._github_mode import SigstoreSigner, SigstoreVerifier
 from ._interfaces import StatementSigner, StatementVerifier
 from ._keyring import Keyring, Role
 from ._keys import load_private_key
 from ._local import KeyringVerifier, LocalSigner
 from ._sigstore_expected import ExpectedWorkflow
-from ._sigstore_root import load_pinned_trusted_root
+
+# The Sigstore modules are imported inside the GitHub-mode branches: local mode never loads sigstore-python.
 
 
 def verifier_for(policy: Policy, *, candidate_sha: str | None = None) -> StatementVerifier:
     """The verifier the policy names; the trust root comes from the policy file only."""
     sigstore = policy.sigstore
     if sigstore is not None:
+        from ._github_mode import SigstoreVerifier
+        from ._sigstore_root import load_pinned_trusted_root
+
         root = load_pinned_trusted_root(policy.resolve(sigstore.trusted_root), sigstore.trusted_root_sha256)
         return SigstoreVerifier(root, ExpectedWorkflow.from_policy(policy, candidate_sha=candidate_sha))
     return KeyringVerifier(Keyring.load(policy.resolve(policy.ed25519.keyring)))
@@ -25,6 +28,8 @@ def verifier_for(policy: Policy, *, candidate_sha: str | None = None) -> Stateme
 def signer_for(policy: Policy, role: Role) -> StatementSigner:
     """This job's signer for ``role`` under the policy (keyless with the job's OIDC token in GitHub mode)."""
     if policy.sigstore is not None:
+        from ._github_mode import SigstoreSigner
+
         return SigstoreSigner()
     trust = policy.ed25519
     keyring = Keyring.load(policy.resolve(trust.keyring))

@@ -4,18 +4,25 @@ The checks are one function each, named after what they prove; see
 ``_verifier`` for the order they run in.
 """
 
+from ._columns import COLUMN_CODES
 from ._evidence_dir import aggregate_file_name
 from ._expectations import Expectations
 from ._findings import Findings
+from ._outcomes import JourneyFacts, ProbeFacts, journey_facts, probe_facts
 from ._platform_checks import VerifiedPlatform
 from ._verifier import Verdict, verify_platform_set, verify_release
 
 __all__ = [
+    "COLUMN_CODES",
+    "JourneyFacts",
+    "ProbeFacts",
     "Expectations",
     "Findings",
     "Verdict",
     "VerifiedPlatform",
     "aggregate_file_name",
     "verify_platform_set",
+    "journey_facts",
+    "probe_facts",
     "verify_release",
 ]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
 
 from evidence_schemas import Platform
-from qualify_policy import Policy
+from qualify_policy import Policy, StepExpectation
 
 
 @dataclass(frozen=True)
@@ -17,11 +20,22 @@ class Expectations:
     allowed_triggers: frozenset[str]
     runner_environment: str
     required_platforms: tuple[Platform, ...]
-    required_steps: tuple[str, ...]
-    accepted_signing: dict[str, frozenset[str]]
+    # Each required journey step and what it must show, in the policy's order.
+    steps: Mapping[str, StepExpectation]
+    accepted_signing: Mapping[str, frozenset[str]]
     require_clean_worktree: bool
     max_statement_bytes: int
     policy_sha256: str
+    artifact_name: str
+
+    @property
+    def mode(self) -> Literal["local", "github"]:
+        """The evidence mode this policy's trust mode implies."""
+        return "local" if self.trust_mode == "ed25519" else "github"
+
+    @property
+    def required_steps(self) -> tuple[str, ...]:
+        return tuple(self.steps)
 
     @classmethod
     def from_policy(cls, policy: Policy) -> Expectations:
@@ -34,10 +48,12 @@ class Expectations:
             allowed_triggers=frozenset(f.producer.allowed_triggers),
             runner_environment=f.producer.runner_environment,
             required_platforms=policy.required_platforms,
-            required_steps=tuple(f.journey.required_steps),
-            accepted_signing={"linux": frozenset(f.signing.linux), "macos": frozenset(f.signing.macos),
-                              "windows": frozenset(f.signing.windows)},
+            steps=MappingProxyType(dict(f.journey.steps)),
+            accepted_signing=MappingProxyType({"linux": frozenset(f.signing.linux),
+                                               "macos": frozenset(f.signing.macos),
+                                               "windows": frozenset(f.signing.windows)}),
             require_clean_worktree=f.source.require_clean_worktree,
             max_statement_bytes=f.limits.max_statement_bytes,
             policy_sha256=policy.sha256,
+            artifact_name=f.artifact.name,
         )

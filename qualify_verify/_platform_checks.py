@@ -6,8 +6,9 @@
 4. every identity claim equals what the policy fixes (repository, workflow,
    ref, trigger, runner environment);
 5. every SHA in the predicate is the same commit;
-6. the outcomes: source gate, signature (re-verified here), install, launch
-   probe and each journey step the policy requires.
+6. the outcomes: every stage's pass or fail re-derived from the record's facts
+   and the policy (``_outcomes``), never read from the record's ``passed``;
+   a record whose verdict contradicts its facts is refused.
 Checks 1-2 stop at the first failure (nothing else can be trusted); 3-6 report
 everything they find.
 """
@@ -21,6 +22,15 @@ from qualify_trust import ArtifactSignature, GitHubIdentity, StatementVerifier, 
 
 from ._expectations import Expectations
 from ._findings import Findings
+from ._outcomes import (
+    StageOutcome,
+    assess_build,
+    assess_install,
+    assess_journey,
+    assess_probe,
+    assess_signature,
+    assess_source_gate,
+)
 
 
 @dataclass(frozen=True)
@@ -63,9 +73,13 @@ def check_artifact_identity(vp: VerifiedPlatform, suffix: str, findings: Finding
 def check_identity_claims(vp: VerifiedPlatform, exp: Expectations, findings: Findings) -> None:
     p = vp.statement.predicate
     run = p.run
-    if run.mode != ("local" if exp.trust_mode == "ed25519" else "github"):
+    if run.mode != exp.mode:
         findings.add(Code.WORKFLOW_IDENTITY_MISMATCH, f"{vp.file_name}: {run.mode} evidence under a "
                                                       f"{exp.trust_mode} policy", p.platform)
+    # A local chain runs once: only GitHub re-runs a workflow, so only GitHub evidence has later attempts.
+    if run.mode == "local" and run.attempt != 1:
+        findings.add(Code.WORKFLOW_IDENTITY_MISMATCH, f"{vp.file_name}: local evidence claims attempt "
+                                                      f"{run.attempt}; a local run has one attempt", p.platform)
     if run.repository != exp.repository or run.workflow != exp.workflow:
         findings.add(Code.WORKFLOW_IDENTITY_MISMATCH,
                      f"{vp.file_name}: produced by {run.repository}:{run.workflow}, the policy fixes "
@@ -74,9 +88,9 @@ def check_identity_claims(vp: VerifiedPlatform, exp: Expectations, findings: Fin
         findings.add(Code.WORKFLOW_IDENTITY_MISMATCH,
                      f"{vp.file_name}: trigger {run.trigger!r} on {run.runner_environment!r} is not allowed",
                      p.platform)
-    for where, ref in (("run", run.ref), ("source gate", p.source_gate.ref)):
-        if ref != exp.ref:
-            findings.add(Code.REF_NOT_MAIN, f"{vp.file_name}: {where} ref is {ref!r}, not {exp.ref}", p.platform)
+    # The source gate's own ref is the gate's outcome (``assess_source_gate``).
+    if run.ref != exp.ref:
+        findings.add(Code.REF_NOT_MAIN, f"{vp.file_name}: run ref is {run.ref!r}, not {exp.ref}", p.platform)
     check_claims_match_certificate(vp.signed, run, vp.file_name, findings, p.platform)
 
 
@@ -103,90 +117,61 @@ def check_single_commit(vp: VerifiedPlatform, findings: Findings) -> None:
         findings.add(Code.SHA_MISMATCH, f"{vp.file_name}: records name different commits ({listed})", p.platform)
 
 
-def check_source_gate(vp: VerifiedPlatform, exp: Expectations, findings: Findings) -> None:
+def check_source_gate_identity(vp: VerifiedPlatform, exp: Expectations, findings: Findings) -> None:
+    """The gate's record must describe the same source as the run it belongs to, in the policy's mode."""
     p = vp.statement.predicate
     gate = p.source_gate
-    # The gate's record must describe the same source as the run it belongs to.
-    if gate.mode != p.run.mode or gate.repository != p.run.repository:
+    if gate.mode != p.run.mode or gate.repository != p.run.repository or gate.mode != exp.mode:
         findings.add(Code.WORKFLOW_IDENTITY_MISMATCH,
                      f"{vp.file_name}: the source gate observed {gate.mode}:{gate.repository}, the run is "
                      f"{p.run.mode}:{p.run.repository}", p.platform)
-    if not gate.passed or not gate.head_matches:
-        findings.add(Code.NOT_MAIN_HEAD, f"{vp.file_name}: the source gate did not see the head of main", p.platform)
-    # Only GitHub mode can observe protection; local evidence honestly says it did not.
-    if exp.trust_mode == "sigstore" and gate.protection not in ("protected", "ruleset"):
-        findings.add(Code.MAIN_UNPROTECTED, f"{vp.file_name}: main was {gate.protection}", p.platform)
-    if exp.require_clean_worktree and not gate.worktree_clean:
-        findings.add(Code.WORKTREE_DIRTY, f"{vp.file_name}: the work tree was dirty", p.platform)
 
 
-def check_signature_record(vp: VerifiedPlatform, exp: Expectations, verifier: StatementVerifier,
-                           findings: Findings) -> None:
+def check_artifact_signer(vp: VerifiedPlatform, verifier: StatementVerifier, findings: Findings) -> bool:
+    """The detached artifact signature, re-verified here rather than taken from the record's word.
+
+    Who signed it is read from the signature and must be the job that signed the
+    statement: locally the same key; in GitHub mode a certificate of the same run,
+    attempt, commit, trigger and workflow (an artifact signature cannot be borrowed
+    from another run). Returns whether the signature verifies at all.
+    """
     p = vp.statement.predicate
     sig = p.signature
-    artifact = p.build.artifact
-    if sig.artifact_sha256 != artifact.sha256 or not sig.readback_verified:
-        findings.add(Code.ARTIFACT_SIGNATURE_FAILED, f"{vp.file_name}: the artifact signature read-back failed",
-                     p.platform)
-    # The detached signature is re-verified here, not taken from the record's word.
-    claimed = ArtifactSignature(sig.method, sig.keyid, sig.signature)
-    if not verifier.verify_artifact_signature(artifact.sha256, claimed):
-        findings.add(Code.ARTIFACT_SIGNATURE_FAILED, f"{vp.file_name}: the artifact signature does not verify",
-                     p.platform)
-    if sig.platform_signing_state not in exp.accepted_signing[p.platform]:
-        findings.add(Code.PLATFORM_SIGNING_UNACCEPTED,
-                     f"{vp.file_name}: OS signing state {sig.platform_signing_state!r} is not accepted for "
-                     f"{p.platform}", p.platform)
+    signer = verifier.verify_artifact_signature(p.build.artifact.sha256,
+                                                ArtifactSignature(sig.method, sig.keyid, sig.signature))
+    if signer is None:
+        return False
+    if signer.kind == "ed25519":
+        return signer.keyid == vp.signed.signer.keyid
+    claims = signer.claims
+    if isinstance(claims, GitHubIdentity):
+        try:
+            cross_check_claims(claims, p.run)
+        except QualificationError as exc:
+            findings.add(exc.code, f"{vp.file_name}: artifact signature: {exc.message}", p.platform)
+    return True
 
 
-def install_ok(vp: VerifiedPlatform) -> bool:
+def stage_outcomes(vp: VerifiedPlatform, exp: Expectations, verifier: StatementVerifier,
+                   findings: Findings) -> list[StageOutcome]:
+    """Every stage's outcome, re-derived from the facts, in the chain's order."""
     p = vp.statement.predicate
-    return p.install.passed and p.install.artifact_sha256 == p.build.artifact.sha256 and p.install.file_count > 0
-
-
-def probe_ok(vp: VerifiedPlatform) -> bool:
-    p = vp.statement.predicate
-    probe = p.launch_probe
-    report = probe.report
-    return (
-        probe.passed and probe.exit_code == 0 and not probe.timed_out and report is not None
-        and report.build_sha == p.run.sha and report.platform == p.platform
-        and report.executable_sha256 == p.install.executable_sha256
-        and report.worker_entry_resolvable and report.catalog_verified and report.isolation_available
-    )
-
-
-def journey_gaps(vp: VerifiedPlatform, exp: Expectations) -> list[str]:
-    """The steps the policy requires that are absent or did not pass (the consumer's list, not the producer's)."""
-    j = vp.statement.predicate.journey
-    ids = [s.id for s in j.steps]
-    # A step reported twice could pair a failure with a pass: neither copy counts.
-    repeated = {step for step in ids if ids.count(step) > 1}
-    passed = {s.id for s in j.steps if s.passed and s.observed == s.expected and s.observed_code == s.expected_code
-              and s.id not in repeated}
-    gaps = [step for step in exp.required_steps if step not in passed]
-    gaps += [f"{step} (reported {ids.count(step)} times)" for step in sorted(repeated)]
-    if not (j.passed and j.exit_code == 0 and not j.timed_out):
-        gaps.append("<journey did not complete>")
-    return gaps
+    return [
+        assess_source_gate(p, exp),
+        assess_build(p, exp),
+        assess_signature(p, exp, signature_verifies=check_artifact_signer(vp, verifier, findings)),
+        assess_install(p, exp),
+        assess_probe(p),
+        assess_journey(p, exp),
+    ]
 
 
 def check_outcomes(vp: VerifiedPlatform, exp: Expectations, verifier: StatementVerifier,
                    findings: Findings) -> None:
-    p = vp.statement.predicate
-    check_source_gate(vp, exp, findings)
-    if not p.build.passed:
-        findings.add(Code.BUILD_FAILED, f"{vp.file_name}: the build did not pass", p.platform)
-    check_signature_record(vp, exp, verifier, findings)
-    if not install_ok(vp):
-        why = p.install.failure or "no files installed"
-        findings.add(Code.INSTALL_FAILED, f"{vp.file_name}: install did not pass ({why})", p.platform)
-    if not probe_ok(vp):
-        findings.add(Code.PROBE_FAILED, f"{vp.file_name}: the launch probe did not pass", p.platform)
-    gaps = journey_gaps(vp, exp)
-    if gaps:
-        findings.add(Code.JOURNEY_INCOMPLETE, f"{vp.file_name}: journey steps missing or failed: "
-                                              f"{', '.join(gaps)[:500]}", p.platform)
+    check_source_gate_identity(vp, exp, findings)
+    for outcome in stage_outcomes(vp, exp, verifier, findings):
+        for problem in outcome.problems:
+            findings.add(problem.code, f"{vp.file_name}: {problem.message}", vp.platform)
 
 
 def verify_platform(name: str, data: bytes, exp: Expectations, verifier: StatementVerifier,

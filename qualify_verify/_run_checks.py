@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evidence_schemas import PLATFORMS, AggregateStatement, Code, QualificationError, file_sha256, parse_statement
+from evidence_schemas import AggregateStatement, Code, QualificationError, RunIdentity, parse_statement
 from qualify_trust import GitHubIdentity, StatementVerifier, VerifiedStatement, same_run
 
+from ._candidate import CandidateChangedError, stable_sha256
 from ._expectations import Expectations
 from ._findings import Findings
 from ._platform_checks import VerifiedPlatform, check_claims_match_certificate
@@ -37,6 +38,11 @@ def check_one_commit(platforms: list[VerifiedPlatform], candidate_sha: str | Non
     sha = next(iter(shas), None)
     if candidate_sha is not None and sha is not None and sha != candidate_sha:
         findings.add(Code.SHA_MISMATCH, f"evidence is for {sha[:12]}, the candidate is {candidate_sha[:12]}")
+    # One commit is one source tree: the app folder's digest cannot differ between platform jobs.
+    sources = {vp.statement.predicate.build.source_digest for vp in platforms}
+    if len(shas) == 1 and len(sources) > 1:
+        findings.add(Code.SHA_MISMATCH, f"platform builds of one commit name {len(sources)} different source "
+                                        f"digests: {', '.join(sorted(s[:12] for s in sources))}")
     return sha
 
 
@@ -74,11 +80,11 @@ def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: li
     """The aggregate lists exactly the platform statements verified here, byte for byte."""
     pred = aggregate.predicate
     # Each entry must name the statement verified here, byte for byte, and the signer the signature proved.
-    listed = {(e.platform, e.statement_sha256, e.artifact.name, e.artifact.sha256, e.signer_keyid, e.signer_identity)
-              for e in pred.platforms}
+    listed = {(e.platform, e.statement_sha256, e.artifact.name, e.artifact.sha256, e.artifact.size, e.signer_keyid,
+               e.signer_identity) for e in pred.platforms}
     verified = {(vp.platform, vp.signed.envelope_sha256, vp.statement.predicate.build.artifact.name,
-                 vp.statement.predicate.build.artifact.sha256, vp.signed.signer.keyid, vp.signed.signer.name)
-                for vp in platforms}
+                 vp.statement.predicate.build.artifact.sha256, vp.statement.predicate.build.artifact.size,
+                 vp.signed.signer.keyid, vp.signed.signer.name) for vp in platforms}
     if listed != verified or len(pred.platforms) != len(listed):
         findings.add(Code.AGGREGATE_MISMATCH, "the aggregate does not list exactly the platform statements present")
     if pred.policy_sha256 != exp.policy_sha256:
@@ -87,8 +93,11 @@ def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: li
     subjects = {(s.name, s.digest.sha256) for s in aggregate.subject}
     if subjects != {entry[2:4] for entry in listed} or len(aggregate.subject) != len(subjects):
         findings.add(Code.SUBJECT_MISMATCH, "the aggregate's subjects are not exactly the listed artifacts")
-    if tuple(p for p in PLATFORMS if p in pred.required_platforms) != exp.required_platforms:
-        findings.add(Code.AGGREGATE_MISMATCH, "the aggregate was made for other required platforms")
+    # Exactly the list the aggregate job writes: the policy's platforms, once each, in the fixed order.
+    if tuple(pred.required_platforms) != exp.required_platforms:
+        findings.add(Code.AGGREGATE_MISMATCH, "the aggregate was made for other required platforms "
+                                              f"({', '.join(pred.required_platforms)})")
+    check_aggregate_identity(pred.run, exp, findings)
     if platforms:
         run = platforms[0].statement.predicate.run
         if (pred.run.run_id, pred.run.attempt) != (run.run_id, run.attempt):
@@ -99,6 +108,19 @@ def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: li
                                             f"{run.sha[:12]}")
         if pred.run != run:
             findings.add(Code.WORKFLOW_IDENTITY_MISMATCH, "the aggregate's run identity differs from the platforms'")
+
+
+def check_aggregate_identity(run: RunIdentity, exp: Expectations, findings: Findings) -> None:
+    """The aggregate's own run identity is the policy's producer, like every platform statement's."""
+    if run.mode != exp.mode or run.repository != exp.repository or run.workflow != exp.workflow:
+        findings.add(Code.WORKFLOW_IDENTITY_MISMATCH, f"the aggregate was made by {run.mode}:{run.repository}:"
+                                                      f"{run.workflow}, the policy fixes {exp.repository}:"
+                                                      f"{exp.workflow}")
+    if run.trigger not in exp.allowed_triggers or run.runner_environment != exp.runner_environment:
+        findings.add(Code.WORKFLOW_IDENTITY_MISMATCH, f"the aggregate's trigger {run.trigger!r} on "
+                                                      f"{run.runner_environment!r} is not allowed")
+    if run.ref != exp.ref:
+        findings.add(Code.REF_NOT_MAIN, f"the aggregate's run ref is {run.ref!r}, not {exp.ref}")
 
 
 def check_one_certified_run(signed: list[VerifiedStatement], findings: Findings) -> None:
@@ -113,14 +135,21 @@ def check_one_certified_run(signed: list[VerifiedStatement], findings: Findings)
 
 
 def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatform], findings: Findings) -> None:
-    """Each candidate file's SHA-256 equals the evidence's digest; every evidenced artifact is presented."""
+    """Each candidate file's SHA-256 and size equal the evidence's; every evidenced artifact is presented.
+
+    Each file is hashed once, through one open handle that must not change while
+    it is read, so the decision speaks of exactly the bytes that were hashed.
+    """
     expected = {vp.statement.predicate.build.artifact.name: vp for vp in platforms}
     presented: set[str] = set()
     for path in artifacts:
         try:
-            digest = file_sha256(path)
+            digest, size = stable_sha256(path)
         except OSError as exc:
-            findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.strerror})")
+            findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.strerror or exc})")
+            continue
+        except CandidateChangedError as exc:
+            findings.add(Code.ARTIFACT_DIGEST_MISMATCH, f"{path.name}: {exc}")
             continue
         vp = expected.get(path.name)
         if vp is None:
@@ -130,13 +159,15 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
                              f"{path.name}: sha256 {digest[:16]} is not an artifact in the evidence")
                 continue
             vp = by_digest[0]
-        want = vp.statement.predicate.build.artifact.sha256
-        if digest != want:
+        artifact = vp.statement.predicate.build.artifact
+        presented.add(artifact.name)
+        if digest != artifact.sha256:
             findings.add(Code.ARTIFACT_DIGEST_MISMATCH,
-                         f"{path.name}: sha256 {digest[:16]} differs from the evidence's {want[:16]}", vp.platform)
-            presented.add(vp.statement.predicate.build.artifact.name)
-            continue
-        presented.add(vp.statement.predicate.build.artifact.name)
+                         f"{path.name}: sha256 {digest[:16]} differs from the evidence's {artifact.sha256[:16]}",
+                         vp.platform)
+        elif size != artifact.size:
+            findings.add(Code.ARTIFACT_DIGEST_MISMATCH,
+                         f"{path.name}: {size} bytes, the evidence says {artifact.size}", vp.platform)
     for name, vp in expected.items():
         if name not in presented:
             findings.add(Code.ARTIFACT_MISSING, f"candidate file {name} was not presented (--artifact)", vp.platform)

@@ -12,14 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evidence_schemas import AggregateStatement, Code, DecisionRow, Reason
+from evidence_schemas import AggregateStatement, Cell, Code, DecisionRow, Reason
 from qualify_policy import Policy
 from qualify_trust import StatementVerifier, verifier_for
 
+from ._columns import COLUMN_CODES
 from ._evidence_dir import read_evidence_dir
 from ._expectations import Expectations
 from ._findings import Findings
-from ._platform_checks import VerifiedPlatform, install_ok, journey_gaps, probe_ok, verify_platform
+from ._platform_checks import VerifiedPlatform, verify_platform
 from ._run_checks import (
     check_aggregate_binds_platforms,
     check_candidate_files,
@@ -51,23 +52,21 @@ class Verdict:
         return self.findings.reasons
 
     def rows(self) -> list[DecisionRow]:
+        """The decision table, cell by cell from the findings: the verdict and the table cannot disagree."""
         rows = []
         by_platform = {vp.platform: vp for vp in self.platforms}
         for platform in self.expectations.required_platforms:
             vp = by_platform.get(platform)
             if vp is None:
-                rows.append(DecisionRow(platform=platform, artifact=None, sha256=None, install="missing",
-                                        probe="missing", journey="missing", signature="missing"))
+                missing: dict[str, Cell] = dict.fromkeys(COLUMN_CODES, "missing")
+                rows.append(DecisionRow(platform=platform, artifact=None, sha256=None, **missing))
                 continue
-            p = vp.statement.predicate
-            sig_ok = p.signature.passed and p.signature.readback_verified and not any(
-                r.code is Code.ARTIFACT_SIGNATURE_FAILED and r.platform == platform for r in self.reasons)
-            rows.append(DecisionRow(
-                platform=platform, artifact=p.build.artifact.name, sha256=p.build.artifact.sha256,
-                install="pass" if install_ok(vp) else "fail", probe="pass" if probe_ok(vp) else "fail",
-                journey="pass" if not journey_gaps(vp, self.expectations) else "fail",
-                signature="pass" if sig_ok else "fail",
-            ))
+            failing = {r.code for r in self.reasons if r.platform == platform}
+            cells: dict[str, Cell] = {column: "fail" if failing & codes else "pass"
+                                      for column, codes in COLUMN_CODES.items()}
+            artifact = vp.statement.predicate.build.artifact
+            rows.append(DecisionRow(platform=platform, artifact=artifact.name, sha256=artifact.sha256,
+                                    **cells))
         return rows
 
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the journey modules: step records and throw-away skill packages."""
+"""Helpers shared by the journey modules: step records, throw-away skill packages, symlinks."""
 
 import json
 from collections.abc import Iterable
@@ -87,3 +87,12 @@ def _step(  # noqa: PLR0917
         "passed": bool(passed),
         "detail": str(detail)[:MAX_DETAIL],
     }
+
+
+def _try_symlink(link: Path, target: Path) -> str | None:
+    """Create ``link``; return why not where the platform or user lacks the right (the step then fails)."""
+    try:
+        link.symlink_to(target)
+    except (OSError, NotImplementedError) as exc:
+        return f"could not create a symlink here: {exc.__class__.__name__}"
+    return None

@@ -43,8 +43,8 @@ spec = "skillhost.spec"
 [platforms]
 required = ["linux", "macos", "windows"]
 
-[journey]
-required_steps = ["catalog-verified"]
+[journey.steps]
+catalog-verified = {{ expect = "allow" }}
 
 [signing]
 linux = ["unsigned"]

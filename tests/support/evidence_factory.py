@@ -43,6 +43,7 @@ from evidence_schemas import (
     PlatformStatement,
     Subject,
     canonical_bytes,
+    executable_path,
 )
 from qualify_policy import Policy, host_platform, load_policy
 from qualify_trust import add_to_keyring, generate_private_key, keyid_of, sign_artifact_digest, sign_envelope
@@ -59,9 +60,10 @@ DEFAULT_STEPS: tuple[str, ...] = (
     "external-signed-runs-in-worker",
     "external-unsigned-rejected",
 )
-# The steps each required step expects: the first three are allow paths, the
-# last a fail-closed path with the skill host's code.
-_REJECT_CODES = {"external-unsigned-rejected": "CC_SKILL_SIGNATURE_MISSING"}
+# What each default step must show: the first three are allow paths, the last
+# a fail-closed path with the skill host's code. A step named in a test that is
+# not here is an allow path.
+REJECT_CODES = {"external-unsigned-rejected": "CC_SKILL_SIGNATURE_MISSING"}
 
 KeyChoice = Literal["platform", "aggregate", "stranger"]
 PredicateEdit = Callable[[dict[str, Any]], None]
@@ -106,6 +108,16 @@ def _toml_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
 
+def _journey_table(steps: Sequence[str]) -> str:
+    """The policy's ``[journey.steps]`` entries: each step with the outcome (and code) it must show."""
+    lines = []
+    for step in steps:
+        code = REJECT_CODES.get(step)
+        lines.append(f'{step} = {{ expect = "reject", code = "{code}" }}' if code else
+                     f'{step} = {{ expect = "allow" }}')
+    return "\n".join(lines)
+
+
 def policy_text(keys: Keys, *, required: Sequence[str] = ("host",), required_steps: Sequence[str] = DEFAULT_STEPS,
                 signing: dict[str, Sequence[str]] | None = None, require_clean: bool = False,
                 max_statement_bytes: int = 1048576, app_source: Path | None = None) -> str:
@@ -138,8 +150,8 @@ spec = "skillhost.spec"
 [platforms]
 required = {_toml_list(required)}
 
-[journey]
-required_steps = {_toml_list(required_steps)}
+[journey.steps]
+{_journey_table(required_steps)}
 
 [signing]
 linux = {_toml_list(signing["linux"])}
@@ -170,7 +182,7 @@ def write_artifact(directory: Path, platform: str, sha: str) -> Path:
 def _journey_steps(steps: Sequence[str]) -> list[dict[str, Any]]:
     out = []
     for step in steps:
-        code = _REJECT_CODES.get(step)
+        code = REJECT_CODES.get(step)
         verdict = "reject" if code else "allow"
         out.append({"id": step, "expected": verdict, "expected_code": code, "observed": verdict,
                     "observed_code": code, "passed": True, "detail": f"{step}: as expected"})
@@ -194,7 +206,8 @@ def predicate_data(*, platform: Platform, artifact: Path, sha: str, run_id: str,
         "produced_at": now,
         "source_gate": {
             "kind": "source-gate", "version": 1, "mode": "local", "repository": REPOSITORY, "ref": MAIN_REF,
-            "sha": sha, "worktree_clean": worktree_clean, "protection": "not-observed", "head_matches": True,
+            "sha": sha, "main_head": sha, "worktree_clean": worktree_clean, "protection": "not-observed",
+            "head_matches": True,
             "observations": [{"source": "git rev-parse HEAD", "value": sha, "observed_at": now},
                              {"source": f"git rev-parse {MAIN_REF}", "value": sha, "observed_at": now}],
             "passed": True,
@@ -215,7 +228,8 @@ def predicate_data(*, platform: Platform, artifact: Path, sha: str, run_id: str,
         "install": {
             "kind": "install", "version": 1, "artifact_sha256": digest, "method": "unpack", "file_count": 3,
             "total_bytes": 4096, "manifest_sha256": _sha256(b"manifest " + data[:32]),
-            "executable": "skillhost/skillhost", "executable_sha256": exe_digest, "duration_ms": 20,
+            "executable": executable_path("skillhost", platform), "executable_sha256": exe_digest,
+            "duration_ms": 20,
             "passed": True, "failure": None,
         },
         "launch_probe": {
@@ -406,3 +420,11 @@ def make_evidence(tmp_path: Path, *, platforms: Sequence[PlatformSpec | Platform
     if aggregate and any(w.predicate is not None for w in evidence.platforms):
         evidence.write_aggregate(key=aggregate_key, edit=aggregate_edit, payload=aggregate_payload)
     return evidence
+
+
+def _aggregate_statement_data(self: Evidence) -> dict[str, Any]:
+    """The aggregate statement as JSON data, exactly as ``write_aggregate`` signs it."""
+    return AggregateStatement.model_validate_json(self.aggregate_payload()).model_dump(mode="json", by_alias=True)
+
+
+Evidence.aggregate_statement_data = _aggregate_statement_data  # type: ignore[attr-defined]

@@ -226,10 +226,26 @@ def test_the_signature_covers_payload_type_and_payload(keys: dict[str, Any]) -> 
     assert caught.value.code is Code.SIGNATURE_INVALID
 
 
-def test_a_second_trusted_signature_is_found(keys: dict[str, Any]) -> None:
+@pytest.mark.parametrize("where", [0, 1], ids=["before", "after"])
+def test_a_strangers_signature_beside_the_trusted_one_is_refused(keys: dict[str, Any], where: int) -> None:
+    """One job key signs one statement: an extra signature would let a reader pick the signer."""
     stranger = json.loads(sign_envelope(b"{}", Ed25519PrivateKey.generate()))["signatures"][0]
-    data = _rewrite(sign_envelope(b"{}", keys["platform"]), lambda e: e["signatures"].insert(0, stranger))
-    assert verify_envelope(data, keys["keyring"], role="platform", what="e").signer_name == "local-platform"
+    data = _rewrite(sign_envelope(b"{}", keys["platform"]), lambda e: e["signatures"].insert(where, stranger))
+    with pytest.raises(QualificationError) as caught:
+        verify_envelope(data, keys["keyring"], role="platform", what="e")
+    assert caught.value.code is Code.SIGNER_UNTRUSTED
+
+
+def test_two_trusted_signatures_are_refused(keys: dict[str, Any], tmp_path: Path) -> None:
+    second = Ed25519PrivateKey.generate()
+    add_to_keyring(keys["ring"], "second-platform", second.public_key(), ["platform"])
+    ring = Keyring.load(keys["ring"])
+    extra = json.loads(sign_envelope(b"{}", second))["signatures"][0]
+    data = _rewrite(sign_envelope(b"{}", keys["platform"]), lambda e: e["signatures"].append(extra))
+    with pytest.raises(QualificationError) as caught:
+        verify_envelope(data, ring, role="platform", what="e")
+    assert caught.value.code is Code.SIGNER_UNTRUSTED
+    assert "exactly one" in caught.value.message
 
 
 # -- detached artifact signatures --------------------------------------------------------------------------

@@ -56,11 +56,30 @@ def test_the_committed_local_policy_loads(tmp_path: Path) -> None:
         LOCAL.replace('linux = ["unsigned"]', 'linux = ["trusted-by-me"]'),
         LOCAL.replace("max_statement_bytes = 1048576", "max_statement_bytes = 10"),
         LOCAL.replace('mode = "ed25519"', 'mode = "pgp"'),
-        LOCAL.replace('"catalog-verified",', '"Catalog Verified",'),
+        LOCAL.replace('catalog-verified = { expect = "allow" }', '"Catalog Verified" = { expect = "allow" }'),
+        # A required step must say what it must show; a refusal must name its code, an allow path none.
+        LOCAL.replace('catalog-verified = { expect = "allow" }', "catalog-verified = {}"),
+        LOCAL.replace('catalog-verified = { expect = "allow" }', 'catalog-verified = "allow"'),
+        LOCAL.replace('catalog-verified = { expect = "allow" }', 'catalog-verified = { expect = "maybe" }'),
+        LOCAL.replace('code = "CC_SKILL_SIGNATURE_MISSING" }', "}"),
+        LOCAL.replace('catalog-verified = { expect = "allow" }',
+                      'catalog-verified = { expect = "allow", code = "CC_SKILL_TIMEOUT" }'),
+        LOCAL.replace('code = "CC_SKILL_SIGNATURE_MISSING"', 'code = "QE_SIGNATURE_MISSING"'),
+        LOCAL.replace('catalog-verified = { expect = "allow" }',
+                      'catalog-verified = { expect = "allow", note = "ok" }'),
+        # The list form of earlier versions names steps without their outcomes: refused, not guessed.
+        LOCAL.replace('[journey.steps]', '[journey]\nrequired_steps = ["catalog-verified"]\n[journey.steps]'),
+        LOCAL[:LOCAL.index("[journey.steps]")] + "[journey.steps]\n" + LOCAL[LOCAL.index("[signing]"):],
+        LOCAL.replace('macos = ["unsigned"]', 'macos = ["unsigned"]\n').replace('linux = ["unsigned"]',
+                                                                                 'linux = ["notarized"]'),
+        LOCAL.replace('windows = ["unsigned"]', 'windows = ["signed", "notarized"]'),
     ],
     ids=["bad-toml", "unknown-table", "unknown-key", "unknown-nested-key", "wrong-type", "version", "ref-not-main",
          "repository", "workflow-path", "no-platforms", "unknown-platform", "unknown-signing-state",
-         "limit-out-of-range", "unknown-trust-mode", "bad-step-id"],
+         "limit-out-of-range", "unknown-trust-mode", "bad-step-id", "step-without-expectation",
+         "step-as-bare-string", "step-unknown-outcome", "reject-without-code", "allow-with-code",
+         "code-not-a-skill-code", "step-unknown-key", "old-required-steps-list", "no-steps", "linux-notarized",
+         "windows-notarized"],
 )
 def test_invalid_policies_are_refused(text: str, tmp_path: Path) -> None:
     _refused(_write(tmp_path, text))

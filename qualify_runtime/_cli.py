@@ -3,6 +3,9 @@
 Only :class:`QualificationError` is expected; anything else is a bug, reported
 in one line (with the traceback only when QUALIFY_DEBUG=1), never as a raw
 traceback that a consumer might mistake for a verdict.
+
+The error types are imported when a command runs, not when this module is
+imported: ``--help`` must not pay for pydantic (the models load with them).
 """
 
 from __future__ import annotations
@@ -15,8 +18,6 @@ import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
-from ._errors import QualificationError
-
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
 
@@ -26,6 +27,8 @@ def configure_logging() -> None:
 
 
 def guarded(body: Callable[[], int]) -> int:
+    from evidence_schemas import Code, QualificationError
+
     configure_logging()
     try:
         return body()
@@ -33,13 +36,13 @@ def guarded(body: Callable[[], int]) -> int:
         print(exc.diagnostics(), file=sys.stderr)
         return exc.exit_status
     except KeyboardInterrupt:
-        print("QE_USAGE: interrupted", file=sys.stderr)
+        print(f"{Code.USAGE.value}: interrupted", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
         if os.environ.get("QUALIFY_DEBUG") == "1":
             traceback.print_exc()
-        print(f"QE_INTERNAL: unexpected {type(exc).__name__}: {str(exc)[:300]} (set QUALIFY_DEBUG=1 for details)",
-              file=sys.stderr)
+        print(f"{Code.INTERNAL.value}: unexpected {type(exc).__name__}: {str(exc)[:300]} "
+              "(set QUALIFY_DEBUG=1 for details)", file=sys.stderr)
         return EXIT_USAGE
 
 
@@ -47,6 +50,8 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse with the contract's usage error: a QE_USAGE line and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
+        from evidence_schemas import Code
+
         self.print_usage(sys.stderr)
-        print(f"QE_USAGE: {message}", file=sys.stderr)
+        print(f"{Code.USAGE.value}: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)

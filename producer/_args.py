@@ -1,0 +1,33 @@
+"""The producer's command lines, `qualify produce` and `qualify gate` (light: argparse only)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from qualify_runtime import ArgumentParser
+
+# The file `qualify gate` writes into --out.
+RECORD_NAME = "source-gate.json"
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or ArgumentParser(prog="qualify produce",
+                                      description="one platform job: gate to signed statement")
+    parser.add_argument("--policy", type=Path, required=True, help="the committed policy file")
+    parser.add_argument("--platform", choices=["linux", "macos", "windows"], required=True)
+    parser.add_argument("--out", type=Path, required=True,
+                        help="output folder: evidence/, artifacts/, records/ and work/ are written under it")
+    parser.add_argument("--run-id", help="local run id shared by every platform job of one run "
+                        "(default: $QUALIFY_RUN_ID, else a new one)")
+    return parser
+
+
+def build_gate_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or ArgumentParser(prog="qualify gate",
+                                      description="the GitHub-mode source gate on its own")
+    parser.add_argument("--policy", type=Path, required=True, help="the committed policy file (GitHub mode)")
+    parser.add_argument("--out", type=Path, required=True, help=f"folder to write {RECORD_NAME} into")
+    return parser
+
+

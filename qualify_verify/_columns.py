@@ -1,0 +1,23 @@
+"""Which reason codes make which cell of the decision table fail.
+
+The table is drawn from the findings through this map alone, so a ``fail``
+cell always has a reason with one of its codes beside it, and a run with no
+reasons (the only QUALIFIED run) shows no ``fail``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from evidence_schemas import Code
+
+COLUMN_CODES: Mapping[str, frozenset[Code]] = MappingProxyType({
+    "gate": frozenset({Code.REF_NOT_MAIN, Code.NOT_MAIN_HEAD, Code.MAIN_UNPROTECTED, Code.WORKTREE_DIRTY,
+                       Code.CLAIM_UNOBSERVABLE}),
+    "build": frozenset({Code.BUILD_FAILED}),
+    "signature": frozenset({Code.ARTIFACT_SIGNATURE_FAILED, Code.PLATFORM_SIGNING_UNACCEPTED}),
+    "install": frozenset({Code.INSTALL_FAILED}),
+    "probe": frozenset({Code.PROBE_FAILED}),
+    "journey": frozenset({Code.JOURNEY_INCOMPLETE}),
+})

@@ -1,0 +1,57 @@
+"""The evidence fields that carry information only: no check reads them, and this is the one place that says so.
+
+Every other leaf of a platform statement or an aggregate is checked: against
+the signature, the policy, the candidate files, another record, or the other
+statements of the run. ``tests/unit/test_evidence_leaves.py`` changes each
+leaf of a valid qualification, re-signs it with the trusted keys and re-binds
+the aggregate, and requires the consumer to refuse the change unless the leaf
+matches a pattern here; a new schema field that no check reads therefore fails
+the suite until someone decides what it means.
+
+Patterns are dotted paths into the statement's JSON; ``*`` stands for any
+list index or mapping key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+PLATFORM_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
+    "predicate.produced_at": "when the job emitted; the verifier orders nothing by the producer's clock",
+    "predicate.source_gate.observations.*.source": "what the gate read, for people; the typed fields carry the facts",
+    "predicate.source_gate.observations.*.value": "what the gate read, for people; the typed fields carry the facts",
+    "predicate.source_gate.observations.*.observed_at": "when the gate read it (the producer's clock)",
+    "predicate.build.tools.*": "tool versions, for reproducing the build",
+    "predicate.build.started_at": "the producer's clock",
+    "predicate.build.duration_ms": "a duration",
+    "predicate.install.duration_ms": "a duration",
+    # What the producer's unpack counted and hashed. The verifier holds the archive's digest (and checks the
+    # candidate file against it) but does not unpack the archive again, so beyond "something was installed"
+    # and "a digest was taken" these are the producer's word; the probe's executable digest is what is checked.
+    "predicate.install.file_count": "counted by the producer's unpack; checked only to be non-zero",
+    "predicate.install.total_bytes": "counted by the producer's unpack; checked only to be non-zero",
+    "predicate.install.manifest_sha256": "the producer's manifest digest; checked only to be present (non-zero)",
+    "predicate.launch_probe.duration_ms": "a duration",
+    "predicate.launch_probe.stderr_excerpt": "bounded free text from the app; logs are never evidence",
+    "predicate.launch_probe.report.app_version": "the app's version string; the build SHA identifies the build",
+    "predicate.journey.duration_ms": "a duration",
+    "predicate.journey.host_pid": "the app's process id during its journey, for reading its own report",
+    "predicate.journey.stderr_excerpt": "bounded free text from the app; logs are never evidence",
+    "predicate.journey.steps.*.detail": "bounded free text from the app about one step",
+})
+
+AGGREGATE_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
+    "predicate.aggregated_at": "the aggregate job's clock",
+})
+
+
+def _matches(pattern: str, path: tuple[str, ...]) -> bool:
+    parts = pattern.split(".")
+    return len(parts) == len(path) and all(p in ("*", q) for p, q in zip(parts, path, strict=True))
+
+
+def is_informational(kind: str, path: tuple[str, ...]) -> bool:
+    """Whether the leaf at ``path`` of a ``kind`` ("platform" or "aggregate") statement is informational."""
+    table = PLATFORM_INFORMATIONAL if kind == "platform" else AGGREGATE_INFORMATIONAL
+    return any(_matches(pattern, path) for pattern in table)

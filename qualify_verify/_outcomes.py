@@ -1,0 +1,295 @@
+"""Each stage's outcome, re-derived from the record's facts and the policy (DESIGN.md section 3).
+
+A record's ``passed`` (and its ``*_matches``, ``missing_steps`` and
+``failed_steps``) is a claim like any other. One function per stage computes
+the outcome from the facts beside those claims and from what the policy
+expects; the producer writes its records with the same functions, so an honest
+record always agrees with them, and the verifier refuses one that does not,
+with that stage's code. The findings and the decision table are both built
+from these outcomes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from evidence_schemas import (
+    Code,
+    JourneyStep,
+    PlatformPredicate,
+    ProbeReport,
+    artifact_file_name,
+    executable_path,
+)
+from qualify_policy import StepExpectation
+
+from ._expectations import Expectations
+
+# The OS code-signing tool each platform's signer runs; "none" is the only honest tool of an unsigned bundle.
+SIGNING_TOOLS: Mapping[str, str] = {"linux": "none", "macos": "codesign", "windows": "signtool"}
+_ZERO_DIGEST = "0" * 64
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: Code
+    message: str
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    """One stage's re-derived outcome: passed exactly when no problem was found."""
+
+    stage: str
+    problems: tuple[Problem, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+class _Collect:
+    def __init__(self, stage: str, code: Code) -> None:
+        self.stage, self.code, self.problems = stage, code, list[Problem]()
+
+    def fail(self, message: str, code: Code | None = None) -> None:
+        self.problems.append(Problem(code or self.code, message))
+
+    def claim(self, field: str, claimed: object, derived: object) -> None:
+        """The record's own verdict field must equal what its facts give."""
+        if claimed != derived:
+            self.fail(f"the {self.stage} record contradicts itself: {field} is {claimed!r}, its facts give "
+                      f"{derived!r}")
+
+    def done(self) -> StageOutcome:
+        return StageOutcome(self.stage, tuple(self.problems))
+
+
+# -- source gate --------------------------------------------------------------------------------------------
+
+
+def assess_source_gate(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
+    gate = p.source_gate
+    out = _Collect("source gate", Code.NOT_MAIN_HEAD)
+    if gate.ref != exp.ref:
+        out.fail(f"the source gate saw ref {gate.ref!r}, not {exp.ref}", Code.REF_NOT_MAIN)
+    if gate.main_head != gate.sha:
+        out.fail(f"the source gate saw main at {gate.main_head[:12]}, not at the built {gate.sha[:12]}")
+    # Local mode reads git only: it cannot observe protection, so it may only say so.
+    if gate.mode == "local" and gate.protection != "not-observed":
+        out.fail(f"local evidence claims main was {gate.protection!r}; local mode cannot observe protection",
+                 Code.CLAIM_UNOBSERVABLE)
+    if gate.mode == "github" and gate.protection not in ("protected", "ruleset"):
+        out.fail(f"main was {gate.protection}", Code.MAIN_UNPROTECTED)
+    if exp.require_clean_worktree and not gate.worktree_clean:
+        out.fail("the work tree was dirty", Code.WORKTREE_DIRTY)
+    out.claim("head_matches", gate.head_matches, gate.main_head == gate.sha)
+    facts_pass = not out.problems
+    out.claim("passed", gate.passed, facts_pass)
+    return out.done()
+
+
+# -- build --------------------------------------------------------------------------------------------------
+
+
+def assess_build(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
+    build = p.build
+    out = _Collect("build", Code.BUILD_FAILED)
+    want = artifact_file_name(exp.artifact_name, p.run.sha, p.platform, p.arch)
+    if build.artifact.name != want:
+        out.fail(f"the build names its artifact {build.artifact.name!r}; a {p.platform}/{p.arch} build of "
+                 f"{p.run.sha[:12]} is {want!r}")
+    if build.artifact.size == 0:
+        out.fail("the built artifact is empty")
+    # A failed build produces no statement at all, so a signed build record that says it failed is a lie.
+    out.claim("passed", build.passed, not out.problems)
+    return out.done()
+
+
+# -- signature ----------------------------------------------------------------------------------------------
+
+
+def assess_signature(p: PlatformPredicate, exp: Expectations, *, signature_verifies: bool) -> StageOutcome:
+    """``signature_verifies`` is the verifier's own re-verification of the detached signature."""
+    sig = p.signature
+    out = _Collect("signature", Code.ARTIFACT_SIGNATURE_FAILED)
+    method = "ed25519-detached" if exp.mode == "local" else "sigstore-bundle"
+    if sig.method != method:
+        out.fail(f"the artifact signature is {sig.method}; {exp.mode} mode signs {method}")
+    if sig.artifact_sha256 != p.build.artifact.sha256:
+        out.fail("the artifact signature is over other bytes than the built artifact")
+    if not signature_verifies:
+        out.fail("the artifact signature does not verify")
+    if not sig.readback_verified:
+        out.fail("the producer's read-back of the artifact signature failed")
+    _check_os_signing_claim(p, out)
+    if sig.platform_signing_state not in exp.accepted_signing[p.platform]:
+        out.fail(f"OS signing state {sig.platform_signing_state!r} is not accepted for {p.platform}",
+                 Code.PLATFORM_SIGNING_UNACCEPTED)
+    out.claim("passed", sig.passed, not out.problems)
+    return out.done()
+
+
+def _check_os_signing_claim(p: PlatformPredicate, out: _Collect) -> None:
+    """The OS signing state must be one the platform's own tool can have produced."""
+    sig = p.signature
+    tool = SIGNING_TOOLS[p.platform]
+    state, named = sig.platform_signing_state, sig.platform_signing_tool
+    if state == "unsigned":
+        if named != "none":
+            out.fail(f"an unsigned bundle names signing tool {named!r}")
+    elif tool == "none":
+        out.fail(f"{p.platform} has no OS code signing, yet the state is {state!r}")
+    elif named != tool:
+        out.fail(f"OS signing state {state!r} by {named!r}; {p.platform} signs with {tool!r}")
+    elif state == "notarized" and p.platform != "macos":
+        out.fail(f"{p.platform} cannot be notarized (notarization is macOS only)")
+
+
+# -- install ------------------------------------------------------------------------------------------------
+
+
+def assess_install(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
+    inst = p.install
+    out = _Collect("install", Code.INSTALL_FAILED)
+    if inst.failure is not None:
+        out.fail(f"install failed: {inst.failure[:300]}")
+    if inst.artifact_sha256 != p.build.artifact.sha256:
+        out.fail("the install unpacked other bytes than the built artifact")
+    if inst.method != "unpack":
+        out.fail(f"install method {inst.method!r} is not the producer's 'unpack'")
+    if inst.file_count == 0 or inst.total_bytes == 0:
+        out.fail("no files installed")
+    want = executable_path(exp.artifact_name, p.platform)
+    if inst.executable != want:
+        out.fail(f"the installed executable is {inst.executable!r}, the {p.platform} bundle's is {want!r}")
+    if _ZERO_DIGEST in (inst.executable_sha256, inst.manifest_sha256):
+        out.fail("the install recorded no digest of what it installed")
+    out.claim("passed", inst.passed, not out.problems)
+    return out.done()
+
+
+# -- launch probe -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeFacts:
+    build_sha_matches: bool
+    executable_matches_install: bool
+    passed: bool
+
+
+def probe_facts(*, report: ProbeReport | None, exit_code: int | None, timed_out: bool, platform: str, sha: str,
+                installed_executable_sha256: str) -> ProbeFacts:
+    """The probe's verdict from what the app reported: the producer writes it, the verifier re-derives it."""
+    sha_ok = report is not None and report.build_sha == sha
+    exe_ok = report is not None and report.executable_sha256 == installed_executable_sha256
+    passed = (exit_code == 0 and not timed_out and report is not None and sha_ok and exe_ok
+              and report.platform == platform and report.worker_entry_resolvable and report.catalog_verified
+              and report.isolation_available)
+    return ProbeFacts(sha_ok, exe_ok, passed)
+
+
+def assess_probe(p: PlatformPredicate) -> StageOutcome:
+    probe = p.launch_probe
+    report = probe.report
+    out = _Collect("launch probe", Code.PROBE_FAILED)
+    facts = probe_facts(report=report, exit_code=probe.exit_code, timed_out=probe.timed_out, platform=p.platform,
+                        sha=p.source_gate.sha, installed_executable_sha256=p.install.executable_sha256)
+    if probe.timed_out:
+        out.fail("the launch probe timed out")
+    elif probe.exit_code != 0:
+        out.fail(f"the launch probe exited {probe.exit_code}")
+    if report is None:
+        out.fail("the launched app gave no report")
+    else:
+        if not facts.build_sha_matches:
+            out.fail(f"the app reports build {report.build_sha[:12]}, the gate's commit is {p.source_gate.sha[:12]}")
+        if not facts.executable_matches_install:
+            out.fail("the app's own executable digest differs from the installed executable's")
+        if report.platform != p.platform:
+            out.fail(f"the app reports platform {report.platform}, the statement is for {p.platform}")
+        for flag in ("worker_entry_resolvable", "catalog_verified", "isolation_available"):
+            if not getattr(report, flag):
+                out.fail(f"the app reports {flag} = false")
+    out.claim("build_sha_matches", probe.build_sha_matches, facts.build_sha_matches)
+    out.claim("executable_matches_install", probe.executable_matches_install, facts.executable_matches_install)
+    out.claim("passed", probe.passed, facts.passed)
+    return out.done()
+
+
+# -- journey ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JourneyFacts:
+    required: tuple[str, ...]
+    missing: tuple[str, ...]
+    # In the order the steps were reported; a step reported twice is listed once, here.
+    failed: tuple[str, ...]
+    problems: tuple[str, ...]
+    passed: bool
+
+
+def _step_problem(step: JourneyStep, want: StepExpectation | None) -> str | None:
+    """Why one reported step does not count as passed, or None."""
+    own = step.observed == step.expected and step.observed_code == step.expected_code
+    if step.passed != own:
+        return (f"{step.id}: the step contradicts itself (passed={step.passed}, expected {step.expected} "
+                f"{step.expected_code}, observed {step.observed} {step.observed_code})")
+    if want is None:
+        # Not required: the policy does not judge it, but a step the app itself failed is a failed journey.
+        return None if own else f"{step.id}: the app's own check failed"
+    if (step.expected, step.expected_code) != (want.expect, want.code):
+        return (f"{step.id}: the app's journey expects {step.expected} {step.expected_code or ''}".rstrip()
+                + f" where the policy requires {want.expect} {want.code or ''}".rstrip())
+    if (step.observed, step.observed_code) != (want.expect, want.code):
+        return (f"{step.id}: observed {step.observed} {step.observed_code or ''}".rstrip()
+                + f", the policy requires {want.expect} {want.code or ''}".rstrip())
+    return None
+
+
+def journey_facts(*, steps: Sequence[JourneyStep], expected: Mapping[str, StepExpectation],
+                  exit_code: int | None, timed_out: bool, app_build_sha: str | None, sha: str) -> JourneyFacts:
+    """The journey's verdict against the policy's step table: the producer writes it, the verifier re-derives it."""
+    ids = [s.id for s in steps]
+    repeated = {step for step in ids if ids.count(step) > 1}
+    problems: list[str] = []
+    failed: list[str] = []
+    for step in steps:
+        if step.id in repeated:
+            # Reported twice, a failure could hide behind a pass: neither copy counts.
+            if step.id not in failed:
+                failed.append(step.id)
+                problems.append(f"{step.id}: reported {ids.count(step.id)} times")
+            continue
+        why = _step_problem(step, expected.get(step.id))
+        if why is not None:
+            failed.append(step.id)
+            problems.append(why)
+    missing = tuple(step for step in expected if step not in ids)
+    problems += [f"{step}: missing" for step in missing]
+    if timed_out:
+        problems.append("the journey timed out")
+    elif exit_code != 0:
+        problems.append(f"the journey exited {exit_code}")
+    if app_build_sha != sha:
+        problems.append(f"the journey ran build {str(app_build_sha)[:12]}, not {sha[:12]}")
+    return JourneyFacts(tuple(expected), missing, tuple(failed), tuple(problems), not problems)
+
+
+def assess_journey(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
+    j = p.journey
+    out = _Collect("journey", Code.JOURNEY_INCOMPLETE)
+    facts = journey_facts(steps=j.steps, expected=exp.steps, exit_code=j.exit_code, timed_out=j.timed_out,
+                          app_build_sha=j.app_build_sha, sha=p.source_gate.sha)
+    if facts.problems:
+        # One reason for the journey, however many steps: each step's why, in the order reported, bounded.
+        listed = "; ".join(facts.problems)
+        out.fail(f"{len(facts.problems)} problem(s): {listed[:1500]}{' ...' if len(listed) > 1500 else ''}")
+    out.claim("required_steps", tuple(j.required_steps), facts.required)
+    out.claim("missing_steps", tuple(j.missing_steps), facts.missing)
+    out.claim("failed_steps", tuple(j.failed_steps), facts.failed)
+    out.claim("passed", j.passed, facts.passed)
+    return out.done()

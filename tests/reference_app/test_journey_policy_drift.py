@@ -1,0 +1,43 @@
+"""The committed policies and the app's journey agree step for step (a drift test, like the catalog's).
+
+The policy owns what each required step must show; this test fails when the
+app's journey adds, drops, renames, reorders or re-expects a step without the
+policies following, or when a policy expects something the journey does not do.
+"""
+
+from pathlib import Path
+
+import pytest
+from skillhost_testutil import REPO, run_source
+
+from qualify_policy import load_policy
+
+POLICIES = [REPO / "policies" / "local.toml", REPO / "policies" / "release.toml"]
+
+
+@pytest.fixture(scope="module")
+def journey_steps():
+    rc, out, _ = run_source(["journey"])
+    assert rc == 0, [s for s in out.get("steps", []) if not s["passed"]]
+    return out["steps"]
+
+
+@pytest.mark.parametrize("policy_path", POLICIES, ids=lambda p: Path(p).name)
+def test_policy_steps_are_the_journey_steps_with_the_same_expectations(policy_path, journey_steps):
+    table = load_policy(policy_path).file.journey.steps
+    from_policy = [(step, want.expect, want.code) for step, want in table.items()]
+    from_app = [(s["id"], s["expected"], s["expected_code"]) for s in journey_steps]
+    assert from_policy == from_app
+
+
+@pytest.mark.parametrize("policy_path", POLICIES, ids=lambda p: Path(p).name)
+def test_every_step_the_journey_observes_is_what_the_policy_requires(policy_path, journey_steps):
+    table = load_policy(policy_path).file.journey.steps
+    off = [(s["id"], s["observed"], s["observed_code"]) for s in journey_steps
+           if (s["observed"], s["observed_code"]) != (table[s["id"]].expect, table[s["id"]].code)]
+    assert off == []
+
+
+def test_the_two_policies_require_the_same_journey():
+    local, release = (load_policy(p).file.journey.steps for p in POLICIES)
+    assert dict(local) == dict(release)

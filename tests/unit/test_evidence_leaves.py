@@ -1,0 +1,200 @@
+"""Every leaf of the evidence is checked, or declared informational in one place (issue 7, item 4).
+
+For each leaf of a valid three-platform qualification (the linux statement's
+predicate and subject, and the aggregate), the test changes the value in a
+type-preserving way that the schema still accepts, re-signs the statement with
+the trusted keys, re-binds the aggregate over it, and runs the consumer. A
+change must be refused unless the leaf is listed in
+``qualify_verify._informational``; a listed leaf's change must still qualify
+(so the list says exactly what no check reads). A leaf for which the schema
+admits no other value (``kind``, ``version``, a one-value literal) is fixed by
+the schema and counted as such.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+from support.evidence_factory import PlatformSpec, make_evidence, predicate_data
+
+from evidence_schemas import AggregateStatement, PlatformPredicate
+from qualify_policy import load_policy
+from qualify_verify import verify_release
+from qualify_verify._informational import AGGREGATE_INFORMATIONAL, PLATFORM_INFORMATIONAL, is_informational
+
+THREE = ("linux", "macos", "windows")
+Path_ = tuple[str, ...]
+
+# Values a changed enum-like string may take: another member of the same vocabulary.
+_ALTERNATIVES = {
+    "local": "github", "github": "local", "allow": "reject", "reject": "allow", "unsigned": "signed",
+    "signed": "unsigned", "linux": "macos", "macos": "windows", "windows": "linux", "not-observed": "protected",
+    "ed25519-detached": "sigstore-bundle", "none": "codesign", "unpack": "copy",
+}
+# What an empty list or a null may become; the first the schema accepts is used.
+_FILLERS: tuple[Any, ...] = ("catalog-verified", "CC_SKILL_TIMEOUT", "x", 0, "0" * 64)
+
+
+def _leaves(data: Any, path: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _leaves(value, (*path, str(key)))
+    elif isinstance(data, list) and data:
+        for index, value in enumerate(data):
+            yield from _leaves(value, (*path, str(index)))
+    else:
+        yield path, data
+
+
+def _candidates(value: Any) -> list[Any]:
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [value + 1, value - 1]
+    if value is None or value == []:
+        return [[f] for f in _FILLERS] if value == [] else list(_FILLERS)
+    text = str(value)
+    out = []
+    if text in _ALTERNATIVES:
+        out.append(_ALTERNATIVES[text])
+    if text.startswith("CC_SKILL_"):
+        out.append("CC_SKILL_TIMEOUT" if text != "CC_SKILL_TIMEOUT" else "CC_SKILL_ABORTED")
+    # One character changed in place keeps every pattern (hex stays hex, a timestamp stays one).
+    for i in range(len(text) - 1, -1, -1):
+        if text[i].isdigit() or text[i] in "abcdef":
+            swapped = "1" if text[i] == "0" else "0"
+            out.append(text[:i] + swapped + text[i + 1:])
+            break
+    out += [text + "x", text[:-1] + ("y" if text[-1:] != "y" else "z")]
+    return out
+
+
+def _set(data: Any, path: Path_, value: Any) -> None:
+    for part in path[:-1]:
+        data = data[int(part)] if isinstance(data, list) else data[part]
+    if isinstance(data, list):
+        data[int(path[-1])] = value
+    else:
+        data[path[-1]] = value
+
+
+def _schema_accepts(kind: str, data: dict[str, Any]) -> bool:
+    try:
+        if kind == "platform":
+            PlatformPredicate.model_validate(data["predicate"])
+        else:
+            AggregateStatement.model_validate(data)
+    except ValidationError:
+        return False
+    return True
+
+
+def _mutation(kind: str, base: dict[str, Any], path: Path_, value: Any) -> Any:
+    """The first changed value the schema still accepts, or ``...`` when it admits none."""
+    for candidate in _candidates(value):
+        trial = copy.deepcopy(base)
+        _set(trial, path, candidate)
+        if _schema_accepts(kind, trial):
+            return candidate
+    return ...
+
+
+def _qualifies(tmp: Path, *, platform_edit: Any = None, aggregate_edit: Any = None) -> bool:
+    specs = [PlatformSpec("linux", edit=platform_edit), PlatformSpec("macos"), PlatformSpec("windows")]
+    # The stricter policy (the release policy's): a clean work tree is required, so its flag is a checked fact.
+    ev = make_evidence(tmp, platforms=specs, aggregate_edit=aggregate_edit, require_clean=True)
+    verdict = verify_release(load_policy(ev.policy_path), [ev.evidence_dir], ev.artifact_paths)
+    return verdict.qualified
+
+
+def _platform_base(tmp: Path) -> dict[str, Any]:
+    ev = make_evidence(tmp, platforms=list(THREE))
+    written = ev.platforms[0]
+    assert written.predicate is not None
+    return {"predicate": written.predicate.model_dump(mode="json")}
+
+
+def _aggregate_base(tmp: Path) -> dict[str, Any]:
+    ev = make_evidence(tmp, platforms=list(THREE))
+    return ev.aggregate_statement_data()
+
+
+def test_every_platform_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
+    base = _platform_base(tmp_path_factory.mktemp("base"))
+    escaped, wrongly_listed, counts = [], [], {"checked": 0, "informational": 0, "schema-fixed": 0}
+    for path, value in _leaves(base):
+        changed = _mutation("platform", base, path, value)
+        if changed is ...:
+            counts["schema-fixed"] += 1
+            continue
+        inner = path[1:]
+
+        def edit(pred: dict[str, Any], inner: Path_ = inner, changed: Any = changed) -> None:
+            _set(pred, inner, changed)
+
+        qualified = _qualifies(tmp_path_factory.mktemp("leaf"), platform_edit=edit)
+        if is_informational("platform", path):
+            counts["informational"] += 1
+            if not qualified:
+                wrongly_listed.append(".".join(path))
+        else:
+            counts["checked"] += 1
+            if qualified:
+                escaped.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
+    print(f"platform statement leaves: {counts}")
+    assert escaped == [], "leaves no check reads (check them, or declare them informational): " + "; ".join(escaped)
+    assert wrongly_listed == [], "declared informational, yet a change is refused: take them off the list"
+
+
+def test_every_aggregate_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
+    base = _aggregate_base(tmp_path_factory.mktemp("base"))
+    escaped, wrongly_listed, counts = [], [], {"checked": 0, "informational": 0, "schema-fixed": 0}
+    for path, value in _leaves(base):
+        changed = _mutation("aggregate", base, path, value)
+        if changed is ...:
+            counts["schema-fixed"] += 1
+            continue
+
+        def edit(data: dict[str, Any], path: Path_ = path, changed: Any = changed) -> None:
+            _set(data, path, changed)
+
+        qualified = _qualifies(tmp_path_factory.mktemp("leaf"), aggregate_edit=edit)
+        if is_informational("aggregate", path):
+            counts["informational"] += 1
+            if not qualified:
+                wrongly_listed.append(".".join(path))
+        else:
+            counts["checked"] += 1
+            if qualified:
+                escaped.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
+    print(f"aggregate statement leaves: {counts}")
+    assert escaped == [], "; ".join(escaped)
+    assert wrongly_listed == []
+
+
+@pytest.mark.parametrize(("kind", "table"), [("platform", PLATFORM_INFORMATIONAL),
+                                             ("aggregate", AGGREGATE_INFORMATIONAL)])
+def test_every_informational_pattern_names_a_real_leaf(kind: str, table: Any, tmp_path: Path) -> None:
+    base = _platform_base(tmp_path) if kind == "platform" else _aggregate_base(tmp_path / "a")
+    paths = [path for path, _ in _leaves(base)]
+    stale = [p for p in table if not any(is_informational(kind, path) and _hit(p, path) for path in paths)]
+    assert stale == []
+
+
+def _hit(pattern: str, path: Path_) -> bool:
+    parts = pattern.split(".")
+    return len(parts) == len(path) and all(p in ("*", q) for p, q in zip(parts, path, strict=True))
+
+
+def test_the_walk_sees_every_record(tmp_path: Path) -> None:
+    """A guard on the walker itself: it reaches into every record of the predicate."""
+    data = predicate_data(platform="linux", artifact=make_evidence(tmp_path).artifact_paths[0], sha="a" * 40,
+                          run_id="r", attempt=1, key=make_evidence(tmp_path / "k").keys.platform,
+                          required_steps=("catalog-verified",))
+    tops = {path[0] for path, _ in _leaves(data)}
+    assert tops == set(PlatformPredicate.model_fields)

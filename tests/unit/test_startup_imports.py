@@ -1,0 +1,46 @@
+"""Start-up stays light: heavy libraries load only for the commands and modes that need them (issue 8).
+
+Each check runs in a fresh interpreter, as a user's command would, and reads
+``sys.modules`` after the command returned.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from support.evidence_factory import make_evidence
+
+CHILD = """
+import contextlib, io, json, sys
+from qualify_cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        status = main(sys.argv[1:])
+    except SystemExit as exc:
+        status = exc.code
+print(json.dumps({"status": status, "roots": sorted({name.split(".")[0] for name in sys.modules})}))
+"""
+
+
+def _run(*argv: str) -> tuple[int, set[str]]:
+    done = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True, check=True,
+                          timeout=120)
+    result = json.loads(done.stdout.splitlines()[-1])
+    return result["status"], set(result["roots"])
+
+
+def test_help_loads_no_validation_signing_or_github_library() -> None:
+    status, roots = _run("--help")
+    assert status == 0
+    assert not roots & {"pydantic", "cryptography", "sigstore", "github", "rfc8785", "requests"}
+
+
+def test_a_local_verify_loads_neither_sigstore_nor_pygithub(tmp_path: Path) -> None:
+    ev = make_evidence(tmp_path)
+    status, roots = _run(*ev.verify_argv())
+    assert status == 0
+    assert "pydantic" in roots  # the check did run
+    assert not roots & {"sigstore", "sigstore_models", "github"}
