@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     AggregatedPlatform,
     AggregatePredicate,
     AggregateStatement,
@@ -21,9 +21,9 @@ from evidence_schemas import (
     utc_now,
     write_atomic,
 )
-from qualify_policy import Policy
-from qualify_trust import StatementSigner, signer_for
-from qualify_verify import aggregate_file_name, verify_platform_set
+from desktop_qualify.qualify_policy import Policy
+from desktop_qualify.qualify_trust import StatementSigner, signer_for
+from desktop_qualify.qualify_verify import aggregate_file_name, verify_platform_set
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`qualify aggregate` / `python -m aggregate`."""
+"""`qualify aggregate` / `python -m desktop_qualify.aggregate`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from qualify_policy import load_policy
-from qualify_runtime import EXIT_OK, EXIT_REJECTED, guarded
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, guarded
 
 from ._aggregate import aggregate
 from ._args import build_parser

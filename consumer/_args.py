@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from qualify_runtime import ArgumentParser
+from desktop_qualify.qualify_runtime import ArgumentParser
 
 
 def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:

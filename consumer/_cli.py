@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     GIT_SHA_PATTERN,
     AuditReport,
     Code,
@@ -19,10 +19,10 @@ from evidence_schemas import (
     utc_now,
     write_atomic,
 )
-from qualify_policy import Policy, load_policy
-from qualify_runtime import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
-from qualify_trust import verifier_for
-from qualify_verify import Expectations, Verdict, verify_release
+from desktop_qualify.qualify_policy import Policy, load_policy
+from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
+from desktop_qualify.qualify_trust import verifier_for
+from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
 
 from ._args import build_audit_parser, build_verify_parser
 from ._decide import decide
@@ -82,8 +82,8 @@ def run_audit(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m consumer verify|audit ...`."""
-    parser = ArgumentParser(prog="python -m consumer")
+    """`python -m desktop_qualify.consumer verify|audit ...`."""
+    parser = ArgumentParser(prog="python -m desktop_qualify.consumer")
     sub = parser.add_subparsers(dest="command", required=True)
     build_verify_parser(sub.add_parser("verify", help="the release gate"))
     build_audit_parser(sub.add_parser("audit", help="historical runs"))

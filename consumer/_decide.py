@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from evidence_schemas import ConsumerDecision, utc_now
-from qualify_verify import Verdict
+from desktop_qualify.evidence_schemas import ConsumerDecision, utc_now
+from desktop_qualify.qualify_verify import Verdict
 
 
 def decide(verdict: Verdict, *, mode: Literal["release-gate", "audit"], notes: list[str] | None = None,

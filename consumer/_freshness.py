@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evidence_schemas import Code, utc_now
-from qualify_policy import Policy
-from qualify_verify import Findings
+from desktop_qualify.evidence_schemas import Code, utc_now
+from desktop_qualify.qualify_policy import Policy
+from desktop_qualify.qualify_verify import Findings
 
 MAIN = "main"
 
@@ -26,7 +26,7 @@ def check_candidate_is_main_head(policy: Policy, sha: str | None, env: Mapping[s
     if sha is None:
         return "no verified statement named a commit: main's head not compared"
     # PyGithub loads only for a GitHub-mode gate: local verification never imports it.
-    from qualify_github import GitHubClient
+    from desktop_qualify.qualify_github import GitHubClient
 
     repository = policy.file.producer.repository
     with GitHubClient.from_env(env) as client:

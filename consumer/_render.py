@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from evidence_schemas import AuditReport, ConsumerDecision
+from desktop_qualify.evidence_schemas import AuditReport, ConsumerDecision
 
 _STAGES = ("gate", "build", "signature", "install", "probe", "journey")
 _COLUMNS = ("platform", "artifact", "sha256", *_STAGES)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeVar
 
+from desktop_qualify.evidence_schemas import GitSha, JsonBounds, Record, Sha256Hex, load_json, validate_model
+from desktop_qualify.evidence_schemas._limits import MAX_APP_OUTPUT_BYTES, MAX_LIST
 from pydantic import BaseModel, Field
-
-from evidence_schemas import GitSha, JsonBounds, Record, Sha256Hex, load_json, validate_model
-from evidence_schemas._limits import MAX_APP_OUTPUT_BYTES, MAX_LIST
 
 _Short = Annotated[str, Field(min_length=1, max_length=256)]
 _StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]

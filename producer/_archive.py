@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal, Protocol, Self
 
-from evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, QualificationError
 
 from ._hashing import TreeEntry, read_link, walk_tree
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from qualify_runtime import ArgumentParser
+from desktop_qualify.qualify_runtime import ArgumentParser
 
 # The file `qualify gate` writes into --out.
 RECORD_NAME = "source-gate.json"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     ArtifactRef,
     BuildRecord,
     Code,

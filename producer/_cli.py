@@ -1,12 +1,12 @@
-"""`qualify produce` / `python -m producer`."""
+"""`qualify produce` / `python -m desktop_qualify.producer`."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
 
-from qualify_policy import load_policy
-from qualify_runtime import EXIT_OK, EXIT_REJECTED, guarded
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, guarded
 
 from ._args import build_parser
 from ._pipeline import produce

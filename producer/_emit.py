@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     Code,
     DigestSet,
     PlatformPredicate,
@@ -20,7 +20,7 @@ from evidence_schemas import (
     file_sha256,
     write_atomic,
 )
-from qualify_trust import StatementSigner
+from desktop_qualify.qualify_trust import StatementSigner
 
 from ._gate import SourceGate
 

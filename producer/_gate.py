@@ -12,7 +12,7 @@ import subprocess
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from evidence_schemas import Code, Observation, QualificationError, SourceGateRecord, utc_now
+from desktop_qualify.evidence_schemas import Code, Observation, QualificationError, SourceGateRecord, utc_now
 
 MAIN_REF = "refs/heads/main"
 

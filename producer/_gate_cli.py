@@ -13,9 +13,9 @@ import os
 import sys
 from collections.abc import Mapping
 
-from evidence_schemas import Code, QualificationError, write_atomic
-from qualify_policy import load_policy
-from qualify_runtime import EXIT_OK, guarded
+from desktop_qualify.evidence_schemas import Code, QualificationError, write_atomic
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_runtime import EXIT_OK, guarded
 
 from ._args import RECORD_NAME, build_gate_parser
 from ._gate_github import GitHubGate

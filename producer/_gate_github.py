@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     GIT_SHA_PATTERN,
     Code,
     Observation,
@@ -37,8 +37,8 @@ from evidence_schemas import (
     SourceGateRecord,
     utc_now,
 )
-from qualify_github import GitHubClient, RulesetRule
-from qualify_policy import Policy
+from desktop_qualify.qualify_github import GitHubClient, RulesetRule
+from desktop_qualify.qualify_policy import Policy
 
 from ._gate import MAIN_REF, SourceGate, _git
 

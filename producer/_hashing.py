@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from evidence_schemas import InstalledFile, canonical_bytes, sha256_hex
+from desktop_qualify.evidence_schemas import InstalledFile, canonical_bytes, sha256_hex
 
 # Domain separation: a link's digest can never equal the digest of a file holding the same text.
 _LINK_DOMAIN = b"symlink:"

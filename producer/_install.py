@@ -17,9 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from desktop_qualify.evidence_schemas import BuildRecord, InstallRecord, QualificationError, file_sha256
 from pydantic import ValidationError
-
-from evidence_schemas import BuildRecord, InstallRecord, QualificationError, file_sha256
 
 from ._archive import unpack
 from ._hashing import manifest_sha256, tree_manifest

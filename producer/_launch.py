@@ -11,9 +11,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     InstallRecord,
     JourneyRecord,
     JourneyStep,
@@ -22,8 +20,9 @@ from evidence_schemas import (
     QualificationError,
     file_sha256,
 )
-from qualify_policy import StepExpectation
-from qualify_verify import journey_facts, probe_facts
+from desktop_qualify.qualify_policy import StepExpectation
+from desktop_qualify.qualify_verify import journey_facts, probe_facts
+from pydantic import ValidationError
 
 from ._app_output import AppJourney, AppProbe, parse_app_output
 from ._hashing import manifest_sha256, tree_manifest

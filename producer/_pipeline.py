@@ -16,9 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel
-
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     Code,
     InstallRecord,
     JourneyRecord,
@@ -32,11 +30,12 @@ from evidence_schemas import (
     utc_now,
     write_atomic,
 )
-from evidence_schemas._io import remove_output
-from qualify_policy import Policy, host_arch, host_platform
-from qualify_trust import StatementSigner, StatementVerifier, verifier_for
-from qualify_trust import signer_for as statement_signer_for
-from qualify_verify import aggregate_file_name
+from desktop_qualify.evidence_schemas._io import remove_output
+from desktop_qualify.qualify_policy import Policy, host_arch, host_platform
+from desktop_qualify.qualify_trust import StatementSigner, StatementVerifier, verifier_for
+from desktop_qualify.qualify_trust import signer_for as statement_signer_for
+from desktop_qualify.qualify_verify import aggregate_file_name
+from pydantic import BaseModel
 
 from ._build import BuildOutput, build, executable_name
 from ._emit import emit

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qualify_policy import Policy
-from qualify_trust import Keyring, Role, add_to_keyring, generate_private_key, load_private_key
+from desktop_qualify.qualify_policy import Policy
+from desktop_qualify.qualify_trust import Keyring, Role, add_to_keyring, generate_private_key, load_private_key
 
 
 def ensure_local_keys(policy: Policy) -> list[str]:

@@ -10,10 +10,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import aggregate
-import consumer
-import producer
-from qualify_runtime import EXIT_OK, ArgumentParser, guarded
+from desktop_qualify.qualify_runtime import EXIT_OK, ArgumentParser, guarded
+
+from desktop_qualify import aggregate, consumer, producer
 
 # Only argparse and the stages' parsers load before the command line is parsed: `qualify --help`
 # and a mistyped option cost no pydantic, cryptography, sigstore or PyGithub import.
@@ -21,7 +20,7 @@ from qualify_runtime import EXIT_OK, ArgumentParser, guarded
 
 def _keygen(policy: Path) -> int:
     def body() -> int:
-        from qualify_policy import load_policy
+        from desktop_qualify.qualify_policy import load_policy
 
         from ._keygen import ensure_local_keys
 
@@ -32,19 +31,27 @@ def _keygen(policy: Path) -> int:
     return guarded(body)
 
 
-def _schemas(out: Path, check: bool) -> int:
+def _schemas(out: Path | None, check: bool) -> int:
     def body() -> int:
-        from evidence_schemas import export_schemas, render_schemas
+        from importlib.resources import files
+
+        from desktop_qualify.evidence_schemas import Code, QualificationError, export_schemas, render_schemas
 
         if not check:
+            if out is None:
+                raise QualificationError(Code.USAGE, "--out names the folder to write the schemas into")
             for path in export_schemas(out):
                 print(f"wrote {path}")
             return EXIT_OK
+        # Without --out, the schemas shipped inside the installed package are the ones checked.
+        folder = out if out is not None else files("desktop_qualify.schemas")
+        if out is not None and not out.is_dir():
+            raise QualificationError(Code.USAGE, f"{out}: no such folder")
         stale = [name for name, data in render_schemas().items()
-                 if not (out / name).is_file() or (out / name).read_bytes() != data]
+                 if not (folder / name).is_file() or (folder / name).read_bytes() != data]
         for name in stale:
-            print(f"QE_SCHEMA_INVALID: {out / name} differs from the models; run 'qualify schemas --out {out}'",
-                  file=sys.stderr)
+            print(f"{Code.SCHEMA_INVALID.value}: {folder / name} differs from the models; run "
+                  "'qualify schemas --out schemas'", file=sys.stderr)
         return 1 if stale else EXIT_OK
 
     return guarded(body)
@@ -61,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     keygen = sub.add_parser("keygen", help="create this machine's local Ed25519 keys")
     keygen.add_argument("--policy", type=Path, required=True)
     schemas = sub.add_parser("schemas", help="export the JSON Schemas")
-    schemas.add_argument("--out", type=Path, required=True)
+    schemas.add_argument("--out", type=Path, help="the schema folder (default with --check: the installed package's)")
     schemas.add_argument("--check", action="store_true", help="exit 1 when the folder differs from the models")
     args = parser.parse_args(argv)
     handlers = {

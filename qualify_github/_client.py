@@ -9,9 +9,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from desktop_qualify.evidence_schemas import GIT_SHA_PATTERN, Code, QualificationError
 from github import Auth, Github
-
-from evidence_schemas import GIT_SHA_PATTERN, Code, QualificationError
 
 from ._config import ClientConfig
 from ._download import USER_AGENT, download

@@ -10,7 +10,7 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, QualificationError
 
 DEFAULT_API_URL = "https://api.github.com"
 

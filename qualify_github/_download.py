@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, QualificationError
 
 from ._models import Downloaded
 from ._retry import HttpStatusError

@@ -7,7 +7,7 @@ caller can turn, say, a 404 for a named artifact into its own rejection.
 
 from __future__ import annotations
 
-from evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, QualificationError
 
 _MAX_DETAIL = 300
 

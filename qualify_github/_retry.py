@@ -18,9 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from desktop_qualify.evidence_schemas import Code
 from github.GithubException import BadAttributeException, GithubException
-
-from evidence_schemas import Code
 
 from ._config import RetryPolicy
 from ._errors import GitHubError, for_status, redact

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from desktop_qualify.evidence_schemas import Record
 from pydantic import Field, model_validator
-
-from evidence_schemas import Record
 
 _Name = Annotated[str, Field(min_length=1, max_length=256)]
 _RelPath = Annotated[str, Field(min_length=1, max_length=512)]

@@ -27,7 +27,7 @@ def configure_logging() -> None:
 
 
 def guarded(body: Callable[[], int]) -> int:
-    from evidence_schemas import Code, QualificationError
+    from desktop_qualify.evidence_schemas import Code, QualificationError
 
     configure_logging()
     try:
@@ -50,7 +50,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse with the contract's usage error: a QE_USAGE line and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        from evidence_schemas import Code
+        from desktop_qualify.evidence_schemas import Code
 
         self.print_usage(sys.stderr)
         print(f"{Code.USAGE.value}: {message}", file=sys.stderr)

@@ -7,12 +7,15 @@ sigstore-conformance runs a client against the public-good instances with no
 
 from __future__ import annotations
 
-from pathlib import Path
+import hashlib
+import hmac
+from importlib.resources import files
 
-from evidence_schemas import Code, QualificationError
-from qualify_trust import PinnedTrustedRoot, load_pinned_trusted_root
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_trust import PinnedTrustedRoot, trusted_root_from_bytes
 
-_ROOTS = Path(__file__).resolve().parents[1] / "policies" / "sigstore"
+# Package data: the roots ship inside the wheel, so the client needs no checkout beside it.
+_ROOTS = files("desktop_qualify.policies") / "sigstore"
 # Copies of sigstore 4.5.1's bundled trusted_root.json files.
 _PINS = {
     "production": ("trusted_root.production.json", "6494e21ea73fa7ee769f85f57d5a3e6a08725eae1e38c755fc3517c9e6bc0b66"),
@@ -22,11 +25,13 @@ _PINS = {
 
 def default_trusted_root(*, staging: bool) -> PinnedTrustedRoot:
     name, sha256 = _PINS["staging" if staging else "production"]
-    path = _ROOTS / name
-    if not path.is_file():
-        raise QualificationError(
-            Code.ENVIRONMENT,
-            f"pinned trusted root {path} is not present (this client runs from a source checkout)",
-            hint="pass --trusted-root FILE",
-        )
-    return load_pinned_trusted_root(path, sha256)
+    resource = _ROOTS / name
+    try:
+        data = resource.read_bytes()
+    except OSError as exc:
+        raise QualificationError(Code.ENVIRONMENT, f"pinned trusted root {name} is not in the installed package "
+                                                   f"({exc.strerror or exc})", hint="pass --trusted-root FILE") from exc
+    if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), sha256):
+        raise QualificationError(Code.POLICY_INVALID, f"pinned trusted root {name}: its bytes are not the pinned "
+                                                      f"SHA-256 {sha256}")
+    return trusted_root_from_bytes(data, what=f"trusted root {name}")

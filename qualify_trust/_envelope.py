@@ -15,8 +15,13 @@ from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Code, QualificationError, canonical_bytes, parse_envelope
+from desktop_qualify.evidence_schemas import (
+    IN_TOTO_PAYLOAD_TYPE,
+    Code,
+    QualificationError,
+    canonical_bytes,
+    parse_envelope,
+)
 
 from ._dsse import pae
 from ._keyring import Keyring, Role

@@ -12,9 +12,8 @@ import hashlib
 from collections.abc import Callable
 
 from cryptography.hazmat.primitives.serialization import Encoding
+from desktop_qualify.evidence_schemas import PREDICATE_PREFIX, QualificationError, canonical_bytes
 from sigstore.models import Bundle
-
-from evidence_schemas import PREDICATE_PREFIX, QualificationError, canonical_bytes
 
 from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
 from ._keyring import Role

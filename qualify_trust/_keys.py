@@ -9,8 +9,7 @@ from pathlib import Path
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-
-from evidence_schemas import Code, QualificationError, read_bounded
+from desktop_qualify.evidence_schemas import Code, QualificationError, read_bounded
 
 _MAX_KEY_FILE = 16 * 1024
 

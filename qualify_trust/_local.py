@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, QualificationError
 
 from ._envelope import sign_artifact_digest, sign_envelope, verify_artifact_digest, verify_envelope
 from ._interfaces import (

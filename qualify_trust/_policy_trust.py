@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qualify_policy import Policy
+from desktop_qualify.qualify_policy import Policy
 
 from ._interfaces import StatementSigner, StatementVerifier
 from ._keyring import Keyring, Role

@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evidence_schemas import GIT_SHA_PATTERN, Code, QualificationError, RunIdentity
-from qualify_policy import Policy
+from desktop_qualify.evidence_schemas import GIT_SHA_PATTERN, Code, QualificationError, RunIdentity
+from desktop_qualify.qualify_policy import Policy
 
 from ._sigstore_identity import GitHubIdentity
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.x509.oid import ObjectIdentifier
-
-from evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, QualificationError
 
 OID_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
 OID_BUILD_SIGNER_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.9")

@@ -13,11 +13,10 @@ import hmac
 from dataclasses import dataclass
 from pathlib import Path
 
+from desktop_qualify.evidence_schemas import Code, JsonBounds, QualificationError, load_json, read_bounded
 from sigstore.errors import Error as SigstoreError
 from sigstore.models import ClientTrustConfig, TrustedRoot
 from sigstore.verify import Verifier
-
-from evidence_schemas import Code, JsonBounds, QualificationError, load_json, read_bounded
 
 # Real trusted roots are under 10 KiB; a generous cap still refuses a hostile file.
 MAX_TRUSTED_ROOT_BYTES = 256 * 1024

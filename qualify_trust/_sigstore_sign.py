@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Callable
 
+from desktop_qualify.evidence_schemas import Code, QualificationError
 from sigstore import dsse
 from sigstore.errors import Error as SigstoreError
 from sigstore.hashes import Hashed
@@ -20,8 +21,6 @@ from sigstore.models import Bundle, ClientTrustConfig
 from sigstore.oidc import ExpiredIdentity, IdentityToken, detect_credential
 from sigstore.sign import Signer, SigningContext
 from sigstore_models.common.v1 import HashAlgorithm
-
-from evidence_schemas import Code, QualificationError
 
 from ._sigstore_expected import GITHUB_ISSUER
 

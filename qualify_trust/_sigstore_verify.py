@@ -22,14 +22,13 @@ from typing import Any
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
+from desktop_qualify.evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Code, JsonBounds, QualificationError, load_json
 from sigstore.errors import Error as SigstoreError
 from sigstore.errors import VerificationError
 from sigstore.hashes import Hashed
 from sigstore.models import Bundle
 from sigstore.verify.policy import AllOf, Identity, OIDCIssuer, OIDCIssuerV2, VerificationPolicy
 from sigstore_models.common.v1 import HashAlgorithm
-
-from evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Code, JsonBounds, QualificationError, load_json
 
 from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, check_identity
 from ._sigstore_identity import GitHubIdentity, identity_from_certificate

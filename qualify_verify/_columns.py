@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from evidence_schemas import Code
+from desktop_qualify.evidence_schemas import Code
 
 COLUMN_CODES: Mapping[str, frozenset[Code]] = MappingProxyType({
     "gate": frozenset({Code.REF_NOT_MAIN, Code.NOT_MAIN_HEAD, Code.MAIN_UNPROTECTED, Code.WORKTREE_DIRTY,

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evidence_schemas import Code, QualificationError, read_bounded
+from desktop_qualify.evidence_schemas import Code, QualificationError, read_bounded
 
 from ._findings import Findings
 

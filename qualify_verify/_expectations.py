@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from evidence_schemas import Platform
-from qualify_policy import Policy, StepExpectation
+from desktop_qualify.evidence_schemas import Platform
+from desktop_qualify.qualify_policy import Policy, StepExpectation
 
 
 @dataclass(frozen=True)

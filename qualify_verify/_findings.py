@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evidence_schemas import Code, Platform, QualificationError, Reason
+from desktop_qualify.evidence_schemas import Code, Platform, QualificationError, Reason
 
 
 @dataclass

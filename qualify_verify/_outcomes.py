@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     Code,
     JourneyStep,
     PlatformPredicate,
@@ -22,7 +22,7 @@ from evidence_schemas import (
     artifact_file_name,
     executable_path,
 )
-from qualify_policy import StepExpectation
+from desktop_qualify.qualify_policy import StepExpectation
 
 from ._expectations import Expectations
 

@@ -17,8 +17,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evidence_schemas import Code, Platform, PlatformStatement, QualificationError, RunIdentity, parse_statement
-from qualify_trust import ArtifactSignature, GitHubIdentity, StatementVerifier, VerifiedStatement, cross_check_claims
+from desktop_qualify.evidence_schemas import (
+    Code,
+    Platform,
+    PlatformStatement,
+    QualificationError,
+    RunIdentity,
+    parse_statement,
+)
+from desktop_qualify.qualify_trust import (
+    ArtifactSignature,
+    GitHubIdentity,
+    StatementVerifier,
+    VerifiedStatement,
+    cross_check_claims,
+)
 
 from ._expectations import Expectations
 from ._findings import Findings

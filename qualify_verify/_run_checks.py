@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evidence_schemas import AggregateStatement, Code, QualificationError, RunIdentity, parse_statement
-from qualify_trust import GitHubIdentity, StatementVerifier, VerifiedStatement, same_run
+from desktop_qualify.evidence_schemas import AggregateStatement, Code, QualificationError, RunIdentity, parse_statement
+from desktop_qualify.qualify_trust import GitHubIdentity, StatementVerifier, VerifiedStatement, same_run
 
 from ._candidate import CandidateChangedError, stable_sha256
 from ._expectations import Expectations

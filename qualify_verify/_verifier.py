@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evidence_schemas import AggregateStatement, Cell, Code, DecisionRow, Reason
-from qualify_policy import Policy
-from qualify_trust import StatementVerifier, verifier_for
+from desktop_qualify.evidence_schemas import AggregateStatement, Cell, Code, DecisionRow, Reason
+from desktop_qualify.qualify_policy import Policy
+from desktop_qualify.qualify_trust import StatementVerifier, verifier_for
 
 from ._columns import COLUMN_CODES
 from ._evidence_dir import read_evidence_dir

@@ -23,21 +23,20 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding
-from sigstore.models import Bundle
-from support.evidence_factory import DEFAULT_SHA, OTHER_SHA, platform_payload, predicate_data, utc_now, write_artifact
-from support.github_chain import REPOSITORY, WORKFLOW, github_policy
-from support.github_emulator import Branch, GitHubEmulator
-from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
-
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     AGGREGATE_PREDICATE_TYPE,
     IN_TOTO_STATEMENT_TYPE,
     AggregateStatement,
     PlatformPredicate,
     canonical_bytes,
 )
-from qualify_policy import load_policy
-from qualify_trust import SigstoreSigner, identity_from_certificate
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_trust import SigstoreSigner, identity_from_certificate
+from sigstore.models import Bundle
+from support.evidence_factory import DEFAULT_SHA, OTHER_SHA, platform_payload, predicate_data, utc_now, write_artifact
+from support.github_chain import REPOSITORY, WORKFLOW, github_policy
+from support.github_emulator import Branch, GitHubEmulator
+from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
 
 GH_RUN_ID = 4242
 IDENTITY = GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=DEFAULT_SHA, run_id=GH_RUN_ID, attempt=1)
@@ -233,7 +232,7 @@ def gh_statement_renamed(name: str) -> GitHubBuild:
 def gh_other_statement_as_artifact_signature(site: GitHubSite) -> list[str]:
     """The artifact signature is a bundle by the right identity, but over a platform-type statement naming
     the artifact, not an artifact-signature statement."""
-    from evidence_schemas import PLATFORM_PREDICATE_TYPE
+    from desktop_qualify.evidence_schemas import PLATFORM_PREDICATE_TYPE
 
     signer = Signing().signer(site.world)
 

@@ -17,6 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from desktop_qualify.evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Platform, canonical_bytes
+from desktop_qualify.qualify_policy import host_platform
+from desktop_qualify.qualify_trust import keyid_of, pae, sign_artifact_digest, sign_envelope
 from support.evidence_factory import (
     OTHER_SHA,
     BytesEdit,
@@ -25,10 +28,6 @@ from support.evidence_factory import (
     PredicateEdit,
     make_evidence,
 )
-
-from evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Platform, canonical_bytes
-from qualify_policy import host_platform
-from qualify_trust import keyid_of, pae, sign_artifact_digest, sign_envelope
 
 Build = Callable[[Path], list[str]]
 THREE: tuple[Platform, ...] = ("linux", "macos", "windows")
@@ -490,7 +489,7 @@ def keyring_removed(ev: Evidence, tmp_path: Path) -> list[str]:
 
 
 def subject(name: str, digest: str) -> Build:
-    from evidence_schemas import DigestSet, Subject
+    from desktop_qualify.evidence_schemas import DigestSet, Subject
 
     def build(tmp_path: Path) -> list[str]:
         spec = PlatformSpec(host(), subject=Subject(name=name, digest=DigestSet(sha256=digest)))

@@ -107,9 +107,8 @@ from corpus_local import (
     truncated,
     whole_older_run_under_new_aggregate,
 )
+from desktop_qualify.evidence_schemas import AGGREGATE_PREDICATE_TYPE, PLATFORM_PREDICATE_TYPE, Code
 from support.evidence_factory import DEFAULT_SHA, DEFAULT_STEPS, OTHER_SHA, PlatformSpec, artifact_name
-
-from evidence_schemas import AGGREGATE_PREDICATE_TYPE, PLATFORM_PREDICATE_TYPE, Code
 
 
 @dataclass(frozen=True)

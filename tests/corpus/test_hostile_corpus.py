@@ -17,10 +17,9 @@ import pytest
 from corpus_github import GitHubSite, github_evidence
 from corpus_local import THREE, host, put
 from corpus_table import CORPUS, Row
+from desktop_qualify.evidence_schemas import ConsumerDecision
+from desktop_qualify.qualify_verify import COLUMN_CODES
 from support.evidence_factory import PlatformSpec, make_evidence
-
-from evidence_schemas import ConsumerDecision
-from qualify_verify import COLUMN_CODES
 
 # The ids of the table this corpus replaced (tests/unit/test_consumer_rejections.py's CASES): all kept.
 CARRIED_OVER = (

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import ConsumerDecision, PlatformStatement, canonical_bytes
+from desktop_qualify.qualify_trust import generate_private_key, sign_envelope
 from support.chain import Chain, git, qualify, write_policy
-
-from evidence_schemas import ConsumerDecision, PlatformStatement, canonical_bytes
-from qualify_trust import generate_private_key, sign_envelope
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="the chain runs per host; "
                                                    "this test pins the linux platform")]
@@ -103,7 +102,7 @@ def test_removed_statement_is_refused(chain: Chain, tmp_path: Path, name: str, c
 
 
 def _resign(path: Path, key_path: Path, mutate) -> None:  # type: ignore[no-untyped-def]
-    from qualify_trust import load_private_key
+    from desktop_qualify.qualify_trust import load_private_key
 
     envelope = json.loads(path.read_bytes())
     statement = json.loads(base64.b64decode(envelope["payload"]))

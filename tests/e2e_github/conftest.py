@@ -9,14 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from desktop_qualify.qualify_policy import load_policy
 from support.chain import make_app_repo
 from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy
 from support.github_emulator import Branch, GitHubEmulator
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
 
-import aggregate
-import producer
-from qualify_policy import load_policy
+from desktop_qualify import aggregate, producer
 
 
 @pytest.fixture(scope="module")

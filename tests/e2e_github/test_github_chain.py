@@ -10,12 +10,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import Code, canonical_bytes
+from desktop_qualify.qualify_verify import verify_release
 from support.github_chain import GitHubChain
 
-import producer
-import qualify_cli
-from evidence_schemas import Code, canonical_bytes
-from qualify_verify import verify_release
+from desktop_qualify import producer, qualify_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="builds the linux bundle")]
 
@@ -120,7 +119,7 @@ def test_bundle_from_another_sigstore_instance_is_refused(github_chain: GitHubCh
 ])
 def test_producer_refuses_a_wrong_ref_or_an_old_head(github_chain: GitHubChain, tmp_path: Path,
                                                      env_change: dict[str, str], code: Code) -> None:
-    from evidence_schemas import QualificationError
+    from desktop_qualify.evidence_schemas import QualificationError
 
     with pytest.raises(QualificationError) as refused:
         producer.produce(github_chain.policy, "linux", tmp_path / "out", env={**github_chain.env, **env_change},
@@ -171,7 +170,7 @@ def test_failed_build_claim_is_refused_even_when_validly_signed(github_chain: Gi
 
 def test_another_signed_statement_cannot_stand_in_for_the_artifact_signature(github_chain: GitHubChain) -> None:
     """The platform statement names the artifact too, but it is not an artifact-signature statement."""
-    from qualify_trust import ArtifactSignature, verifier_for
+    from desktop_qualify.qualify_trust import ArtifactSignature, verifier_for
 
     verifier = verifier_for(github_chain.policy)
     (vp,) = verify_release(github_chain.policy, [github_chain.evidence], github_chain.artifacts).platforms

@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import Platform
 from support.chain import qualify
-
-from evidence_schemas import Platform
 
 HERE = Path(__file__).resolve().parent
 PRODUCER_CHILD = HERE / "producer_child.py"
@@ -211,7 +210,7 @@ class ProducerJob:
             env["FAULTS_HOLD_MARKER"] = str(self.marker)
         if self.fsize_at_emit is not None:
             env["FAULTS_FSIZE_AT_EMIT"] = str(self.fsize_at_emit)
-        entry = ["-m", "qualify_cli"] if self.plain else [str(PRODUCER_CHILD)]
+        entry = ["-m", "desktop_qualify.qualify_cli"] if self.plain else [str(PRODUCER_CHILD)]
         self.proc = subprocess.Popen([sys.executable, *entry, *produce_argv(self.app, self.out, self.run_id)],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env, start_new_session=True)
@@ -440,14 +439,14 @@ def flip_byte(path: Path) -> None:
 
 # -- full disks ------------------------------------------------------------------------------------------------
 
-# Sets the limit, then becomes `python -m qualify_cli ARGS`: an ignored signal and a resource limit both
+# Sets the limit, then becomes `python -m desktop_qualify.qualify_cli ARGS`: an ignored signal and a resource limit both
 # survive exec, and no preexec_fn has to run between fork and exec in a threaded test process.
 _WITH_FILE_SIZE_LIMIT = (
     "import os, resource, signal, sys\n"
     "limit = int(sys.argv[1])\n"
     "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
     "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))\n"
-    "os.execv(sys.executable, [sys.executable, '-m', 'qualify_cli', *sys.argv[2:]])\n"
+    "os.execv(sys.executable, [sys.executable, '-m', 'desktop_qualify.qualify_cli', *sys.argv[2:]])\n"
 )
 
 

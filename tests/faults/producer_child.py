@@ -1,7 +1,7 @@
 """`qualify ARGS...` in a child process, with fault-injection hooks chosen through the environment.
 
 Run as a script (``python producer_child.py produce --policy ...``). Without
-any FAULTS_* variable it is exactly ``python -m qualify_cli``. The hooks touch
+any FAULTS_* variable it is exactly ``python -m desktop_qualify.qualify_cli``. The hooks touch
 as little of the producer as they can, and only from the outside:
 
 * ``FAULTS_CACHED_BUNDLE=DIR`` and ``FAULTS_CACHED_ARCHIVE=FILE``: the
@@ -45,7 +45,7 @@ def cached_build(bundle: Path, archive: Path, real_run_bounded: RunBounded) -> t
     def run_bounded(argv: list[str], **kwargs: Any) -> Any:
         if "PyInstaller" not in argv:
             return real_run_bounded(argv, **kwargs)
-        from producer._process import ProcessResult
+        from desktop_qualify.producer._process import ProcessResult
 
         dist = Path(argv[argv.index("--distpath") + 1])
         shutil.copytree(bundle, dist / bundle.name, symlinks=True)
@@ -61,13 +61,13 @@ def cached_build(bundle: Path, archive: Path, real_run_bounded: RunBounded) -> t
 
 
 def _use_cached_build(bundle: Path, archive: Path) -> None:
-    from producer import _build
+    from desktop_qualify.producer import _build
 
     _build.run_bounded, _build.pack = cached_build(bundle, archive, _build.run_bounded)  # type: ignore[assignment]
 
 
 def _hold_at(stage: str, marker: Path) -> None:
-    from producer._progress import Progress
+    from desktop_qualify.producer._progress import Progress
 
     real_say = Progress.say
     start_line = f"{stage:<13} ..."
@@ -82,7 +82,7 @@ def _hold_at(stage: str, marker: Path) -> None:
 
 
 def _limit_file_size_at_emit(limit: int) -> None:
-    from producer import _pipeline
+    from desktop_qualify.producer import _pipeline
 
     real_emit = _pipeline.emit
 
@@ -103,7 +103,7 @@ def main() -> int:
         _hold_at(stage, Path(os.environ["FAULTS_HOLD_MARKER"]))
     if limit := os.environ.get("FAULTS_FSIZE_AT_EMIT"):
         _limit_file_size_at_emit(int(limit))
-    from qualify_cli import main as qualify_main
+    from desktop_qualify.qualify_cli import main as qualify_main
 
     return qualify_main(sys.argv[1:])
 

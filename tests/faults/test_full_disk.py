@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import Code, QualificationError, write_atomic
+from desktop_qualify.evidence_schemas import _io as io_module
 from faultkit import (
     PLATFORM,
     App,
@@ -32,9 +34,6 @@ from faultkit import (
 )
 from support.chain import qualify
 from support.evidence_factory import Evidence, make_evidence
-
-from evidence_schemas import Code, QualificationError, write_atomic
-from evidence_schemas import _io as io_module
 
 EARLIER = "the earlier, complete content\n"
 _NO_TMPFS = tmpfs_unavailable()
@@ -199,8 +198,8 @@ def test_aggregate_past_the_file_size_limit(platform_only: Evidence, tmp_path: P
 @needs_tmpfs
 def test_aggregate_on_a_full_tmpfs(platform_only: Evidence, tmp_path: Path) -> None:
     mount = tmp_path / "full"
-    ran = run_on_full_tmpfs(mount, [sys.executable, "-m", "qualify_cli", *_aggregate_argv(platform_only, mount)],
-                            {"aggregate.dsse.json": EARLIER})
+    argv = [sys.executable, "-m", "desktop_qualify.qualify_cli", *_aggregate_argv(platform_only, mount)]
+    ran = run_on_full_tmpfs(mount, argv, {"aggregate.dsse.json": EARLIER})
     assert ran.rc == 2, ran.stdout + ran.stderr
     assert ran.stdout == ""
     _one_environment_line(ran.stderr, mount / "aggregate.dsse.json", "No space left on device")
@@ -228,7 +227,7 @@ def test_verify_json_past_the_file_size_limit(qualified: Evidence, tmp_path: Pat
 def test_verify_json_on_a_full_tmpfs(qualified: Evidence, tmp_path: Path) -> None:
     mount = tmp_path / "full"
     decision = mount / "decision.json"
-    ran = run_on_full_tmpfs(mount, [sys.executable, "-m", "qualify_cli",
+    ran = run_on_full_tmpfs(mount, [sys.executable, "-m", "desktop_qualify.qualify_cli",
                                     *qualified.verify_argv("--json", str(decision))], {decision.name: EARLIER})
     assert ran.rc == 2, ran.stdout + ran.stderr
     assert ran.stdout == ""

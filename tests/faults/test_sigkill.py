@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas._io import atomic_leftovers, remove_output
 from faultkit import (
     PLATFORM,
     STAGES,
@@ -42,8 +43,6 @@ from faultkit import (
     verify,
 )
 from support.chain import qualify
-
-from evidence_schemas._io import atomic_leftovers, remove_output
 
 pytestmark = [pytest.mark.slow, linux_only]
 

@@ -22,12 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from faultkit import PLATFORM, App, Reference, codes, flip_byte, linux_only, tampered_archive, verify
-from producer_child import cached_build
-from pydantic import BaseModel
-from support.chain import qualify
-
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     Code,
     DigestSet,
     InstallRecord,
@@ -39,10 +34,14 @@ from evidence_schemas import (
     Subject,
     canonical_bytes,
 )
-from producer import _build, _install, _pipeline
-from producer._pipeline import ProduceResult, produce
-from qualify_policy import load_policy
-from qualify_trust import ArtifactSignature, StatementSigner, signer_for
+from desktop_qualify.producer import _build, _install, _pipeline
+from desktop_qualify.producer._pipeline import ProduceResult, produce
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_trust import ArtifactSignature, StatementSigner, signer_for
+from faultkit import PLATFORM, App, Reference, codes, flip_byte, linux_only, tampered_archive, verify
+from producer_child import cached_build
+from pydantic import BaseModel
+from support.chain import qualify
 
 pytestmark = [pytest.mark.slow, linux_only]
 

@@ -7,10 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from desktop_qualify.qualify_github import ClientConfig, GitHubClient
 from gh_testenv import FAST_RETRY, POLICY_TEMPLATE, REPOSITORY, WORKFLOW, MakeClient, git
 from support.github_emulator import DEFAULT_TOKEN, GitHubEmulator
-
-from qualify_github import ClientConfig, GitHubClient
 
 
 @pytest.fixture

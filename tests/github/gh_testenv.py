@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from qualify_github import GitHubClient, RetryPolicy
+from desktop_qualify.qualify_github import GitHubClient, RetryPolicy
 
 REPOSITORY = "desktop-qualify/desktop-qualify"
 WORKFLOW = ".github/workflows/qualify.yml"

@@ -8,11 +8,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_github import DEFAULT_API_URL, ClientConfig, GitHubClient, GitHubError
 from gh_testenv import REPOSITORY, WORKFLOW, MakeClient
 from support.github_emulator import Artifact, Asset, Branch, GitHubEmulator, Release, Run, rule, zip_bytes
-
-from evidence_schemas import Code, QualificationError
-from qualify_github import DEFAULT_API_URL, ClientConfig, GitHubClient, GitHubError
 
 SHA = "a" * 40
 

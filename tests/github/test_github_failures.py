@@ -7,11 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import Code
+from desktop_qualify.qualify_github import GitHubError, RetryPolicy
 from gh_testenv import REPOSITORY, WORKFLOW, MakeClient
 from support.github_emulator import DEFAULT_TOKEN, Artifact, Branch, Fault, GitHubEmulator, Run
-
-from evidence_schemas import Code
-from qualify_github import GitHubError, RetryPolicy
 
 SHA = "c" * 40
 BRANCH = r"/branches/main$"

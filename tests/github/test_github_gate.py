@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from desktop_qualify.evidence_schemas import Code, QualificationError, SourceGateRecord
+from desktop_qualify.producer._gate_github import GitHubGate, github_run_identity
+from desktop_qualify.qualify_github import ClientConfig, GitHubClient
+from desktop_qualify.qualify_policy import Policy, load_policy
 from gh_testenv import FAST_RETRY, REPOSITORY, WORKFLOW, git
 from support.github_emulator import DEFAULT_TOKEN, Branch, GitHubEmulator, rule
-
-from evidence_schemas import Code, QualificationError, SourceGateRecord
-from producer._gate_github import GitHubGate, github_run_identity
-from qualify_github import ClientConfig, GitHubClient
-from qualify_policy import Policy, load_policy
 
 MAIN_WORKFLOW_REF = f"{REPOSITORY}/{WORKFLOW}@refs/heads/main"
 

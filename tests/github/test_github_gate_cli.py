@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import SourceGateRecord
+from desktop_qualify.producer._gate_cli import RECORD_NAME, build_gate_parser, run_gate
 from gh_testenv import REPOSITORY, WORKFLOW, git
 from support.github_emulator import DEFAULT_TOKEN, Branch, GitHubEmulator
-
-from evidence_schemas import SourceGateRecord
-from producer._gate_cli import RECORD_NAME, build_gate_parser, run_gate
 
 LOCAL_POLICY = Path(__file__).resolve().parents[2] / "policies" / "local.toml"
 

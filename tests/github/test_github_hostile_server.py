@@ -10,11 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_github import ClientConfig, GitHubClient
+from desktop_qualify.qualify_github._download import download
 from gh_testenv import FAST_RETRY
-
-from evidence_schemas import Code, QualificationError
-from qualify_github import ClientConfig, GitHubClient
-from qualify_github._download import download
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
 

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from qualify_trust import Keyring, add_to_keyring, keyid_of, sign_envelope
+from desktop_qualify.qualify_trust import Keyring, add_to_keyring, keyid_of, sign_envelope
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,11 +7,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from desktop_qualify.evidence_schemas import QualificationError
+from desktop_qualify.qualify_policy import load_policy
 from hypothesis import strategies as st
 from support.evidence_factory import DEFAULT_SHA, make_evidence
-
-from evidence_schemas import QualificationError
-from qualify_policy import load_policy
 
 from .baselines import evidence_baseline
 from .checks_policy import mutate_policy, policy_recipes

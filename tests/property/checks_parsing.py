@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from hypothesis import strategies as st
-
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     IN_TOTO_PAYLOAD_TYPE,
     AggregateStatement,
     Code,
@@ -25,7 +23,8 @@ from evidence_schemas import (
     parse_statement,
     read_bounded,
 )
-from qualify_trust import KeyringVerifier, pae, verify_envelope
+from desktop_qualify.qualify_trust import KeyringVerifier, pae, verify_envelope
+from hypothesis import strategies as st
 
 from .baselines import evidence_baseline, trust
 from .json_inputs import json_bytes

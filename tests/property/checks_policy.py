@@ -8,10 +8,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from desktop_qualify.evidence_schemas import PLATFORMS
+from desktop_qualify.qualify_policy import load_policy
 from hypothesis import strategies as st
-
-from evidence_schemas import PLATFORMS
-from qualify_policy import load_policy
 
 from .baselines import evidence_baseline, policy_files
 from .mutations import apply_byte_ops, apply_json_ops, byte_ops, json_ops

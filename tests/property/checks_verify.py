@@ -9,10 +9,9 @@ from types import UnionType
 from typing import Any, Literal
 
 import pytest
-
-from evidence_schemas import PLATFORMS, Code, ConsumerDecision, DecisionRow
-from qualify_policy import load_policy
-from qualify_verify import verify_release
+from desktop_qualify.evidence_schemas import PLATFORMS, Code, ConsumerDecision, DecisionRow
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_verify import verify_release
 
 from .cli import expect_cli_contract, run_qualify
 from .oracle import expect, refused_or_returned
@@ -111,8 +110,7 @@ CLI_VERIFY = Target("cli_verify", recipes, check_cli_verify, encode_recipe, deco
 
 def column_codes() -> dict[str, frozenset[Code]]:
     """qualify_verify.COLUMN_CODES (column -> the codes that can fail it), or a skip until it exists."""
-    import qualify_verify
-
+    from desktop_qualify import qualify_verify
     mapping = getattr(qualify_verify, "COLUMN_CODES", None)
     if mapping is None:
         pytest.skip("qualify_verify.COLUMN_CODES does not exist yet (the decision-table contract is being added)")

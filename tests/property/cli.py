@@ -30,8 +30,7 @@ def _stream(errors: str) -> io.TextIOWrapper:
 
 
 def run_qualify(argv: Sequence[str]) -> CliRun:
-    import qualify_cli
-
+    from desktop_qualify import qualify_cli
     out, err = _stream("strict"), _stream("backslashreplace")
     debug = os.environ.get("QUALIFY_DEBUG")
     os.environ["QUALIFY_DEBUG"] = "1"  # a caught bug then prints its traceback: the report needs the line

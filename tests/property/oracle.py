@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, QualificationError
 
 T = TypeVar("T")
 

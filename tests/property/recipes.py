@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from desktop_qualify.evidence_schemas import AggregateStatement, PlatformPredicate, canonical_bytes
+from desktop_qualify.qualify_policy import host_platform
 from hypothesis import strategies as st
 from support.evidence_factory import DEFAULT_SHA, OTHER_SHA, Evidence, PlatformSpec, make_evidence
-
-from evidence_schemas import AggregateStatement, PlatformPredicate, canonical_bytes
-from qualify_policy import host_platform
 
 from .baselines import evidence_baseline
 from .mutations import apply_byte_ops, apply_json_ops, byte_ops, json_ops, paths_of

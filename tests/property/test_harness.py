@@ -6,8 +6,7 @@ import base64
 import tomllib
 
 import pytest
-
-from evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, QualificationError
 
 from .baselines import policy_files
 from .cli import CliRun, expect_cli_contract

@@ -8,9 +8,8 @@ policies following, or when a policy expects something the journey does not do.
 from pathlib import Path
 
 import pytest
+from desktop_qualify.qualify_policy import load_policy
 from skillhost_testutil import REPO, run_source
-
-from qualify_policy import load_policy
 
 POLICIES = [REPO / "policies" / "local.toml", REPO / "policies" / "release.toml"]
 

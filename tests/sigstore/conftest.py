@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_trust import ExpectedWorkflow, PinnedTrustedRoot, load_pinned_trusted_root
 from sigstore_vectors import PRODUCTION_ROOT, PRODUCTION_SHA256, RELEASE_POLICY
-
-from qualify_policy import load_policy
-from qualify_trust import ExpectedWorkflow, PinnedTrustedRoot, load_pinned_trusted_root
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,8 @@ import time
 from dataclasses import dataclass, replace
 
 import pytest
-from sigstore_vectors import vectors_dir
-
-from evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Code, QualificationError
-from qualify_trust import (
+from desktop_qualify.evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Code, QualificationError
+from desktop_qualify.qualify_trust import (
     CertificateIdentity,
     ExpectedWorkflow,
     PinnedTrustedRoot,
@@ -20,6 +18,7 @@ from qualify_trust import (
     verify_artifact_bundle,
     verify_dsse_bundle,
 )
+from sigstore_vectors import vectors_dir
 
 GITHUB = "https://token.actions.githubusercontent.com"
 BEACON_REPO = "sigstore-conformance/extremely-dangerous-public-oidc-beacon"

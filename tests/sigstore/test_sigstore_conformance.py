@@ -6,9 +6,8 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from desktop_qualify.qualify_sigstore_conformance import main
 from sigstore_vectors import VECTORS
-
-from qualify_sigstore_conformance import main
 
 CASES = VECTORS / "sigstore-conformance" / "bundle-verify"
 DEFAULT_IDENTITY = (

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from desktop_qualify.evidence_schemas import QualificationError
+from desktop_qualify.qualify_trust import CertificateIdentity, load_pinned_trusted_root, verify_artifact_bundle
 from sigstore_vectors import PRODUCTION_ROOT, PRODUCTION_SHA256, vectors_dir
-
-from evidence_schemas import QualificationError
-from qualify_trust import CertificateIdentity, load_pinned_trusted_root, verify_artifact_bundle
 
 BEACON = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/" \
          "extremely-dangerous-oidc-beacon.yml@refs/heads/main"

@@ -6,11 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from fulcio_certs import REPO, RUN_ID, SHA, WORKFLOW, Claims, der_utf8, make_certificate
-
-from evidence_schemas import Code, QualificationError, RunIdentity
-from qualify_policy import load_policy
-from qualify_trust import (
+from desktop_qualify.evidence_schemas import Code, QualificationError, RunIdentity
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_trust import (
     ExpectedWorkflow,
     GitHubIdentity,
     check_identity,
@@ -18,6 +16,7 @@ from qualify_trust import (
     identity_from_certificate,
     same_run,
 )
+from fulcio_certs import REPO, RUN_ID, SHA, WORKFLOW, Claims, der_utf8, make_certificate
 
 WIM = Code.WORKFLOW_IDENTITY_MISMATCH
 MAIN_URI = f"https://github.com/{REPO}/{WORKFLOW}@refs/heads/main"
@@ -229,7 +228,7 @@ def test_a_local_policy_has_no_expected_workflow() -> None:
 ])
 def test_pinned_numeric_ids_refuse_a_name_takeover(release_expected: ExpectedWorkflow,
                                                   extensions: dict[str, str], accepted: bool) -> None:
-    from qualify_trust import check_identity, identity_from_certificate
+    from desktop_qualify.qualify_trust import check_identity, identity_from_certificate
 
     pinned = replace(release_expected, repository_id="1234", owner_id="99")
     claims = Claims(overrides=extensions)  # arcs under 1.3.6.1.4.1.57264.1

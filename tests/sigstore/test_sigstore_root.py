@@ -6,6 +6,9 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_trust import load_pinned_trusted_root, load_trusted_root, trusted_root_from_bytes
 from sigstore_vectors import (
     PRODUCTION_ROOT,
     PRODUCTION_SHA256,
@@ -14,10 +17,6 @@ from sigstore_vectors import (
     STAGING_SHA256,
     vectors_dir,
 )
-
-from evidence_schemas import Code, QualificationError
-from qualify_policy import load_policy
-from qualify_trust import load_pinned_trusted_root, load_trusted_root, trusted_root_from_bytes
 
 
 def test_committed_roots_are_the_sigstore_wheel_copies() -> None:

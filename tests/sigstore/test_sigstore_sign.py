@@ -7,10 +7,14 @@ import os
 from collections.abc import Callable
 
 import pytest
-from sigstore_vectors import PRODUCTION_ROOT, PRODUCTION_SHA256
-
-from evidence_schemas import IN_TOTO_PAYLOAD_TYPE, IN_TOTO_STATEMENT_TYPE, Code, QualificationError, canonical_bytes
-from qualify_trust import (
+from desktop_qualify.evidence_schemas import (
+    IN_TOTO_PAYLOAD_TYPE,
+    IN_TOTO_STATEMENT_TYPE,
+    Code,
+    QualificationError,
+    canonical_bytes,
+)
+from desktop_qualify.qualify_trust import (
     ExpectedWorkflow,
     load_pinned_trusted_root,
     sign_artifact_bundle,
@@ -18,6 +22,7 @@ from qualify_trust import (
     verify_artifact_bundle,
     verify_dsse_bundle,
 )
+from sigstore_vectors import PRODUCTION_ROOT, PRODUCTION_SHA256
 
 _STATEMENT = canonical_bytes({
     "_type": IN_TOTO_STATEMENT_TYPE,

@@ -31,8 +31,8 @@ class Chain:
 
 def qualify(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run the console entry point as a user would, in a child process."""
-    return subprocess.run([sys.executable, "-m", "qualify_cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=900, check=False, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "desktop_qualify.qualify_cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=900, check=False, cwd=cwd)
 
 
 def git(repo: Path, *args: str) -> str:

@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from evidence_schemas import (
+from desktop_qualify.evidence_schemas import (
     AggregatedPlatform,
     AggregatePredicate,
     AggregateStatement,
@@ -45,8 +44,14 @@ from evidence_schemas import (
     canonical_bytes,
     executable_path,
 )
-from qualify_policy import Policy, host_platform, load_policy
-from qualify_trust import add_to_keyring, generate_private_key, keyid_of, sign_artifact_digest, sign_envelope
+from desktop_qualify.qualify_policy import Policy, host_platform, load_policy
+from desktop_qualify.qualify_trust import (
+    add_to_keyring,
+    generate_private_key,
+    keyid_of,
+    sign_artifact_digest,
+    sign_envelope,
+)
 
 DEFAULT_SHA = "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"
 OTHER_SHA = "c0ffee0000000000000000000000000000000001"

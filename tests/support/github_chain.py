@@ -6,8 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from qualify_policy import Policy
-from qualify_trust import SigstoreSigner
+from desktop_qualify.qualify_policy import Policy
+from desktop_qualify.qualify_trust import SigstoreSigner
+
 from support.chain import REPO
 from support.github_emulator import DEFAULT_TOKEN, GitHubEmulator
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance

@@ -27,8 +27,7 @@ class CliRun:
 def qualify(capsys: pytest.CaptureFixture[str]) -> Callable[[list[str]], CliRun]:
     """Run `qualify ARGS...` in-process; argparse's SystemExit becomes a status like any other."""
 
-    import qualify_cli
-
+    from desktop_qualify import qualify_cli
     def run(argv: list[str]) -> CliRun:
         capsys.readouterr()
         try:

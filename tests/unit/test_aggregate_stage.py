@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from desktop_qualify.evidence_schemas import Code
+from desktop_qualify.qualify_policy import host_platform
 from support.evidence_factory import PlatformSpec, make_evidence
-
-from evidence_schemas import Code
-from qualify_policy import host_platform
 
 
 def _payload(path: Path) -> dict[str, Any]:
@@ -71,7 +70,7 @@ def test_the_aggregate_job_refuses_mixed_runs_across_folders(tmp_path: Path, qua
 
 
 def test_the_aggregate_key_must_be_in_the_keyring(tmp_path: Path, qualify: Any) -> None:
-    from qualify_trust import generate_private_key
+    from desktop_qualify.qualify_trust import generate_private_key
 
     ev = make_evidence(tmp_path, aggregate=False)
     ev.keys.aggregate_path.unlink()

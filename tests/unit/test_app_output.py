@@ -6,9 +6,8 @@ import json
 from typing import Any
 
 import pytest
-
-from evidence_schemas import Code, QualificationError
-from producer._app_output import AppJourney, AppProbe, parse_app_output
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.producer._app_output import AppJourney, AppProbe, parse_app_output
 
 SHA = "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"
 

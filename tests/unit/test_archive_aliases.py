@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 import pytest
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.producer import _archive
+from desktop_qualify.producer._archive import unpack
 from support.archives import Member, tgz, zip_of
-
-from evidence_schemas import Code, QualificationError
-from producer import _archive
-from producer._archive import unpack
 
 
 def _refusal(archive: Path, prefix: Path) -> QualificationError:

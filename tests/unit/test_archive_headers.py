@@ -16,10 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from evidence_schemas import Code, QualificationError
-from producer import _archive
-from producer._archive import unpack
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.producer import _archive
+from desktop_qualify.producer._archive import unpack
 
 Fill = Callable[[tarfile.TarFile], None]
 

@@ -12,13 +12,12 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import BuildRecord, Code, InstallRecord, QualificationError, file_sha256
+from desktop_qualify.producer import _install
+from desktop_qualify.producer._archive import pack, unpack
+from desktop_qualify.producer._install import install
 from support.archives import files_and_links, tgz, zip_of
 from support.evidence_factory import utc_now
-
-from evidence_schemas import BuildRecord, Code, InstallRecord, QualificationError, file_sha256
-from producer import _install
-from producer._archive import pack, unpack
-from producer._install import install
 
 BAD_NAMES = [
     ("not-utf8", "top/caf\udce9", "is not valid UTF-8"),

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-
-from evidence_schemas import Code, QualificationError
-from producer import _archive
-from producer._archive import pack, unpack
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.producer import _archive
+from desktop_qualify.producer._archive import pack, unpack
 
 Builder = Callable[[Path], Path]
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from evidence_schemas import Code, JsonBounds, QualificationError, load_json, read_bounded
+from desktop_qualify.evidence_schemas import Code, JsonBounds, QualificationError, load_json, read_bounded
 
 
 def _code(data: bytes, bounds: JsonBounds | None = None) -> Code:

@@ -7,9 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import ConsumerDecision
 from support.evidence_factory import make_evidence
-
-from evidence_schemas import ConsumerDecision
 
 Run = Callable[[list[str]], "object"]
 

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from desktop_qualify.evidence_schemas import Code, ConsumerDecision, Platform
+from desktop_qualify.qualify_policy import host_platform
 from support.evidence_factory import make_evidence
-
-from evidence_schemas import Code, ConsumerDecision, Platform
-from qualify_policy import host_platform
 
 THREE: tuple[Platform, ...] = ("linux", "macos", "windows")
 

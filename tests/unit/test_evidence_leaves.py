@@ -19,13 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from desktop_qualify.evidence_schemas import AggregateStatement, PlatformPredicate
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_verify import verify_release
+from desktop_qualify.qualify_verify._informational import (
+    AGGREGATE_INFORMATIONAL,
+    PLATFORM_INFORMATIONAL,
+    is_informational,
+)
 from pydantic import ValidationError
 from support.evidence_factory import PlatformSpec, make_evidence, predicate_data
-
-from evidence_schemas import AggregateStatement, PlatformPredicate
-from qualify_policy import load_policy
-from qualify_verify import verify_release
-from qualify_verify._informational import AGGREGATE_INFORMATIONAL, PLATFORM_INFORMATIONAL, is_informational
 
 THREE = ("linux", "macos", "windows")
 Path_ = tuple[str, ...]

@@ -6,9 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from evidence_schemas import Code, QualificationError
-from producer._gate import LocalGitGate, repository_root
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.producer._gate import LocalGitGate, repository_root
 
 
 @pytest.fixture(autouse=True)

@@ -12,9 +12,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from evidence_schemas import Code, QualificationError
-from qualify_trust import (
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_trust import (
     Keyring,
     Role,
     add_to_keyring,

@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from evidence_schemas import Code, QualificationError
-from qualify_policy import host_platform, load_policy
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_policy import host_platform, load_policy
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = (REPO / "policies" / "local.toml").read_text(encoding="utf-8")

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from evidence_schemas import Code, QualificationError
-from producer._platform_signing import (
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.producer._platform_signing import (
     CodesignSigner,
     NoPlatformSigner,
     SigntoolSigner,
@@ -20,7 +19,7 @@ from producer._platform_signing import (
     platform_signer_from_env,
     signer_for,
 )
-from producer._process import excerpt, minimal_environment, run_bounded
+from desktop_qualify.producer._process import excerpt, minimal_environment, run_bounded
 
 PY = sys.executable
 
@@ -312,7 +311,7 @@ def test_no_signer_runs_nothing_and_says_unsigned(mac_bundle: Path, monkeypatch:
 
 
 def test_signtool_path_comes_from_the_job_environment(tmp_path: Path) -> None:
-    from producer._platform_signing import SigntoolSigner, platform_signer_from_env
+    from desktop_qualify.producer._platform_signing import SigntoolSigner, platform_signer_from_env
 
     bundle = tmp_path / "skillhost"
     bundle.mkdir()

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from desktop_qualify.producer import _build
+from desktop_qualify.producer._build import BUILD_ENV_ALLOWED, build, build_environment
+from desktop_qualify.producer._platform_signing import PlatformSigner, SigningOutcome
+from desktop_qualify.producer._process import ProcessResult, run_bounded
 from support.chain import git
-
-from producer import _build
-from producer._build import BUILD_ENV_ALLOWED, build, build_environment
-from producer._platform_signing import PlatformSigner, SigningOutcome
-from producer._process import ProcessResult, run_bounded
 
 SECRETS = {
     "ACTIONS_ID_TOKEN_REQUEST_URL": "https://pipelines.example/token",

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from producer import _process
-from producer._process import kill_tree, run_bounded, taskkill_argv
+from desktop_qualify.producer import _process
+from desktop_qualify.producer._process import kill_tree, run_bounded, taskkill_argv
 
 PY = sys.executable
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX sessions and signals")
@@ -179,7 +178,7 @@ def test_any_error_while_running_kills_the_tree(tmp_path: Path, monkeypatch: pyt
 _CANCELLED_JOB = """
 import sys
 from pathlib import Path
-from producer._process import run_bounded
+from desktop_qualify.producer._process import run_bounded
 run_bounded([sys.executable, "-c", sys.argv[1]], timeout=60, cwd=Path(sys.argv[2]))
 print("run_bounded returned", flush=True)
 """

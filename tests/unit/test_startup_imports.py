@@ -15,7 +15,7 @@ from support.evidence_factory import make_evidence
 
 CHILD = """
 import contextlib, io, json, sys
-from qualify_cli import main
+from desktop_qualify.qualify_cli import main
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     try:
         status = main(sys.argv[1:])

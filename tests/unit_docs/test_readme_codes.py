@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from evidence_schemas import Code
+from desktop_qualify.evidence_schemas import Code
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -1,0 +1,108 @@
+"""The wheel stands on its own: one namespace, the trust data inside it, no checkout beside it (issue 8).
+
+The wheel is built offline from a copy of the project, installed with no
+dependencies into a fresh virtual environment in a temporary folder (the
+dependencies come from this test environment's site-packages through a
+``.pth`` line, since the suite runs with the network cut), and its console
+scripts run from a folder outside any checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+VECTORS = REPO.parent / "shared" / "vectors" / "sigstore-conformance" / "bundle-verify"
+BEACON = ("https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon"
+          "/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main")
+# What the distribution is built from: pyproject's package-dir folders and the files setuptools reads.
+SOURCES = ("pyproject.toml", "README.md", "desktop_qualify", "evidence_schemas", "qualify_trust", "qualify_policy",
+           "qualify_verify", "qualify_github", "qualify_sigstore_conformance", "qualify_runtime", "producer",
+           "aggregate", "consumer", "qualify_cli", "policies", "schemas")
+
+
+def _run(*argv: str | Path, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=600,
+                          check=check)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built offline from a copy of the project (so no build/ folder lands in the checkout)."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    source.mkdir()
+    for name in SOURCES:
+        origin = REPO / name
+        if origin.is_dir():
+            shutil.copytree(origin, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(origin, source / name)
+    dist = work / "dist"
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", dist, source,
+         cwd=work)
+    return next(dist.glob("desktop_qualify-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv holding only the wheel; returns its bin folder."""
+    work = tmp_path_factory.mktemp("venv")
+    venv = work / "venv"
+    _run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=work)
+    bindir = venv / ("Scripts" if sys.platform == "win32" else "bin")
+    python = bindir / ("python.exe" if sys.platform == "win32" else "python")
+    site = Path(_run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=work)
+                .stdout.strip())
+    # Dependencies only (pydantic, cryptography, sigstore, ...): this environment's site-packages, whose own
+    # .pth files (the editable install of this checkout among them) are not processed from here.
+    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    _run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", wheel, cwd=work)
+    return bindir
+
+
+def test_the_wheel_installs_one_namespace_with_its_data(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert tops == {"desktop_qualify"}
+    for data in ("desktop_qualify/policies/release.toml", "desktop_qualify/policies/local.toml",
+                 "desktop_qualify/policies/sigstore/trusted_root.production.json",
+                 "desktop_qualify/schemas/platform-statement.schema.json", "desktop_qualify/py.typed"):
+        assert data in names
+
+
+def test_qualify_help_runs_outside_a_checkout(installed: Path, tmp_path: Path) -> None:
+    done = _run(installed / "qualify", "--help", cwd=tmp_path)
+    assert "produce" in done.stdout
+    assert "verify" in done.stdout
+
+
+def test_shipped_schemas_match_the_models(installed: Path, tmp_path: Path) -> None:
+    done = _run(installed / "qualify", "schemas", "--check", cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_installed_modules_come_from_the_wheel(installed: Path, tmp_path: Path) -> None:
+    python = installed / ("python.exe" if sys.platform == "win32" else "python")
+    done = _run(python, "-c", "import json, desktop_qualify.producer as p; print(json.dumps(p.__file__))",
+                cwd=tmp_path)
+    assert str(REPO) not in json.loads(done.stdout)
+
+
+def test_conformance_client_verifies_with_the_shipped_production_root(installed: Path, tmp_path: Path) -> None:
+    case = VECTORS / "happy-path-v0.3"
+    if not case.is_dir():
+        pytest.skip(f"conformance vectors not present at {VECTORS}")
+    done = _run(installed / "qualify-sigstore-conformance", "verify-bundle", "--bundle", case / "bundle.sigstore.json",
+                "--certificate-identity", BEACON, "--certificate-oidc-issuer",
+                "https://token.actions.githubusercontent.com", VECTORS / "a.txt", cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,124 @@
+"""The whole GitHub-mode chain on this machine, with no network: `nox -s qualify-github-offline`.
+
+The loopback GitHub REST emulator (tests/support/github_emulator.py) answers the source gate and the
+release gate; the test Sigstore instance (tests/support/sigstore_instance*.py) signs every statement
+keylessly as the qualify workflow of `acme/desktop` on `refs/heads/main`. The real producer runs (the
+PyInstaller build, install, launch and journey), then the aggregate, then `qualify verify` as the
+release gate in a child process, exactly as the end-to-end tests' `github_chain` fixture does.
+
+Writes OUT (default qualification-out-github/): evidence/, artifacts/, the instance's trusted_root.json,
+signer-identity.json (the exact certificate SAN and issuer demanded), decision.json and summary.md.
+Exits with the verdict's code (0 = QUALIFIED).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the offline GitHub chain is built from the test support code
+
+from desktop_qualify.qualify_policy import load_policy  # noqa: E402
+from support.chain import make_app_repo  # noqa: E402
+from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy  # noqa: E402
+from support.github_emulator import Branch, GitHubEmulator  # noqa: E402
+from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance  # noqa: E402
+
+from desktop_qualify import aggregate, producer  # noqa: E402
+
+RUN_ID = 4242
+
+
+def _log(message: str) -> None:
+    print(f"github-offline: {message}", flush=True)
+
+
+def run(out: Path, work: Path) -> int:
+    timings: list[tuple[str, float]] = []
+    started = time.monotonic()
+    sha = make_app_repo(work / "repo")
+    instance = TestSigstoreInstance(work / "sigstore")
+    emulator = GitHubEmulator().start()
+    try:
+        emulator.repo(REPOSITORY).branches["main"] = Branch(sha=sha, protected=True, required_checks=True)
+        policy = load_policy(github_policy(work, instance, work / "repo" / "reference_app"))
+        identity = GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=sha, run_id=RUN_ID, attempt=1)
+        chain = GitHubChain(work, policy, out, sha, instance, emulator, identity,
+                            actions_env(sha, emulator.api_url))
+        _log(f"candidate {sha} of {REPOSITORY}; GitHub API emulated at {emulator.api_url}")
+        _log(f"signer identity {identity.san_uri} (issuer {identity.issuer})")
+        timings.append(("setup", time.monotonic() - started))
+
+        started = time.monotonic()
+        made = producer.produce(policy, "linux", out, env=chain.env, signer=chain.signer())
+        timings.append(("produce linux", time.monotonic() - started))
+        if not made.passed:
+            _log(f"produce failed: {made.failures}")
+            return 1
+
+        started = time.monotonic()
+        combined = aggregate.aggregate(policy, [chain.evidence], chain.evidence, signer=chain.signer())
+        timings.append(("aggregate", time.monotonic() - started))
+        if combined.written is None:
+            _log(f"aggregate refused: {combined.reasons}")
+            return 1
+
+        shutil.copyfile(instance.trusted_root_path, out / "trusted_root.json")
+        # The identity every statement must carry, for other verifiers (nox -s interop) to demand exactly.
+        (out / "signer-identity.json").write_text(json.dumps(
+            {"subjectAlternativeName": identity.san_uri, "issuer": identity.issuer}, indent=2) + "\n",
+            encoding="utf-8")
+        # The release gate, as a user runs it: the CLI in a child, reading main's live head from the emulator.
+        started = time.monotonic()
+        args = [sys.executable, "-m", "desktop_qualify.qualify_cli", "verify", "--policy", str(policy.path),
+                "--evidence", str(chain.evidence), "--sha", sha]
+        for artifact in chain.artifacts:
+            args += ["--artifact", str(artifact)]
+        args += ["--json", str(out / "decision.json"), "--summary", str(out / "summary.md")]
+        env = {**os.environ, "GITHUB_API_URL": emulator.api_url, "GITHUB_TOKEN": chain.env["GITHUB_TOKEN"]}
+        code = subprocess.run(args, env=env, check=False).returncode
+        timings.append(("verify", time.monotonic() - started))
+    finally:
+        emulator.stop()
+    for name, seconds in timings:
+        _log(f"{name:<16} {seconds:6.1f}s")
+    if code == 0:
+        _log(f"QUALIFIED: evidence in {chain.evidence}, artifacts in {out / 'artifacts'}, "
+             f"trusted root in {out / 'trusted_root.json'}")
+    else:
+        _log(f"not qualified (exit {code}); see {out / 'summary.md'}")
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--out", type=Path, default=ROOT / "qualification-out-github")
+    parser.add_argument("--keep-work", action="store_true",
+                        help="keep the scratch folder (test repository, policy, instance keys are not kept)")
+    options = parser.parse_args(argv)
+    if not sys.platform.startswith("linux"):
+        _log("the offline GitHub chain builds the linux bundle: run it on linux")
+        return 2
+    out: Path = options.out.resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    work = Path(tempfile.mkdtemp(prefix="qualify-github-offline-"))
+    try:
+        return run(out, work)
+    finally:
+        if options.keep_work:
+            _log(f"scratch kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
