@@ -6,8 +6,9 @@ validates, signs or reaches GitHub loads on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from desktop_qualify.qualify_runtime import lazy_attributes
 
 from ._args import build_parser
 
@@ -17,11 +18,7 @@ if TYPE_CHECKING:
 
 _LAZY = {"AggregateResult": "._aggregate", "aggregate": "._aggregate", "main": "._cli", "run": "._cli"}
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = ["AggregateResult", "aggregate", "build_parser", "main", "run"]

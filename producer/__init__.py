@@ -6,8 +6,9 @@ validates, signs or reaches GitHub loads on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from desktop_qualify.qualify_runtime import lazy_attributes
 
 from ._args import build_gate_parser, build_parser
 
@@ -24,11 +25,7 @@ _LAZY = {
     "run_gate": "._gate_cli",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = ["ProduceResult", "build_gate_parser", "build_parser", "main", "produce", "run", "run_gate"]

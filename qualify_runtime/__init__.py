@@ -6,5 +6,6 @@ signs or talks to GitHub.
 """
 
 from ._cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
+from ._lazy import lazy_attributes
 
-__all__ = ["EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "ArgumentParser", "guarded"]
+__all__ = ["EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "ArgumentParser", "guarded", "lazy_attributes"]

@@ -9,8 +9,9 @@ The Sigstore half loads on first use of one of its names, so that local mode
 never imports sigstore-python.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from desktop_qualify.qualify_runtime import lazy_attributes
 
 from ._dsse import pae
 from ._envelope import (
@@ -59,11 +60,7 @@ _LAZY = {
     "verify_dsse_bundle": "._sigstore_verify",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

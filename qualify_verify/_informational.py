@@ -46,7 +46,8 @@ AGGREGATE_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
 })
 
 
-def _matches(pattern: str, path: tuple[str, ...]) -> bool:
+def matches(pattern: str, path: tuple[str, ...]) -> bool:
+    """Whether a dotted ``pattern`` (``*`` for any index or key) names the leaf at ``path``."""
     parts = pattern.split(".")
     return len(parts) == len(path) and all(p in ("*", q) for p, q in zip(parts, path, strict=True))
 
@@ -54,4 +55,4 @@ def _matches(pattern: str, path: tuple[str, ...]) -> bool:
 def is_informational(kind: str, path: tuple[str, ...]) -> bool:
     """Whether the leaf at ``path`` of a ``kind`` ("platform" or "aggregate") statement is informational."""
     table = PLATFORM_INFORMATIONAL if kind == "platform" else AGGREGATE_INFORMATIONAL
-    return any(_matches(pattern, path) for pattern in table)
+    return any(matches(pattern, path) for pattern in table)

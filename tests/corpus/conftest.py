@@ -7,41 +7,13 @@ GitHub REST emulator that answers the release gate's read of main's live head.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from corpus_github import GitHubSite, GitHubWorld, make_world
+from support.cli import qualify  # noqa: F401 - the in-process `qualify` fixture
 from support.github_emulator import DEFAULT_TOKEN
-
-
-@dataclass(frozen=True)
-class CliRun:
-    status: int
-    out: str
-    err: str
-
-    @property
-    def text(self) -> str:
-        return self.out + self.err
-
-
-@pytest.fixture
-def qualify(capsys: pytest.CaptureFixture[str]) -> Callable[[list[str]], CliRun]:
-    """Run `qualify ARGS...` in-process; argparse's SystemExit becomes a status like any other."""
-
-    from desktop_qualify import qualify_cli
-    def run(argv: list[str]) -> CliRun:
-        capsys.readouterr()
-        try:
-            status = qualify_cli.main(argv)
-        except SystemExit as exc:
-            status = exc.code if isinstance(exc.code, int) else 2
-        captured = capsys.readouterr()
-        return CliRun(status, captured.out, captured.err)
-
-    return run
 
 
 @pytest.fixture(scope="module")

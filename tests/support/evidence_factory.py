@@ -380,6 +380,11 @@ class Evidence:
         edit(data)
         return canonical_bytes(AggregateStatement.model_validate(data))
 
+    def aggregate_statement_data(self) -> dict[str, Any]:
+        """The aggregate statement as JSON data, exactly as ``write_aggregate`` signs it."""
+        return AggregateStatement.model_validate_json(self.aggregate_payload()).model_dump(mode="json",
+                                                                                            by_alias=True)
+
     def write_aggregate(self, *, key: KeyChoice = "aggregate", over: Sequence[WrittenPlatform] | None = None,
                         required: Sequence[Platform] | None = None, edit: PredicateEdit | None = None,
                         payload: BytesEdit | None = None) -> Path:
@@ -425,11 +430,3 @@ def make_evidence(tmp_path: Path, *, platforms: Sequence[PlatformSpec | Platform
     if aggregate and any(w.predicate is not None for w in evidence.platforms):
         evidence.write_aggregate(key=aggregate_key, edit=aggregate_edit, payload=aggregate_payload)
     return evidence
-
-
-def _aggregate_statement_data(self: Evidence) -> dict[str, Any]:
-    """The aggregate statement as JSON data, exactly as ``write_aggregate`` signs it."""
-    return AggregateStatement.model_validate_json(self.aggregate_payload()).model_dump(mode="json", by_alias=True)
-
-
-Evidence.aggregate_statement_data = _aggregate_statement_data  # type: ignore[attr-defined]
