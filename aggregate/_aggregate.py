@@ -19,8 +19,8 @@ from desktop_qualify.evidence_schemas import (
     Subject,
     canonical_bytes,
     utc_now,
-    write_atomic,
 )
+from desktop_qualify.qualify_files import write_atomic
 from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import StatementSigner, signer_for
 from desktop_qualify.qualify_verify import aggregate_file_name, verify_platform_set

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from _common import Row, median_time, run_process
-from desktop_qualify.evidence_schemas import file_sha256
+from desktop_qualify.qualify_files import file_sha256
 
 MIB = 1 << 20
 BIG = 1024 * MIB

@@ -11,7 +11,9 @@ from pathlib import Path
 from _common import Row, paired_medians
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from desktop_qualify.evidence_schemas import QualificationError, load_json, parse_statement
-from desktop_qualify.qualify_trust import Keyring, add_to_keyring, pae, sign_envelope, verify_envelope
+from desktop_qualify.qualify_trust import Keyring, add_to_keyring
+from desktop_qualify.qualify_trust._dsse import pae
+from desktop_qualify.qualify_trust._envelope import sign_envelope, verify_envelope
 
 
 def sample_statement() -> bytes:

@@ -15,10 +15,9 @@ from desktop_qualify.evidence_schemas import (
     Code,
     ConsumerDecision,
     QualificationError,
-    append_text,
     utc_now,
-    write_atomic,
 )
+from desktop_qualify.qualify_files import append_text, write_atomic
 from desktop_qualify.qualify_policy import Policy, load_policy
 from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
 from desktop_qualify.qualify_trust import verifier_for

@@ -3,12 +3,14 @@
 Pure data by design (DESIGN.md section 6): no cryptography and no network.
 """
 
+from typing import TYPE_CHECKING
+
+from desktop_qualify.qualify_runtime import lazy_attributes
+
 from ._bounded import load_json, read_bounded
 from ._canonical import canonical_bytes, sha256_hex
 from ._decision import AuditReport, Cell, ConsumerDecision, DecisionRow, Reason
 from ._errors import Code, QualificationError
-from ._export import SCHEMA_MODELS, export_schemas, render_schemas
-from ._io import append_text, file_sha256, utc_now, write_atomic
 from ._limits import JsonBounds
 from ._naming import archive_suffix, artifact_file_name, executable_path
 from ._parse import parse_envelope, parse_statement, validate_model
@@ -39,7 +41,7 @@ from ._statement import (
     PlatformStatement,
     Subject,
 )
-from ._types import GIT_SHA_PATTERN, PLATFORMS, GitSha, Platform, Record, Sha256Hex
+from ._types import GIT_SHA_PATTERN, PLATFORMS, GitSha, Platform, Record, Sha256Hex, utc_now
 
 __all__ = [
     "AGGREGATE_PREDICATE_TYPE",
@@ -84,7 +86,6 @@ __all__ = [
     "SourceGateRecord",
     "Subject",
     "canonical_bytes",
-    "export_schemas",
     "load_json",
     "parse_envelope",
     "parse_statement",
@@ -92,11 +93,14 @@ __all__ = [
     "render_schemas",
     "sha256_hex",
     "validate_model",
-    "write_atomic",
-    "append_text",
     "archive_suffix",
     "artifact_file_name",
     "executable_path",
-    "file_sha256",
     "utc_now",
 ]
+
+if TYPE_CHECKING:
+    from ._export import SCHEMA_MODELS, render_schemas
+
+# The JSON Schema export is for `qualify schemas` and the tests: a verify never builds a schema document.
+__getattr__ = lazy_attributes(__name__, {"SCHEMA_MODELS": "._export", "render_schemas": "._export"})

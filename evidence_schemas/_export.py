@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from pydantic import BaseModel
 
 from ._decision import AuditReport, ConsumerDecision
-from ._io import write_atomic
 from ._records import (
     BuildRecord,
     InstallRecord,
@@ -43,12 +41,3 @@ def render_schemas() -> dict[str, bytes]:
         text = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
         rendered[f"{name}.schema.json"] = text.encode("ascii")
     return rendered
-
-
-def export_schemas(out_dir: Path) -> list[Path]:
-    written = []
-    for file_name, data in render_schemas().items():
-        target = out_dir / file_name
-        write_atomic(target, data)
-        written.append(target)
-    return written

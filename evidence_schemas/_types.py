@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -34,6 +35,11 @@ StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
 SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
 
 Platform = Literal["linux", "macos", "windows"]
+def utc_now() -> str:
+    """Now, in the evidence's timestamp format (RFC 3339, UTC, microseconds): what ``Timestamp`` accepts."""
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 PLATFORMS: tuple[Platform, ...] = ("linux", "macos", "windows")
 TrustMode = Literal["ed25519", "sigstore"]
 

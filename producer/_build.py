@@ -20,14 +20,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import (
-    ArtifactRef,
-    BuildRecord,
-    Code,
-    QualificationError,
-    file_sha256,
-    utc_now,
-)
+from desktop_qualify.evidence_schemas import ArtifactRef, BuildRecord, Code, QualificationError, utc_now
+from desktop_qualify.qualify_files import file_sha256
 
 from ._archive import archive_suffix, pack
 from ._hashing import manifest_sha256, tree_manifest

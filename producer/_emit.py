@@ -17,9 +17,8 @@ from desktop_qualify.evidence_schemas import (
     QualificationError,
     Subject,
     canonical_bytes,
-    file_sha256,
-    write_atomic,
 )
+from desktop_qualify.qualify_files import file_sha256, write_atomic
 from desktop_qualify.qualify_trust import StatementSigner
 
 from ._gate import SourceGate

@@ -13,7 +13,8 @@ import os
 import sys
 from collections.abc import Mapping
 
-from desktop_qualify.evidence_schemas import Code, QualificationError, write_atomic
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_files import write_atomic
 from desktop_qualify.qualify_policy import load_policy
 from desktop_qualify.qualify_runtime import EXIT_OK, guarded
 

@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import BuildRecord, InstallRecord, QualificationError, file_sha256
+from desktop_qualify.evidence_schemas import BuildRecord, InstallRecord, QualificationError
+from desktop_qualify.qualify_files import file_sha256
 from pydantic import ValidationError
 
 from ._archive import unpack

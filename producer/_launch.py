@@ -18,8 +18,8 @@ from desktop_qualify.evidence_schemas import (
     LaunchProbeRecord,
     ProbeReport,
     QualificationError,
-    file_sha256,
 )
+from desktop_qualify.qualify_files import file_sha256
 from desktop_qualify.qualify_policy import StepExpectation
 from desktop_qualify.qualify_verify import journey_facts, probe_facts
 from pydantic import ValidationError

@@ -28,9 +28,8 @@ from desktop_qualify.evidence_schemas import (
     SignatureRecord,
     SourceGateRecord,
     utc_now,
-    write_atomic,
 )
-from desktop_qualify.evidence_schemas._io import remove_output
+from desktop_qualify.qualify_files import remove_output, write_atomic
 from desktop_qualify.qualify_policy import Policy, host_arch, host_platform
 from desktop_qualify.qualify_trust import StatementSigner, StatementVerifier, verifier_for
 from desktop_qualify.qualify_trust import signer_for as statement_signer_for

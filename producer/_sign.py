@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import BuildRecord, SignatureRecord, file_sha256
+from desktop_qualify.evidence_schemas import BuildRecord, SignatureRecord
+from desktop_qualify.qualify_files import file_sha256
 from desktop_qualify.qualify_trust import StatementSigner, StatementVerifier
 
 from ._platform_signing import SigningOutcome

@@ -35,13 +35,15 @@ def _schemas(out: Path | None, check: bool) -> int:
     def body() -> int:
         from importlib.resources import files
 
-        from desktop_qualify.evidence_schemas import Code, QualificationError, export_schemas, render_schemas
+        from desktop_qualify.evidence_schemas import Code, QualificationError, render_schemas
+        from desktop_qualify.qualify_files import write_atomic
 
         if not check:
             if out is None:
                 raise QualificationError(Code.USAGE, "--out names the folder to write the schemas into")
-            for path in export_schemas(out):
-                print(f"wrote {path}")
+            for name, data in render_schemas().items():
+                write_atomic(out / name, data)
+                print(f"wrote {out / name}")
             return EXIT_OK
         # Without --out, the schemas shipped inside the installed package are the ones checked.
         folder = out if out is not None else files("desktop_qualify.schemas")

@@ -22,7 +22,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from desktop_qualify.evidence_schemas import Code, QualificationError, read_bounded
 from desktop_qualify.qualify_runtime import EXIT_OK, ArgumentParser, guarded
-from desktop_qualify.qualify_trust import (
+from desktop_qualify.qualify_trust.sigstore import (
     MAX_BUNDLE_BYTES,
     CertificateIdentity,
     PinnedTrustedRoot,

@@ -12,7 +12,7 @@ import hmac
 from importlib.resources import files
 
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.qualify_trust import PinnedTrustedRoot, trusted_root_from_bytes
+from desktop_qualify.qualify_trust.sigstore import PinnedTrustedRoot, trusted_root_from_bytes
 
 # Package data: the roots ship inside the wheel, so the client needs no checkout beside it.
 _ROOTS = files("desktop_qualify.policies") / "sigstore"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from desktop_qualify.evidence_schemas import GIT_SHA_PATTERN, Code, QualificationError, RunIdentity
 from desktop_qualify.qualify_policy import Policy
 
-from ._sigstore_identity import GitHubIdentity
+from ._github_identity import GitHubIdentity
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 MAIN_REF = "refs/heads/main"

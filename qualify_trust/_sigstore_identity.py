@@ -9,12 +9,11 @@ value with trailing bytes or a non-minimal length is refused, not guessed at.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from cryptography import x509
 from cryptography.x509.oid import ObjectIdentifier
 from desktop_qualify.evidence_schemas import Code, QualificationError
+
+from ._github_identity import GitHubIdentity, parse_run_invocation_uri
 
 OID_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
 OID_BUILD_SIGNER_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.9")
@@ -31,36 +30,6 @@ OID_RUN_INVOCATION_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.21")
 
 _MAX_VALUE_CHARS = 1024
 _UTF8_STRING_TAG = 0x0C
-# Parsing, not matching: the whole string must have exactly this shape, and the
-# comparisons that decide trust are exact string equality elsewhere.
-_RUN_URI = re.compile(
-    r"https://github\.com/(?P<repository>[A-Za-z0-9-]{1,39}/[A-Za-z0-9_.-]{1,100})"
-    r"/actions/runs/(?P<run_id>[1-9][0-9]{0,19})/attempts/(?P<attempt>[1-9][0-9]{0,3})",
-    re.ASCII,
-)
-
-
-@dataclass(frozen=True)
-class GitHubIdentity:
-    """The workflow run that obtained the signing certificate, as Fulcio recorded it."""
-
-    issuer: str
-    san_uri: str
-    build_signer_uri: str
-    build_signer_digest: str
-    runner_environment: str
-    source_repository_uri: str
-    source_repository_digest: str
-    source_repository_ref: str
-    build_config_uri: str
-    build_trigger: str
-    run_invocation_uri: str
-    run_repository: str
-    run_id: str
-    run_attempt: int
-    # Numeric ids survive a rename of the owner or repository; names do not (OIDs .15, .17).
-    source_repository_identifier: str | None = None
-    source_repository_owner_identifier: str | None = None
 
 
 def _decode_utf8_string(der: bytes, name: str) -> str:
@@ -120,16 +89,6 @@ def _san_uri(extensions: x509.Extensions) -> str:
             Code.WORKFLOW_IDENTITY_MISMATCH, "certificate's subject alternative name is not exactly one URI"
         )
     return uris[0]
-
-
-def parse_run_invocation_uri(uri: str) -> tuple[str, str, int]:
-    """``https://github.com/OWNER/REPO/actions/runs/RUN_ID/attempts/ATTEMPT`` -> (repo, run id, attempt)."""
-    match = _RUN_URI.fullmatch(uri)
-    if match is None:
-        raise QualificationError(
-            Code.WORKFLOW_IDENTITY_MISMATCH, f"run invocation URI {uri[:200]!r} is not a GitHub Actions run attempt"
-        )
-    return match["repository"], match["run_id"], int(match["attempt"])
 
 
 def identity_from_certificate(certificate: x509.Certificate) -> GitHubIdentity:

@@ -31,7 +31,8 @@ from desktop_qualify.evidence_schemas import (
     canonical_bytes,
 )
 from desktop_qualify.qualify_policy import load_policy
-from desktop_qualify.qualify_trust import SigstoreSigner, identity_from_certificate
+from desktop_qualify.qualify_trust._github_mode import SigstoreSigner
+from desktop_qualify.qualify_trust._sigstore_identity import identity_from_certificate
 from sigstore.models import Bundle
 from support.evidence_factory import DEFAULT_SHA, OTHER_SHA, platform_payload, predicate_data, utc_now, write_artifact
 from support.github_chain import REPOSITORY, WORKFLOW, github_policy

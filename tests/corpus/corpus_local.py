@@ -19,7 +19,9 @@ from typing import Any
 
 from desktop_qualify.evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Platform, canonical_bytes
 from desktop_qualify.qualify_policy import host_platform
-from desktop_qualify.qualify_trust import keyid_of, pae, sign_artifact_digest, sign_envelope
+from desktop_qualify.qualify_trust._dsse import pae
+from desktop_qualify.qualify_trust._envelope import sign_artifact_digest, sign_envelope
+from desktop_qualify.qualify_trust._keys import keyid_of
 from support.evidence_factory import (
     OTHER_SHA,
     BytesEdit,

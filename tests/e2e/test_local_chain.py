@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import ConsumerDecision, PlatformStatement, canonical_bytes
-from desktop_qualify.qualify_trust import generate_private_key, sign_envelope
+from desktop_qualify.qualify_trust import generate_private_key
+from desktop_qualify.qualify_trust._envelope import sign_envelope
 from support.chain import Chain, git, qualify, write_policy
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="the chain runs per host; "

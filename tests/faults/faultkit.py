@@ -388,7 +388,7 @@ def kill_inside_write_atomic(target: Path, data: bytes, tmp: Path) -> None:
     code = (
         "import os, sys, time\n"
         "from pathlib import Path\n"
-        "from evidence_schemas import write_atomic\n"
+        "from desktop_qualify.qualify_files import write_atomic\n"
         "def fsync(fd):\n"
         "    Path(sys.argv[3]).touch()\n"
         "    time.sleep(3600)\n"

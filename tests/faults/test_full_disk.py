@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from desktop_qualify.evidence_schemas import Code, QualificationError, write_atomic
-from desktop_qualify.evidence_schemas import _io as io_module
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_files import _atomic as io_module
+from desktop_qualify.qualify_files import write_atomic
 from faultkit import (
     PLATFORM,
     App,
@@ -54,7 +55,8 @@ def _one_environment_line(stderr: str, target: Path | str, why: str) -> None:
 _WRITE = (
     "import json, resource, signal, sys\n"
     "from pathlib import Path\n"
-    "from evidence_schemas import QualificationError, write_atomic\n"
+    "from desktop_qualify.evidence_schemas import QualificationError\n"
+    "from desktop_qualify.qualify_files import write_atomic\n"
     "limit, target, size = int(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])\n"
     "if limit >= 0:\n"
     "    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"

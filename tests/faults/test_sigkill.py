@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from desktop_qualify.evidence_schemas._io import atomic_leftovers, remove_output
+from desktop_qualify.qualify_files import atomic_leftovers, remove_output
 from faultkit import (
     PLATFORM,
     STAGES,

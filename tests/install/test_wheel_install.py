@@ -9,24 +9,28 @@ scripts run from a folder outside any checkout.
 
 from __future__ import annotations
 
+import concurrent.futures
+import hashlib
 import json
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+from support.conformance_cases import CASES, UPSTREAM_EXCEPTIONS, artifact_of, case_folders, must_fail, verify_argv
 
 REPO = Path(__file__).resolve().parents[2]
-VECTORS = REPO.parent / "shared" / "vectors" / "sigstore-conformance" / "bundle-verify"
-BEACON = ("https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon"
-          "/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main")
 # What the distribution is built from: pyproject's package-dir folders and the files setuptools reads.
-SOURCES = ("pyproject.toml", "README.md", "desktop_qualify", "evidence_schemas", "qualify_trust", "qualify_policy",
-           "qualify_verify", "qualify_github", "qualify_sigstore_conformance", "qualify_runtime", "producer",
-           "aggregate", "consumer", "qualify_cli", "policies", "schemas")
+SOURCES = ("pyproject.toml", "README.md",
+           *tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _run(*argv: str | Path, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -69,6 +73,12 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bindir
 
 
+def test_every_listed_package_has_its_folder_mapped() -> None:
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert set(setuptools["packages"]) == set(setuptools["package-dir"])
+    assert all((REPO / folder / "__init__.py").is_file() for folder in setuptools["package-dir"].values())
+
+
 def test_the_wheel_installs_one_namespace_with_its_data(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
@@ -98,11 +108,37 @@ def test_the_installed_modules_come_from_the_wheel(installed: Path, tmp_path: Pa
     assert str(REPO) not in json.loads(done.stdout)
 
 
-def test_conformance_client_verifies_with_the_shipped_production_root(installed: Path, tmp_path: Path) -> None:
-    case = VECTORS / "happy-path-v0.3"
-    if not case.is_dir():
-        pytest.skip(f"conformance vectors not present at {VECTORS}")
-    done = _run(installed / "qualify-sigstore-conformance", "verify-bundle", "--bundle", case / "bundle.sigstore.json",
-                "--certificate-identity", BEACON, "--certificate-oidc-issuer",
-                "https://token.actions.githubusercontent.com", VECTORS / "a.txt", cwd=tmp_path, check=False)
-    assert done.returncode == 0, done.stderr
+def test_every_conformance_case_gives_the_suites_verdict_through_the_installed_client(installed: Path,
+                                                                                     tmp_path: Path) -> None:
+    """The whole bundle-verify suite (140 calls), one client process per call as the conformance action runs it.
+
+    The pinned production root ships in the wheel: cases without a trusted_root.json use it. Only the
+    upstream exceptions may disagree, and they must (so a fixed upstream shows up here).
+    """
+    cases = case_folders()
+    if not cases:
+        pytest.skip(f"conformance vectors not present at {CASES}")
+    client = installed / "qualify-sigstore-conformance"
+
+    # Each case twice, as the suite runs it: the artifact as a file, and as the protocol's sha256:DIGEST.
+    calls = [(case, form) for case in cases
+             for form in (str(artifact_of(case)), f"sha256:{_sha256(artifact_of(case))}")]
+
+    def verdict(call: tuple[Path, str]) -> tuple[Path, subprocess.CompletedProcess[str]]:
+        case, artifact = call
+        return case, _run(client, *verify_argv(case, artifact), cwd=tmp_path, check=False)
+
+    wrong, crashed = [], []
+    # Two cores: two clients at a time halves the suite's wall time.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for case, done in pool.map(verdict, calls):
+            if "Traceback" in done.stderr or "QE_INTERNAL" in done.stderr:
+                crashed.append(f"{case.name}: {done.stderr[-300:]}")
+            refused = done.returncode != 0
+            if refused is not must_fail(case) and case.name not in UPSTREAM_EXCEPTIONS:
+                wrong.append(f"{case.name}: exit {done.returncode} {done.stderr.strip()[-200:]}")
+            if case.name in UPSTREAM_EXCEPTIONS and refused is must_fail(case):
+                wrong.append(f"{case.name}: an upstream exception now passes; drop it from UPSTREAM_EXCEPTIONS")
+    assert not crashed, crashed
+    assert not wrong, wrong
+    assert len(cases) >= 70

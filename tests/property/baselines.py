@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from desktop_qualify.qualify_trust import Keyring, add_to_keyring, keyid_of, sign_envelope
+from desktop_qualify.qualify_trust import Keyring, add_to_keyring
+from desktop_qualify.qualify_trust._envelope import sign_envelope
+from desktop_qualify.qualify_trust._keys import keyid_of
 
 REPO = Path(__file__).resolve().parents[2]
 

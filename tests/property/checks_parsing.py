@@ -23,7 +23,9 @@ from desktop_qualify.evidence_schemas import (
     parse_statement,
     read_bounded,
 )
-from desktop_qualify.qualify_trust import KeyringVerifier, pae, verify_envelope
+from desktop_qualify.qualify_trust._dsse import pae
+from desktop_qualify.qualify_trust._envelope import verify_envelope
+from desktop_qualify.qualify_trust._local import KeyringVerifier
 from hypothesis import strategies as st
 
 from .baselines import evidence_baseline, trust

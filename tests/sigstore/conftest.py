@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 from desktop_qualify.qualify_policy import load_policy
-from desktop_qualify.qualify_trust import ExpectedWorkflow, PinnedTrustedRoot, load_pinned_trusted_root
+from desktop_qualify.qualify_trust._sigstore_expected import ExpectedWorkflow
+from desktop_qualify.qualify_trust._sigstore_root import load_pinned_trusted_root
+from desktop_qualify.qualify_trust.sigstore import PinnedTrustedRoot
 from sigstore_vectors import PRODUCTION_ROOT, PRODUCTION_SHA256, RELEASE_POLICY
 
 

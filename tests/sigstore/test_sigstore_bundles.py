@@ -10,13 +10,13 @@ from dataclasses import dataclass, replace
 
 import pytest
 from desktop_qualify.evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Code, QualificationError
-from desktop_qualify.qualify_trust import (
+from desktop_qualify.qualify_trust._sigstore_expected import ExpectedWorkflow
+from desktop_qualify.qualify_trust._sigstore_verify import verify_dsse_bundle
+from desktop_qualify.qualify_trust.sigstore import (
     CertificateIdentity,
-    ExpectedWorkflow,
     PinnedTrustedRoot,
     load_trusted_root,
     verify_artifact_bundle,
-    verify_dsse_bundle,
 )
 from sigstore_vectors import vectors_dir
 

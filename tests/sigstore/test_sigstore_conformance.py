@@ -7,28 +7,21 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.qualify_sigstore_conformance import main
-from sigstore_vectors import VECTORS
-
-CASES = VECTORS / "sigstore-conformance" / "bundle-verify"
-DEFAULT_IDENTITY = (
-    "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon"
-    "/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main"
+from support.conformance_cases import (
+    CASES,
+    UPSTREAM_EXCEPTIONS,
+    artifact_of,
+    case_folders,
+    must_fail,
+    verify_argv,
 )
-DEFAULT_ISSUER = "https://token.actions.githubusercontent.com"
-# The vectors' README names these: they fail inside sigstore-python 4.x, not in the caller.
-UPSTREAM_EXCEPTIONS = {
-    "intoto-with-custom-trust-root": "intoto/0.0.2 log entry: sigstore-python 4.x cannot verify it",
-    "trust-root-tsa-validity-end-inclusive": "sigstore-python 4.x treats the TSA validity end as exclusive",
-    "managed-key-happy-path": "public-key bundles: sigstore-python 4.5's public Verifier needs a certificate",
-    "managed-key-and-trusted-root": "public-key bundles: sigstore-python 4.5's public Verifier needs a certificate",
-}
 
 
 def _cases() -> list[object]:
     if not CASES.is_dir():
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"conformance vectors not present at {CASES}"))]
     params: list[object] = []
-    for case in sorted(path for path in CASES.iterdir() if path.is_dir()):
+    for case in case_folders():
         marks = []
         if case.name in UPSTREAM_EXCEPTIONS:
             marks.append(pytest.mark.xfail(reason=UPSTREAM_EXCEPTIONS[case.name], strict=True))
@@ -36,30 +29,13 @@ def _cases() -> list[object]:
     return params
 
 
-def _argv(case: Path, artifact: str) -> list[str]:
-    argv = ["verify-bundle", "--bundle", str(case / "bundle.sigstore.json")]
-    if (case / "key.pub").is_file():
-        argv += ["--key", str(case / "key.pub")]
-    else:
-        identity = (case / "identity").read_text().strip() if (case / "identity").is_file() else DEFAULT_IDENTITY
-        issuer = (case / "issuer").read_text().strip() if (case / "issuer").is_file() else DEFAULT_ISSUER
-        argv += ["--certificate-identity", identity, "--certificate-oidc-issuer", issuer]
-    if (case / "trusted_root.json").is_file():
-        argv += ["--trusted-root", str(case / "trusted_root.json")]
-    return [*argv, artifact]
-
-
-def _artifact(case: Path) -> Path:
-    return case / "artifact" if (case / "artifact").is_file() else CASES / "a.txt"
-
-
 @pytest.mark.parametrize("case", _cases())
 def test_conformance_case(case: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status = main(_argv(case, str(_artifact(case))))
+    status = main(verify_argv(case, str(artifact_of(case))))
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert "QE_INTERNAL" not in err
-    if case.name.endswith("_fail"):
+    if must_fail(case):
         assert status != 0, f"{case.name} must fail verification"
         assert err.startswith("QE_"), err
     else:
@@ -69,10 +45,10 @@ def test_conformance_case(case: Path, capsys: pytest.CaptureFixture[str]) -> Non
 @pytest.mark.parametrize("case", _cases())
 def test_conformance_case_by_digest(case: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The protocol's sha256:DIGEST form gives the same verdict as the file."""
-    digest = hashlib.sha256(_artifact(case).read_bytes()).hexdigest()
-    status = main(_argv(case, f"sha256:{digest}"))
+    digest = hashlib.sha256(artifact_of(case).read_bytes()).hexdigest()
+    status = main(verify_argv(case, f"sha256:{digest}"))
     err = capsys.readouterr().err
-    assert (status != 0) is case.name.endswith("_fail"), err
+    assert (status != 0) is must_fail(case), err
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -98,7 +74,7 @@ def test_pinned_default_roots_are_used_offline(capsys: pytest.CaptureFixture[str
     if not CASES.is_dir():
         pytest.skip(f"conformance vectors not present at {CASES}")
     case = CASES / "happy-path-v0.3"
-    assert main(_argv(case, str(CASES / "a.txt"))) == 0
+    assert main(verify_argv(case, str(CASES / "a.txt"))) == 0
     # The same production bundle does not verify under the pinned staging root.
-    assert main([*_argv(case, str(CASES / "a.txt"))[:-1], "--staging", str(CASES / "a.txt")]) == 1
+    assert main([*verify_argv(case, str(CASES / "a.txt"))[:-1], "--staging", str(CASES / "a.txt")]) == 1
     assert "QE_SIGNATURE_INVALID" in capsys.readouterr().err

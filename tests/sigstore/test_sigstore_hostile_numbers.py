@@ -6,7 +6,8 @@ import json
 
 import pytest
 from desktop_qualify.evidence_schemas import QualificationError
-from desktop_qualify.qualify_trust import CertificateIdentity, load_pinned_trusted_root, verify_artifact_bundle
+from desktop_qualify.qualify_trust._sigstore_root import load_pinned_trusted_root
+from desktop_qualify.qualify_trust.sigstore import CertificateIdentity, verify_artifact_bundle
 from sigstore_vectors import PRODUCTION_ROOT, PRODUCTION_SHA256, vectors_dir
 
 BEACON = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/" \

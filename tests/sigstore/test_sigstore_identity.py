@@ -8,14 +8,9 @@ from pathlib import Path
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError, RunIdentity
 from desktop_qualify.qualify_policy import load_policy
-from desktop_qualify.qualify_trust import (
-    ExpectedWorkflow,
-    GitHubIdentity,
-    check_identity,
-    cross_check_claims,
-    identity_from_certificate,
-    same_run,
-)
+from desktop_qualify.qualify_trust import GitHubIdentity, cross_check_claims, same_run
+from desktop_qualify.qualify_trust._sigstore_expected import ExpectedWorkflow, check_identity
+from desktop_qualify.qualify_trust._sigstore_identity import identity_from_certificate
 from fulcio_certs import REPO, RUN_ID, SHA, WORKFLOW, Claims, der_utf8, make_certificate
 
 WIM = Code.WORKFLOW_IDENTITY_MISMATCH
@@ -228,7 +223,8 @@ def test_a_local_policy_has_no_expected_workflow() -> None:
 ])
 def test_pinned_numeric_ids_refuse_a_name_takeover(release_expected: ExpectedWorkflow,
                                                   extensions: dict[str, str], accepted: bool) -> None:
-    from desktop_qualify.qualify_trust import check_identity, identity_from_certificate
+    from desktop_qualify.qualify_trust._sigstore_expected import check_identity
+    from desktop_qualify.qualify_trust._sigstore_identity import identity_from_certificate
 
     pinned = replace(release_expected, repository_id="1234", owner_id="99")
     claims = Claims(overrides=extensions)  # arcs under 1.3.6.1.4.1.57264.1

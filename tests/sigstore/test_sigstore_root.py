@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.qualify_policy import load_policy
-from desktop_qualify.qualify_trust import load_pinned_trusted_root, load_trusted_root, trusted_root_from_bytes
+from desktop_qualify.qualify_trust._sigstore_root import load_pinned_trusted_root
+from desktop_qualify.qualify_trust.sigstore import load_trusted_root, trusted_root_from_bytes
 from sigstore_vectors import (
     PRODUCTION_ROOT,
     PRODUCTION_SHA256,

@@ -14,14 +14,11 @@ from desktop_qualify.evidence_schemas import (
     QualificationError,
     canonical_bytes,
 )
-from desktop_qualify.qualify_trust import (
-    ExpectedWorkflow,
-    load_pinned_trusted_root,
-    sign_artifact_bundle,
-    sign_dsse_statement,
-    verify_artifact_bundle,
-    verify_dsse_bundle,
-)
+from desktop_qualify.qualify_trust._sigstore_expected import ExpectedWorkflow
+from desktop_qualify.qualify_trust._sigstore_root import load_pinned_trusted_root
+from desktop_qualify.qualify_trust._sigstore_sign import sign_artifact_bundle, sign_dsse_statement
+from desktop_qualify.qualify_trust._sigstore_verify import verify_dsse_bundle
+from desktop_qualify.qualify_trust.sigstore import verify_artifact_bundle
 from sigstore_vectors import PRODUCTION_ROOT, PRODUCTION_SHA256
 
 _STATEMENT = canonical_bytes({

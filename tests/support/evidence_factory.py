@@ -45,13 +45,9 @@ from desktop_qualify.evidence_schemas import (
     executable_path,
 )
 from desktop_qualify.qualify_policy import Policy, host_platform, load_policy
-from desktop_qualify.qualify_trust import (
-    add_to_keyring,
-    generate_private_key,
-    keyid_of,
-    sign_artifact_digest,
-    sign_envelope,
-)
+from desktop_qualify.qualify_trust import add_to_keyring, generate_private_key
+from desktop_qualify.qualify_trust._envelope import sign_artifact_digest, sign_envelope
+from desktop_qualify.qualify_trust._keys import keyid_of
 
 DEFAULT_SHA = "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"
 OTHER_SHA = "c0ffee0000000000000000000000000000000001"

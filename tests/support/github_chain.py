@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desktop_qualify.qualify_policy import Policy
-from desktop_qualify.qualify_trust import SigstoreSigner
+from desktop_qualify.qualify_trust._github_mode import SigstoreSigner
 
 from support.chain import REPO
 from support.github_emulator import DEFAULT_TOKEN, GitHubEmulator

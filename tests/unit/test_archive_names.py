@@ -12,10 +12,11 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from desktop_qualify.evidence_schemas import BuildRecord, Code, InstallRecord, QualificationError, file_sha256
+from desktop_qualify.evidence_schemas import BuildRecord, Code, InstallRecord, QualificationError
 from desktop_qualify.producer import _install
 from desktop_qualify.producer._archive import pack, unpack
 from desktop_qualify.producer._install import install
+from desktop_qualify.qualify_files import file_sha256
 from support.archives import files_and_links, tgz, zip_of
 from support.evidence_factory import utc_now
 

@@ -13,19 +13,15 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.qualify_trust import (
-    Keyring,
-    Role,
-    add_to_keyring,
-    generate_private_key,
-    keyid_of,
-    load_private_key,
-    pae,
+from desktop_qualify.qualify_trust import Keyring, Role, add_to_keyring, generate_private_key, load_private_key
+from desktop_qualify.qualify_trust._dsse import pae
+from desktop_qualify.qualify_trust._envelope import (
     sign_artifact_digest,
     sign_envelope,
     verify_artifact_digest,
     verify_envelope,
 )
+from desktop_qualify.qualify_trust._keys import keyid_of
 
 DIGEST = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 

@@ -21,26 +21,31 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
         status = main(sys.argv[1:])
     except SystemExit as exc:
         status = exc.code
-print(json.dumps({"status": status, "roots": sorted({name.split(".")[0] for name in sys.modules})}))
+print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
 """
 
 
-def _run(*argv: str) -> tuple[int, set[str]]:
+def _run(*argv: str) -> tuple[int, set[str], set[str]]:
+    """Exit status, the top-level packages loaded, and every module loaded."""
     done = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True, check=True,
                           timeout=120)
     result = json.loads(done.stdout.splitlines()[-1])
-    return result["status"], set(result["roots"])
+    modules = set(result["modules"])
+    return result["status"], {name.split(".")[0] for name in modules}, modules
 
 
 def test_help_loads_no_validation_signing_or_github_library() -> None:
-    status, roots = _run("--help")
+    status, roots, _ = _run("--help")
     assert status == 0
     assert not roots & {"pydantic", "cryptography", "sigstore", "github", "rfc8785", "requests"}
 
 
 def test_a_local_verify_loads_neither_sigstore_nor_pygithub(tmp_path: Path) -> None:
     ev = make_evidence(tmp_path)
-    status, roots = _run(*ev.verify_argv())
+    status, roots, modules = _run(*ev.verify_argv())
     assert status == 0
     assert "pydantic" in roots  # the check did run
     assert not roots & {"sigstore", "sigstore_models", "github"}
+    # Certificates are GitHub mode's; a local verify neither reads X.509 nor builds a JSON Schema.
+    assert "cryptography.x509" not in modules
+    assert "desktop_qualify.evidence_schemas._export" not in modules

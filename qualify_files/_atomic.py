@@ -1,4 +1,4 @@
-"""File I/O shared by every stage: atomic writes, streamed digests, UTC timestamps.
+"""Atomic writes and appends shared by every stage.
 
 An evidence or output file is either absent or complete, never partial; an
 unwritable destination is an environment error with a stable code, not a crash.
@@ -7,28 +7,12 @@ unwritable destination is an environment error with a stable code, not a crash.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
-import hashlib
 import os
 import re
 import tempfile
 from pathlib import Path
 
-from ._errors import Code, QualificationError
-
-
-def utc_now() -> str:
-    """Now, in the evidence's timestamp format (RFC 3339, UTC, microseconds)."""
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file, streamed: an artifact is never read whole into memory."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+from desktop_qualify.evidence_schemas import Code, QualificationError
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -1,0 +1,9 @@
+"""File handling every stage shares: atomic writes, appends to shared files, streamed digests.
+
+Kept out of ``evidence_schemas``, which is pure data (DESIGN.md section 6).
+"""
+
+from ._atomic import append_text, atomic_leftovers, remove_output, write_atomic
+from ._digest import file_sha256
+
+__all__ = ["append_text", "atomic_leftovers", "file_sha256", "remove_output", "write_atomic"]
