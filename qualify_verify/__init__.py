@@ -10,6 +10,7 @@ from ._expectations import Expectations
 from ._findings import Findings
 from ._outcomes import JourneyFacts, ProbeFacts, journey_facts, probe_facts
 from ._platform_checks import VerifiedPlatform
+from ._run_checks import RunRef, VerifiedAggregate
 from ._verifier import Verdict, verify_platform_set, verify_release
 
 __all__ = [
@@ -18,7 +19,9 @@ __all__ = [
     "ProbeFacts",
     "Expectations",
     "Findings",
+    "RunRef",
     "Verdict",
+    "VerifiedAggregate",
     "VerifiedPlatform",
     "aggregate_file_name",
     "verify_platform_set",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import AggregateStatement, Code, QualificationError, RunIdentity, parse_statement
@@ -46,18 +47,37 @@ def check_one_commit(platforms: list[VerifiedPlatform], candidate_sha: str | Non
     return sha
 
 
-def check_one_run(platforms: list[VerifiedPlatform], findings: Findings) -> tuple[str, int] | None:
+@dataclass(frozen=True, order=True)
+class RunRef:
+    """One attempt of one workflow run: what every statement of a qualification must share."""
+
+    run_id: str
+    attempt: int
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.attempt}"
+
+
+@dataclass(frozen=True)
+class VerifiedAggregate:
+    """The aggregate statement as parsed, and who signed its exact bytes."""
+
+    statement: AggregateStatement
+    signed: VerifiedStatement
+
+
+def check_one_run(platforms: list[VerifiedPlatform], findings: Findings) -> RunRef | None:
     """All platform jobs of one run and one attempt: no borrowing from another run."""
-    runs = {(vp.statement.predicate.run.run_id, vp.statement.predicate.run.attempt) for vp in platforms}
+    runs = {RunRef(vp.statement.predicate.run.run_id, vp.statement.predicate.run.attempt) for vp in platforms}
     if len(runs) > 1:
         findings.add(Code.RUN_MISMATCH, "platform statements come from different runs or attempts: "
-                                        + ", ".join(f"{r}#{a}" for r, a in sorted(runs)))
+                                        + ", ".join(str(r) for r in sorted(runs)))
         return None
     return next(iter(runs), None)
 
 
 def verify_aggregate(data: bytes | None, verifier: StatementVerifier, findings: Findings,
-                     ) -> tuple[AggregateStatement, VerifiedStatement] | None:
+                     ) -> VerifiedAggregate | None:
     name = f"aggregate{verifier.file_suffix}"
     if data is None:
         findings.add(Code.AGGREGATE_MISSING, f"no aggregate statement ({name})")
@@ -72,7 +92,7 @@ def verify_aggregate(data: bytes | None, verifier: StatementVerifier, findings: 
         findings.add(Code.PREDICATE_TYPE_UNKNOWN, f"{name}: not an aggregate qualification")
         return None
     check_claims_match_certificate(signed, statement.predicate.run, name, findings)
-    return statement, signed
+    return VerifiedAggregate(statement, signed)
 
 
 def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: list[VerifiedPlatform],

@@ -22,6 +22,7 @@ from ._expectations import Expectations
 from ._findings import Findings
 from ._platform_checks import VerifiedPlatform, verify_platform
 from ._run_checks import (
+    RunRef,
     check_aggregate_binds_platforms,
     check_candidate_files,
     check_coverage,
@@ -39,7 +40,7 @@ class Verdict:
     platforms: list[VerifiedPlatform] = field(default_factory=list)
     aggregate: AggregateStatement | None = None
     sha: str | None = None
-    run: tuple[str, int] | None = None
+    run: RunRef | None = None
     findings: Findings = field(default_factory=Findings)
     aggregate_files: list[bytes] = field(default_factory=list)
 
@@ -105,9 +106,10 @@ def verify_release(policy: Policy, evidence_dirs: list[Path], artifacts: list[Pa
     aggregate = verify_aggregate(first, verdict.verifier, verdict.findings)
     signed = [vp.signed for vp in verdict.platforms]
     if aggregate is not None:
-        verdict.aggregate = aggregate[0]
-        signed.append(aggregate[1])
-        check_aggregate_binds_platforms(aggregate[0], verdict.platforms, verdict.expectations, verdict.findings)
+        verdict.aggregate = aggregate.statement
+        signed.append(aggregate.signed)
+        check_aggregate_binds_platforms(aggregate.statement, verdict.platforms, verdict.expectations,
+                                        verdict.findings)
     check_one_certified_run(signed, verdict.findings)
     # The auditor checks a historical bundle whose files may be long gone: None skips this step.
     if artifacts is not None:
