@@ -20,11 +20,17 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import ArtifactRef, BuildRecord, Code, QualificationError, utc_now
+from desktop_qualify.evidence_schemas import (
+    ArtifactRef,
+    BuildRecord,
+    Code,
+    QualificationError,
+    artifact_file_name,
+    utc_now,
+)
+from desktop_qualify.qualify_archive import manifest_sha256, pack, tree_manifest
 from desktop_qualify.qualify_files import file_sha256
 
-from ._archive import archive_suffix, pack
-from ._hashing import manifest_sha256, tree_manifest
 from ._platform_signing import PlatformSigner, SigningOutcome
 from ._process import excerpt, run_bounded
 
@@ -119,7 +125,7 @@ def build(*, repo: Path, sha: str, ref: str, app_source: Path, spec: str, app_na
     # producer, after PyInstaller has exited, so the signing identity never reaches the build.
     signing = signer.sign(bundle, exe)
     artifacts.mkdir(parents=True, exist_ok=True)
-    archive = artifacts / f"{app_name}-{sha[:12]}-{platform}-{arch}{archive_suffix(platform)}"
+    archive = artifacts / artifact_file_name(app_name, sha, platform, arch)
     partial = archive.with_name(f".{archive.name}.partial")
     pack(bundle, partial)
     partial.replace(archive)

@@ -18,11 +18,9 @@ import time
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import BuildRecord, InstallRecord, QualificationError
+from desktop_qualify.qualify_archive import manifest_sha256, tree_manifest, unpack
 from desktop_qualify.qualify_files import file_sha256
 from pydantic import ValidationError
-
-from ._archive import unpack
-from ._hashing import manifest_sha256, tree_manifest
 
 _ZERO = "0" * 64
 

@@ -19,13 +19,13 @@ from desktop_qualify.evidence_schemas import (
     ProbeReport,
     QualificationError,
 )
+from desktop_qualify.qualify_archive import manifest_sha256, tree_manifest
 from desktop_qualify.qualify_files import file_sha256
 from desktop_qualify.qualify_policy import StepExpectation
 from desktop_qualify.qualify_verify import journey_facts, probe_facts
 from pydantic import ValidationError
 
 from ._app_output import AppJourney, AppProbe, parse_app_output
-from ._hashing import manifest_sha256, tree_manifest
 from ._process import ProcessResult, excerpt, minimal_environment, run_bounded
 
 

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from desktop_qualify.evidence_schemas import Code, QualificationError
-
-from ._hashing import walk_tree
+from desktop_qualify.qualify_archive import walk_tree
 
 SigningState = Literal["unsigned", "signed", "notarized", "failed"]
 

@@ -30,8 +30,9 @@ from sigstore.models import Bundle
 from sigstore.verify.policy import AllOf, Identity, OIDCIssuer, OIDCIssuerV2, VerificationPolicy
 from sigstore_models.common.v1 import HashAlgorithm
 
+from ._github_identity import GitHubIdentity
 from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, check_identity
-from ._sigstore_identity import GitHubIdentity, identity_from_certificate
+from ._sigstore_identity import identity_from_certificate
 from ._sigstore_root import PinnedTrustedRoot
 
 # A bundle carries at most one statement (policy max_statement_bytes <= 16 MiB,

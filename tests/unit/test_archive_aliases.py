@@ -1,4 +1,4 @@
-"""producer/_archive.py: names that alias on a case-insensitive or normalising file system (APFS, HFS+, NTFS).
+"""qualify_archive: names that alias on a case-insensitive or normalising file system (APFS, HFS+, NTFS).
 
 The test machine's file system is case-sensitive, so an alias cannot happen
 here; what is tested is that unpack refuses, before writing, every archive
@@ -12,8 +12,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.producer import _archive
-from desktop_qualify.producer._archive import unpack
+from desktop_qualify.qualify_archive import _links, unpack
 from support.archives import Member, tgz, zip_of
 
 
@@ -83,7 +82,7 @@ def test_a_link_is_never_placed_through_a_folder_that_is_a_link(tmp_path: Path) 
     (prefix / "top" / "a1").symlink_to(outside, target_is_directory=True)
     for name, why in [("top/a1/new/l", "which is not a real folder"), ("top/a1/l", "which is not a real folder")]:
         with pytest.raises(QualificationError) as caught:
-            _archive._place_links(prefix, {PurePosixPath(name): "."})
+            _links.place_links(prefix, {PurePosixPath(name): "."})
         assert why in caught.value.message
         assert list(outside.iterdir()) == []
 

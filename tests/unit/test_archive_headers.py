@@ -1,4 +1,4 @@
-"""producer/_archive.py: tar headers are bounded before tarfile reads what they announce.
+"""qualify_archive: tar headers are bounded before tarfile reads what they announce.
 
 tarfile reads a pax record or a GNU long name whole into memory before its
 caller sees the member, so a few hundred kilobytes of gzip could make it hold
@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.producer import _archive
-from desktop_qualify.producer._archive import unpack
+from desktop_qualify.qualify_archive import _limits, unpack
 
 Fill = Callable[[tarfile.TarFile], None]
 
@@ -112,7 +111,7 @@ def test_a_gnu_long_name_past_the_limit_is_refused_from_its_header(tmp_path: Pat
 
 def test_extended_headers_are_capped_across_the_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # tarfile keeps every member's pax records while it streams: many small ones add up.
-    monkeypatch.setattr(_archive, "MAX_EXTENDED_TOTAL", 16 * 1024)
+    monkeypatch.setattr(_limits, "MAX_EXTENDED_TOTAL", 16 * 1024)
     archive = _tgz(tmp_path, _files(*(_file(f"top/f{i}", pax={"comment": "c" * 2000}) for i in range(10))))
     refused, _ = _unpack_measured(archive, tmp_path / "prefix")
     assert refused is not None
@@ -121,8 +120,8 @@ def test_extended_headers_are_capped_across_the_archive(tmp_path: Path, monkeypa
 
 def test_the_decompressed_stream_is_counted_as_it_arrives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Each pax record is under the per-member limit and the members hold 3 bytes: only the counter sees the total.
-    monkeypatch.setattr(_archive, "MAX_UNPACKED_BYTES", 1000)
-    monkeypatch.setattr(_archive, "MAX_MEMBERS", 3)
+    monkeypatch.setattr(_limits, "MAX_UNPACKED_BYTES", 1000)
+    monkeypatch.setattr(_limits, "MAX_MEMBERS", 3)
     archive = _tgz(tmp_path, _files(*(_file(f"top/f{i}", pax={"comment": "c" * 30_000}) for i in range(3))))
     refused, _ = _unpack_measured(archive, tmp_path / "prefix")
     assert refused is not None

@@ -1,4 +1,4 @@
-"""producer/_archive.py and _install.py: names an install manifest cannot record never get installed.
+"""qualify_archive and _install.py: names an install manifest cannot record never get installed.
 
 A manifest path is UTF-8 text of at most 512 characters (evidence_schemas'
 RelPath); tarfile and the file system hand undecodable bytes over as lone
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from desktop_qualify.evidence_schemas import BuildRecord, Code, InstallRecord, QualificationError
 from desktop_qualify.producer import _install
-from desktop_qualify.producer._archive import pack, unpack
 from desktop_qualify.producer._install import install
+from desktop_qualify.qualify_archive import pack, unpack
 from desktop_qualify.qualify_files import file_sha256
 from support.archives import files_and_links, tgz, zip_of
 from support.evidence_factory import utc_now

@@ -1,4 +1,4 @@
-"""producer/_archive.py: pack and unpack the bundle, refusing what could escape the install prefix."""
+"""qualify_archive: pack and unpack the bundle, refusing what could escape the install prefix."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from typing import IO
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.producer import _archive
-from desktop_qualify.producer._archive import pack, unpack
+from desktop_qualify.qualify_archive import _limits, _members, pack, unpack
+from desktop_qualify.qualify_archive import _tar as tar_reader
+from desktop_qualify.qualify_archive import _zip as zip_reader
 
 Builder = Callable[[Path], Path]
 
@@ -167,13 +168,13 @@ def test_link_cases_are_refused_for_the_right_reason(case: str, tmp_path: Path) 
 def test_a_duplicate_member_is_refused_before_it_is_written(kind: str, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     written: list[str] = []
-    write = _archive._write_member
+    write = _members.write_member
 
     def spy(target: Path, source: IO[bytes], mode: int) -> None:
         written.append(target.relative_to(tmp_path / "prefix").as_posix())
         write(target, source, mode)
 
-    monkeypatch.setattr(_archive, "_write_member", spy)
+    monkeypatch.setattr(tar_reader if kind == "tar" else zip_reader, "write_member", spy)
     archive = (_tar([_file("app/a", b"first"), _file("app/a", b"second")]) if kind == "tar"
                else _zip([("app/a", b"first", REG), ("app/a", b"second", REG)]))(tmp_path)
     with pytest.raises(QualificationError) as caught:
@@ -185,7 +186,7 @@ def test_a_duplicate_member_is_refused_before_it_is_written(kind: str, tmp_path:
 
 @pytest.mark.parametrize("kind", ["tar", "zip"])
 def test_too_many_members(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_archive, "MAX_MEMBERS", 3)
+    monkeypatch.setattr(_limits, "MAX_MEMBERS", 3)
     names = [f"app/f{i}" for i in range(4)]
     archive = (_tar([_file(n) for n in names]) if kind == "tar" else _zip([(n, b"x", REG) for n in names]))(tmp_path)
     with pytest.raises(QualificationError) as caught:
@@ -196,7 +197,7 @@ def test_too_many_members(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 @pytest.mark.parametrize("kind", ["tar", "zip"])
 def test_too_many_bytes(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_archive, "MAX_UNPACKED_BYTES", 1000)
+    monkeypatch.setattr(_limits, "MAX_UNPACKED_BYTES", 1000)
     archive = (_tar([_file("app/a", b"x" * 600), _file("app/b", b"x" * 600)]) if kind == "tar"
                else _zip([("app/a", b"x" * 600, REG), ("app/b", b"x" * 600, REG)]))(tmp_path)
     with pytest.raises(QualificationError) as caught:

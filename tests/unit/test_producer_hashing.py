@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from desktop_qualify.producer._archive import pack, unpack
-from desktop_qualify.producer._hashing import manifest_sha256, tree_manifest, walk_tree
+from desktop_qualify.qualify_archive import manifest_sha256, pack, tree_manifest, unpack, walk_tree
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="creating symlinks needs a privilege on Windows")
 

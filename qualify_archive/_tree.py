@@ -1,4 +1,4 @@
-"""Digests of folders, streamed (a single file's digest is evidence_schemas.file_sha256).
+"""Digests of folders, streamed (a single file's digest is qualify_files.file_sha256).
 
 A folder is walked without ever following a symbolic link (a macOS bundle
 holds relative links into itself); a link is recorded by its target text,

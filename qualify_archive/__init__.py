@@ -1,0 +1,33 @@
+"""The bundle as one archive, and a folder as a manifest: shared by the producer's build, install and probe.
+
+Extraction refuses what a hostile or damaged archive could use to escape the
+install prefix or to exhaust the machine: absolute names, ".." segments, hard
+links, devices, fifos, sizes or counts beyond the caps, names an install
+manifest cannot record (not UTF-8, control characters, too long), and names
+that alias one another on a case-insensitive or normalising file system (APFS,
+HFS+, NTFS). Permissions come from the archive, stripped of set-id bits;
+nothing else is trusted. The prefix is created by ``unpack`` and must not exist
+before; any refusal after writing began removes it whole, so a refused archive
+leaves nothing behind.
+
+Symbolic links: PyInstaller's macOS bundles hold relative links into
+themselves (framework and ``.dylib`` aliases), so a tar archive may carry a
+link whose target is relative and stays inside the bundle's top folder,
+checked lexically and again after resolving, at pack and at unpack. Links are
+created only after every regular file is written, each in a folder the unpack
+itself made (checked with ``lstat``; no folder is ever made for a link), so
+nothing is ever written through one. zip (Windows) carries no links at all.
+
+A folder's manifest (``tree_manifest``) never follows a link: a link is
+recorded by its target text, so a manifest entry names exactly one thing.
+
+Layout: ``_pack`` and ``_unpack`` (with ``_tar``, ``_zip`` and the per-member
+``_members``), the rules they share in ``_names`` and ``_links``, the caps in
+``_limits``, and the folder walk and manifest in ``_tree``.
+"""
+
+from ._pack import pack
+from ._tree import TreeEntry, manifest_sha256, read_link, tree_manifest, walk_tree
+from ._unpack import unpack
+
+__all__ = ["TreeEntry", "manifest_sha256", "pack", "read_link", "tree_manifest", "unpack", "walk_tree"]

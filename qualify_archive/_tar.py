@@ -1,0 +1,177 @@
+"""Unpacking a tar.gz, read as a bounded stream.
+
+tarfile reads a pax record or a GNU long name whole into memory before its caller
+sees the member, so the archive is read through a counter of decompressed bytes,
+checked as they arrive, and each raw header's announced size is checked before
+tarfile reads what it announces.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Protocol, Self
+
+from desktop_qualify.evidence_schemas import Code, QualificationError
+
+from . import _limits as limits
+from ._limits import BLOCK, EXTENDED_TYPES, MEMBER_OVERHEAD, RECORD, REFUSED_TYPES
+from ._links import check_link_member, place_links
+from ._members import check_budget, damaged, safe_member_path, write_member
+from ._names import Layout, refuse
+
+
+class _HeaderBudget:
+    """Extended-header bytes in front of the member being read, and in the archive so far, in whole blocks."""
+
+    def __init__(self) -> None:
+        self.member = 0
+        self.archive = 0
+
+    def admit(self, kind: bytes, size: int) -> None:
+        if size < 0:
+            raise QualificationError(Code.INSTALL_FAILED, "archive has a header with a negative size")
+        if kind in REFUSED_TYPES:
+            raise QualificationError(Code.INSTALL_FAILED, f"archive holds {REFUSED_TYPES[kind]}")
+        if kind not in EXTENDED_TYPES:
+            self.member = 0  # a member's own header: the next member's extended headers count afresh
+            return
+        spent = BLOCK + -(-size // BLOCK) * BLOCK
+        self.member += spent
+        self.archive += spent
+        if self.member > limits.MAX_EXTENDED_HEADER:
+            raise QualificationError(Code.INSTALL_FAILED,
+                                     f"archive has more than {limits.MAX_EXTENDED_HEADER} bytes of extended headers "
+                                     f"(pax records, long names) in front of one member; this one announces {size}")
+        if self.archive > limits.MAX_EXTENDED_TOTAL:
+            raise QualificationError(Code.INSTALL_FAILED,
+                                     f"archive has more than {limits.MAX_EXTENDED_TOTAL} bytes of extended headers "
+                                     "in all")
+
+
+def _bounded_tarinfo(budget: _HeaderBudget) -> type[tarfile.TarInfo]:
+    class BoundedTarInfo(tarfile.TarInfo):
+        # tarfile builds every header, extended ones included, through frombuf from the raw 512-byte block,
+        # and only then reads the bytes that header announces: the earliest point a size can be refused.
+        @classmethod
+        def frombuf(cls, buf: bytes | bytearray, encoding: str, errors: str) -> Self:
+            info = super().frombuf(buf, encoding, errors)
+            budget.admit(info.type, info.size)
+            return info
+
+    return BoundedTarInfo
+
+
+class _Readable(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+
+
+class _CountingReader:
+    """The decompressed tar stream, counted as tarfile pulls it: the backstop behind every announced size.
+
+    Two limits: the whole stream (the members' data plus a small allowance per
+    member for its headers), and, while tarfile parses one member's headers, a
+    window that no header (pax records, long names, a sparse map), whatever it
+    announces, can make tarfile read past. It offers what tarfile's stream mode
+    calls: ``read`` and ``tell``; it is never written or sought.
+    """
+
+    def __init__(self, source: _Readable, limit: int) -> None:
+        self._source = source
+        self._limit = limit
+        self._count = 0
+        self._window_end: int | None = None
+
+    def expect_headers(self) -> None:
+        # What one member's headers may take, plus the padding before them and one read ahead at each end.
+        self._window_end = self._count + limits.MAX_EXTENDED_HEADER + 4 * BLOCK + 2 * RECORD
+
+    def expect_data(self) -> None:
+        self._window_end = None
+
+    def read(self, size: int = -1, /) -> bytes:
+        # At most one record per call; a short read is allowed, and tarfile asks for exactly one record anyway.
+        data = self._source.read(RECORD if size < 0 else min(size, RECORD))
+        self._count += len(data)
+        if self._count > self._limit:
+            raise QualificationError(Code.INSTALL_FAILED, f"archive decompresses to more than {self._limit} bytes")
+        if self._window_end is not None and self._count > self._window_end:
+            raise QualificationError(Code.INSTALL_FAILED,
+                                     f"archive member headers run past {limits.MAX_EXTENDED_HEADER} bytes")
+        return data
+
+    def tell(self) -> int:
+        return self._count
+
+    def write(self, data: bytes, /) -> int:
+        raise io.UnsupportedOperation("the archive is only read")
+
+    def seek(self, offset: int, /) -> int:
+        raise io.UnsupportedOperation("the archive is read as a stream")
+
+    def close(self) -> None:
+        """Nothing to release: the gzip stream below is closed by its own owner."""
+
+
+def _tar_members(reader: _CountingReader) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
+    """Each member in archive order, its headers read under the window; the caller reads its data before the next.
+
+    Opening reads the first member's headers. A ``ValueError`` can only come
+    from tarfile's own number and text parsing here: the caller's code runs
+    outside this generator.
+    """
+    reader.expect_headers()
+    try:
+        with tarfile.open(fileobj=reader, mode="r|", bufsize=RECORD,
+                          tarinfo=_bounded_tarinfo(_HeaderBudget())) as tf:
+            while (member := tf.next()) is not None:
+                reader.expect_data()
+                yield tf, member
+                reader.expect_headers()
+    except ValueError as exc:
+        raise QualificationError(Code.INSTALL_FAILED, f"archive has a malformed header: {exc}") from exc
+
+
+def _unpack_tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo, prefix: Path, layout: Layout,
+                       links: dict[PurePosixPath, str]) -> None:
+    target = safe_member_path(member.name, prefix)
+    name = PurePosixPath(member.name)
+    if len(member.pax_headers) > limits.MAX_PAX_RECORDS:
+        raise refuse(member.name, f"carries more than {limits.MAX_PAX_RECORDS} pax records")
+    if any(key.startswith("GNU.sparse.") for key in member.pax_headers):
+        raise refuse(member.name, "is a sparse file")
+    if member.issym():
+        check_link_member(name, member.linkname)
+        layout.add(name, "link")
+        links[name] = member.linkname  # placed once every file is written
+    elif member.isdir():
+        layout.add(name, "dir")
+        target.mkdir(parents=True, exist_ok=True)
+    elif member.isreg():
+        layout.add(name, "file")
+        source = tf.extractfile(member)
+        if source is None:
+            raise refuse(member.name, "is unreadable")
+        write_member(target, source, member.mode)  # now: a stream cannot go back for it later
+    else:
+        raise refuse(member.name, "is a hard link or special file")
+
+
+def unpack_tar(archive: Path, prefix: Path) -> None:
+    layout = Layout()
+    links: dict[PurePosixPath, str] = {}
+    limit = limits.MAX_UNPACKED_BYTES + limits.MAX_MEMBERS * MEMBER_OVERHEAD + 4 * RECORD
+    try:
+        with archive.open("rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as gz:
+            total = 0
+            for count, (tf, member) in enumerate(_tar_members(_CountingReader(gz, limit)), start=1):
+                total += member.size
+                check_budget(count, total)
+                _unpack_tar_member(tf, member, prefix, layout, links)
+        place_links(prefix, links)
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        raise damaged(exc) from exc
