@@ -11,7 +11,7 @@ from ._bounded import load_json, read_bounded
 from ._canonical import canonical_bytes, sha256_hex
 from ._decision import AuditReport, Cell, ConsumerDecision, DecisionRow, Reason
 from ._errors import Code, QualificationError
-from ._limits import JsonBounds
+from ._limits import MAX_APP_OUTPUT_BYTES, MAX_KEYRING_BYTES, MAX_LIST, MAX_POLICY_BYTES, JsonBounds
 from ._naming import archive_suffix, artifact_file_name, executable_path
 from ._parse import parse_envelope, parse_statement, validate_model
 from ._predicates import AggregatedPlatform, AggregatePredicate, PlatformPredicate, RunIdentity
@@ -73,6 +73,10 @@ __all__ = [
     "JourneyRecord",
     "JourneyStep",
     "JsonBounds",
+    "MAX_APP_OUTPUT_BYTES",
+    "MAX_KEYRING_BYTES",
+    "MAX_LIST",
+    "MAX_POLICY_BYTES",
     "LaunchProbeRecord",
     "Observation",
     "Platform",

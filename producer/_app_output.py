@@ -9,8 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeVar
 
-from desktop_qualify.evidence_schemas import GitSha, JsonBounds, Record, Sha256Hex, load_json, validate_model
-from desktop_qualify.evidence_schemas._limits import MAX_APP_OUTPUT_BYTES, MAX_LIST
+from desktop_qualify.evidence_schemas import (
+    MAX_APP_OUTPUT_BYTES,
+    MAX_LIST,
+    GitSha,
+    JsonBounds,
+    Record,
+    Sha256Hex,
+    load_json,
+    validate_model,
+)
 from pydantic import BaseModel, Field
 
 _Short = Annotated[str, Field(min_length=1, max_length=256)]

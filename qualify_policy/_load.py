@@ -9,8 +9,15 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import PLATFORMS, Code, Platform, QualificationError, read_bounded, validate_model
-from desktop_qualify.evidence_schemas._limits import MAX_POLICY_BYTES
+from desktop_qualify.evidence_schemas import (
+    MAX_POLICY_BYTES,
+    PLATFORMS,
+    Code,
+    Platform,
+    QualificationError,
+    read_bounded,
+    validate_model,
+)
 
 from ._model import Ed25519Trust, PolicyFile, SigstoreTrust
 

@@ -14,8 +14,16 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from desktop_qualify.evidence_schemas import Code, QualificationError, Record, load_json, read_bounded, validate_model
-from desktop_qualify.evidence_schemas._limits import MAX_KEYRING_BYTES, JsonBounds
+from desktop_qualify.evidence_schemas import (
+    MAX_KEYRING_BYTES,
+    Code,
+    JsonBounds,
+    QualificationError,
+    Record,
+    load_json,
+    read_bounded,
+    validate_model,
+)
 from desktop_qualify.qualify_files import write_atomic
 from pydantic import Field
 

@@ -189,7 +189,7 @@ def write_signed(world, sid, src, caps=("runtime:time", "filesystem:read")):
 
 
 @pytest.mark.parametrize(("sid", "src", "code"), ESCAPES, ids=[c[0] for c in ESCAPES])
-def test_reviewed_escape_is_contained(world, sid, src, code):
+def test_a_known_sandbox_escape_is_contained(world, sid, src, code):
     if sid in MEMORY_CASES and not sys.platform.startswith("linux"):
         pytest.skip("RLIMIT_AS is required on Linux only")
     observed, text, _ = contained_outcome(world["host"], write_signed(world, sid, src), max_duration=5.0)

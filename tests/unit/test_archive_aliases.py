@@ -23,7 +23,7 @@ def _refusal(archive: Path, prefix: Path) -> QualificationError:
     return caught.value
 
 
-def test_the_reviewers_case_insensitive_link_chain_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
+def test_a_link_chain_that_aliases_under_case_folding_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
     # On APFS, top/a1 *is* the link top/A1 -> ".", so these four links would put top/a1/a2/x/pwned/y (-> /etc)
     # in a folder created outside the bundle; each looks contained to a case-sensitive check.
     archive = tgz(tmp_path, [("d", "top", ""), ("l", "top/A1", "."), ("l", "top/a1/A2", "."),

@@ -56,7 +56,7 @@ def _pax_record_length(keyword: str, value_length: int) -> int:
     return length
 
 
-def _reviewers_pax_bomb(where: Path, comment_bytes: int) -> Path:
+def _pax_comment_bomb(where: Path, comment_bytes: int) -> Path:
     """The review's archive: one member behind a pax "comment" of ``comment_bytes``, streamed, never held whole."""
     path = where / "pax.tar.gz"
     size = _pax_record_length("comment", comment_bytes)
@@ -89,8 +89,8 @@ def _unpack_measured(archive: Path, prefix: Path) -> tuple[QualificationError | 
         tracemalloc.stop()
 
 
-def test_the_reviewers_400_mib_pax_comment_is_refused_from_its_header(tmp_path: Path) -> None:
-    archive = _reviewers_pax_bomb(tmp_path, 400 << 20)
+def test_a_400_mib_pax_comment_is_refused_from_its_header(tmp_path: Path) -> None:
+    archive = _pax_comment_bomb(tmp_path, 400 << 20)
     assert archive.stat().st_size < 4 << 20  # a small download ...
     refused, peak = _unpack_measured(archive, tmp_path / "prefix")
     # ... that used to unpack with a 1.2 GiB resident peak.

@@ -81,7 +81,7 @@ def _assert_failed(record: InstallRecord, why: str) -> None:
     record.failure.encode("utf-8")  # the record stays UTF-8, whatever the name it quotes
 
 
-def test_install_records_the_reviewers_non_utf8_name_as_a_failure(tmp_path: Path) -> None:
+def test_install_records_a_non_utf8_member_name_as_a_failure(tmp_path: Path) -> None:
     archive = tgz(tmp_path, files_and_links(["top/top", "top/caf\udce9"]))
     record = install(archive=archive, build=_build_record(archive), prefix=tmp_path / "prefix",
                      executable="top/top")
