@@ -17,13 +17,14 @@ from desktop_qualify.evidence_schemas import (
     DigestSet,
     Reason,
     Subject,
+    aggregate_file_name,
     canonical_bytes,
     utc_now,
 )
 from desktop_qualify.qualify_files import write_atomic
 from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import StatementSigner, signer_for
-from desktop_qualify.qualify_verify import aggregate_file_name, verify_platform_set
+from desktop_qualify.qualify_verify import verify_platform_set
 
 
 @dataclass(frozen=True)

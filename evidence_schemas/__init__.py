@@ -12,7 +12,7 @@ from ._canonical import canonical_bytes, sha256_hex
 from ._decision import AuditReport, Cell, ConsumerDecision, DecisionRow, Reason
 from ._errors import Code, QualificationError
 from ._limits import MAX_APP_OUTPUT_BYTES, MAX_KEYRING_BYTES, MAX_LIST, MAX_POLICY_BYTES, JsonBounds
-from ._naming import archive_suffix, artifact_file_name, executable_path
+from ._naming import aggregate_file_name, archive_suffix, artifact_file_name, executable_path, platform_file_name
 from ._parse import parse_envelope, parse_statement, validate_model
 from ._predicates import AggregatedPlatform, AggregatePredicate, PlatformPredicate, RunIdentity
 from ._records import (
@@ -97,7 +97,9 @@ __all__ = [
     "render_schemas",
     "sha256_hex",
     "validate_model",
+    "aggregate_file_name",
     "archive_suffix",
+    "platform_file_name",
     "artifact_file_name",
     "executable_path",
     "utc_now",

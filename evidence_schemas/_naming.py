@@ -16,3 +16,13 @@ def artifact_file_name(app: str, sha: str, platform: str, arch: str) -> str:
 def executable_path(app: str, platform: str) -> str:
     """The app's executable relative to the install prefix (the bundle folder is named for the app)."""
     return f"{app}/{app}.exe" if platform == "windows" else f"{app}/{app}"
+
+
+def platform_file_name(platform: str, suffix: str) -> str:
+    """A platform statement in an evidence folder; ``suffix`` is the trust mode's (``.dsse.json``, ...)."""
+    return f"platform-{platform}{suffix}"
+
+
+def aggregate_file_name(suffix: str) -> str:
+    """The aggregate statement in an evidence folder."""
+    return f"aggregate{suffix}"

@@ -17,6 +17,7 @@ from desktop_qualify.evidence_schemas import (
     QualificationError,
     Subject,
     canonical_bytes,
+    platform_file_name,
 )
 from desktop_qualify.qualify_files import file_sha256, write_atomic
 from desktop_qualify.qualify_trust import StatementSigner
@@ -44,6 +45,6 @@ def emit(*, predicate: PlatformPredicate, archive: Path, gate: SourceGate, signe
     envelope = signer.sign_statement(payload)
     if len(envelope) > max_bytes:
         raise QualificationError(Code.EVIDENCE_TOO_LARGE, f"statement is {len(envelope)} bytes, over {max_bytes}")
-    target = evidence_dir / f"platform-{predicate.platform}{signer.file_suffix}"
+    target = evidence_dir / platform_file_name(predicate.platform, signer.file_suffix)
     write_atomic(target, envelope)
     return target

@@ -27,13 +27,14 @@ from desktop_qualify.evidence_schemas import (
     RunIdentity,
     SignatureRecord,
     SourceGateRecord,
+    aggregate_file_name,
+    platform_file_name,
     utc_now,
 )
 from desktop_qualify.qualify_files import remove_output, write_atomic
 from desktop_qualify.qualify_policy import Policy, host_arch, host_platform
 from desktop_qualify.qualify_trust import StatementSigner, StatementVerifier, verifier_for
 from desktop_qualify.qualify_trust import signer_for as statement_signer_for
-from desktop_qualify.qualify_verify import aggregate_file_name
 from pydantic import BaseModel
 
 from ._build import BuildOutput, build, executable_name
@@ -95,7 +96,7 @@ class _Job:
         * the work folder (half a PyInstaller tree, half an install).
         """
         suffix = self.signer.file_suffix
-        remove_output(self.evidence_dir / f"platform-{self.platform}{suffix}")
+        remove_output(self.evidence_dir / platform_file_name(self.platform, suffix))
         remove_output(self.evidence_dir / aggregate_file_name(suffix))
         app = self.policy.file.artifact.name
         try:

@@ -5,7 +5,6 @@ The checks are one function each, named after what they prove; see
 """
 
 from ._columns import COLUMN_CODES
-from ._evidence_dir import aggregate_file_name
 from ._expectations import Expectations
 from ._findings import Findings
 from ._outcomes import JourneyFacts, ProbeFacts, journey_facts, probe_facts
@@ -23,7 +22,6 @@ __all__ = [
     "Verdict",
     "VerifiedAggregate",
     "VerifiedPlatform",
-    "aggregate_file_name",
     "verify_platform_set",
     "journey_facts",
     "probe_facts",

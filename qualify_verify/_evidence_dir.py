@@ -12,15 +12,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import Code, QualificationError, read_bounded
+from desktop_qualify.evidence_schemas import Code, QualificationError, aggregate_file_name, read_bounded
 
 from ._findings import Findings
 
 _PLATFORM_FILE = re.compile(r"^platform-([a-z0-9]{1,16})(\.[a-z0-9.]{1,24})$")
-
-
-def aggregate_file_name(suffix: str) -> str:
-    return f"aggregate{suffix}"
 
 
 @dataclass

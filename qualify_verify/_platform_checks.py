@@ -24,6 +24,7 @@ from desktop_qualify.evidence_schemas import (
     QualificationError,
     RunIdentity,
     parse_statement,
+    platform_file_name,
 )
 from desktop_qualify.qualify_trust import (
     ArtifactSignature,
@@ -74,7 +75,7 @@ def verify_signature_and_payload(name: str, data: bytes, verifier: StatementVeri
 
 def check_artifact_identity(vp: VerifiedPlatform, suffix: str, findings: Findings) -> None:
     p = vp.statement.predicate
-    if vp.file_name != f"platform-{p.platform}{suffix}":
+    if vp.file_name != platform_file_name(p.platform, suffix):
         findings.add(Code.PLATFORM_UNKNOWN, f"{vp.file_name}: the statement is for {p.platform}", p.platform)
     subjects = vp.statement.subject
     artifact = p.build.artifact
