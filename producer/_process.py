@@ -8,7 +8,8 @@ The child starts in a new session (POSIX) or process group (Windows), so a
 runner's cancel signal does not reach it on its own: whatever ends
 ``run_bounded`` early (timeout, KeyboardInterrupt, SIGTERM, any exception)
 kills the child's whole tree (the app and the skill workers it started) and
-reaps it before returning or re-raising.
+reaps it before returning or re-raising. What ends the producer outright
+(SIGKILL) is covered by a watchdog process (``_tree_guard``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 from types import FrameType
 from typing import IO, Any, Protocol
+
+from ._tree_guard import TreeGuard
 
 # How long the tree kill itself may take: a hung taskkill must not hang the job.
 _KILL_TIMEOUT = 30.0
@@ -160,18 +163,27 @@ def run_bounded(
     out_trunc = [False]
     err_trunc = [False]
     timed_out = False
+    # Started first, so that the child is never without one: a producer killed outright takes the tree along.
+    guard = TreeGuard.start()
     with _sigterm_raises():
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            shell=False,
-            creationflags=creationflags,
-            start_new_session=sys.platform != "win32",
-        )
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                shell=False,
+                creationflags=creationflags,
+                start_new_session=sys.platform != "win32",
+            )
+        except BaseException:
+            if guard is not None:
+                guard.release()
+            raise
+        if guard is not None:
+            guard.watch(proc.pid)
         settled = False
         try:
             if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both pipes were requested
@@ -194,6 +206,8 @@ def run_bounded(
             if not settled:
                 kill_tree(proc)
                 _reap(proc)
+            if guard is not None:
+                guard.release()
     for reader in readers:
         reader.join(timeout=5)
     return ProcessResult(

@@ -207,11 +207,6 @@ def test_once_the_gate_passed_an_earlier_runs_evidence_and_records_are_gone(kill
     assert killed.records_after_build_start_kill == ["source-gate.json"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "producer/_process.run_bounded starts each child in a session of its own, so that it can kill the child's "
-    "tree, and nothing ties the child to the producer's life: SIGKILL to the producer's group leaves PyInstaller "
-    "(build) and the installed app (journey) running, still writing into the work folder that the rerun removes. "
-    "On Linux, PR_SET_PDEATHSIG in the child would end them. Reported; _process.py is not this suite's to change"))
 def test_nothing_a_killed_producer_started_outlives_it(killed: Killed) -> None:
     survivors = {stage: step.report.survivors for stage, step in killed.steps.items() if step.report.survivors}
     assert survivors == {}
