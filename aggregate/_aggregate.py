@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
+    AGGREGATE_PREDICATE_TYPE,
+    IN_TOTO_STATEMENT_TYPE,
     AggregatedPlatform,
     AggregatePredicate,
     AggregateStatement,
@@ -21,7 +23,7 @@ from desktop_qualify.evidence_schemas import (
     canonical_bytes,
     utc_now,
 )
-from desktop_qualify.qualify_files import write_atomic
+from desktop_qualify.qualify_files import discard_leftovers, write_atomic
 from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import StatementSigner, signer_for
 from desktop_qualify.qualify_verify import verify_platform_set
@@ -37,6 +39,10 @@ def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path, *,
               signer: StatementSigner | None = None) -> AggregateResult:
     """Verify the platform statements in ``evidence_dirs``; sign and write the aggregate into ``out``."""
     signer = signer or signer_for(policy, "aggregate")
+    target = out / aggregate_file_name(signer.file_suffix)
+    # A rerun after a kill mid-write: the hidden temporary file the killed job left is its own debris, and would
+    # otherwise stand in the evidence folder as a stray file that the verification below refuses.
+    discard_leftovers(target)
     verdict = verify_platform_set(policy, evidence_dirs)
     if not verdict.qualified:
         return AggregateResult(None, verdict.reasons)
@@ -49,12 +55,11 @@ def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path, *,
         for vp in platforms
     ]
     statement = AggregateStatement(
-        type_="https://in-toto.io/Statement/v1",
+        type_=IN_TOTO_STATEMENT_TYPE,
         subject=[Subject(name=e.artifact.name, digest=DigestSet(sha256=e.artifact.sha256)) for e in entries],
-        predicateType="https://desktop-qualify.invalid/evidence/aggregate-qualification/v1",
+        predicateType=AGGREGATE_PREDICATE_TYPE,
         predicate=AggregatePredicate(run=run, required_platforms=list(verdict.expectations.required_platforms),
                                      platforms=entries, aggregated_at=utc_now(), policy_sha256=policy.sha256),
     )
-    target = out / aggregate_file_name(signer.file_suffix)
     write_atomic(target, signer.sign_statement(canonical_bytes(statement)))
     return AggregateResult(target, [])

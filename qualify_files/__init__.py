@@ -3,7 +3,7 @@
 Kept out of ``evidence_schemas``, which is pure data (DESIGN.md section 6).
 """
 
-from ._atomic import append_text, atomic_leftovers, remove_output, write_atomic
+from ._atomic import append_text, atomic_leftovers, discard_leftovers, remove_output, write_atomic
 from ._digest import file_sha256
 
-__all__ = ["append_text", "atomic_leftovers", "file_sha256", "remove_output", "write_atomic"]
+__all__ = ["append_text", "atomic_leftovers", "discard_leftovers", "file_sha256", "remove_output", "write_atomic"]

@@ -55,6 +55,24 @@ def atomic_leftovers(path: Path) -> list[Path]:
                   and _TEMP_RANDOM.fullmatch(name[len(prefix):-len(_TEMP_SUFFIX)]))
 
 
+def discard_leftovers(path: Path) -> None:
+    """Remove what interrupted atomic writes of ``path`` left beside it, and nothing else.
+
+    For a stage about to write ``path`` again: its earlier complete content
+    stays until the new write replaces it.
+    """
+    _unlink_all(atomic_leftovers(path))
+
+
+def _unlink_all(paths: list[Path]) -> None:
+    for stale in paths:
+        try:
+            stale.unlink(missing_ok=True)
+        except OSError as exc:
+            raise QualificationError(Code.ENVIRONMENT, f"{stale}: cannot remove a stale output "
+                                                       f"({exc.strerror or exc})") from exc
+
+
 def remove_output(path: Path) -> None:
     """Remove ``path`` and whatever interrupted atomic writes of it left, so a rerun starts from nothing.
 
@@ -62,12 +80,7 @@ def remove_output(path: Path) -> None:
     the same file are not expected (the one whose temporary file is removed
     would fail, loudly, on its rename).
     """
-    for stale in [*atomic_leftovers(path), path]:
-        try:
-            stale.unlink(missing_ok=True)
-        except OSError as exc:
-            raise QualificationError(Code.ENVIRONMENT, f"{stale}: cannot remove a stale output "
-                                                       f"({exc.strerror or exc})") from exc
+    _unlink_all([*atomic_leftovers(path), path])
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:

@@ -79,3 +79,16 @@ def test_the_aggregate_key_must_be_in_the_keyring(tmp_path: Path, qualify: Any) 
                       "--out", str(ev.evidence_dir)])
     assert result.status == 2
     assert Code.KEY_INVALID.value in result.text
+
+
+def test_a_rerun_aggregate_clears_what_a_killed_write_left_in_the_evidence(tmp_path: Path, qualify: Any) -> None:
+    ev = make_evidence(tmp_path, aggregate=False)
+    # What write_atomic leaves when the job is SIGKILLed mid-write: a hidden temporary file beside the target.
+    leftover = ev.evidence_dir / ".aggregate.dsse.json.k1ll3d_x.tmp"
+    leftover.write_bytes(b'{"payloadType": "application/vnd.in-toto+json", "payload": "eyJf')
+    assert qualify(ev.verify_argv()).status != 0
+    result = qualify(["aggregate", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
+                      "--out", str(ev.evidence_dir)])
+    assert result.status == 0, result.text
+    assert not leftover.exists()
+    assert qualify(ev.verify_argv()).status == 0
