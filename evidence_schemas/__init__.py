@@ -5,7 +5,7 @@ Pure data by design (DESIGN.md section 6): no cryptography and no network.
 
 from ._bounded import load_json, read_bounded
 from ._canonical import canonical_bytes, sha256_hex
-from ._decision import AuditReport, Cell, ConsumerDecision, DecisionRow, Reason
+from ._decision import AuditReport, AuditTotals, Cell, ConsumerDecision, DecisionRow, PolicyRef, Reason, Signer
 from ._errors import Code, QualificationError
 from ._export import SCHEMA_MODELS, export_schemas, render_schemas
 from ._io import append_text, file_sha256, utc_now, write_atomic
@@ -58,6 +58,7 @@ __all__ = [
     "AggregatedPlatform",
     "ArtifactRef",
     "AuditReport",
+    "AuditTotals",
     "BuildRecord",
     "Cell",
     "Code",
@@ -77,10 +78,12 @@ __all__ = [
     "PlatformPredicate",
     "PlatformStatement",
     "ProbeReport",
+    "PolicyRef",
     "QualificationError",
     "Reason",
     "RunIdentity",
     "SignatureRecord",
+    "Signer",
     "SourceGateRecord",
     "Subject",
     "canonical_bytes",
