@@ -57,7 +57,8 @@ def _schemas(out: Path | None, check: bool) -> int:
     return guarded(body)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
+    """`qualify` and its subcommands (argparse only: building it loads nothing heavy)."""
     parser = ArgumentParser(prog="qualify", description="Desktop release qualification.")
     parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -76,7 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="the schema folder to write, or to compare with --check (default there: the "
                          "installed package's)")
     schemas.add_argument("--check", action="store_true", help="exit 1 when the folder differs from the models")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     handlers = {
         "produce": lambda: producer.run(args),
         "gate": lambda: producer.run_gate(args),
