@@ -33,7 +33,7 @@ from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
 
 from ._args import build_audit_parser, build_verify_parser
 from ._audit import audit_report
-from ._decide import decide
+from ._decide import Mode, decide
 from ._freshness import check_candidate_is_main_head
 from ._render import render_audit_html, render_audit_text, render_markdown, render_text
 
@@ -67,7 +67,7 @@ def run_verify(args: argparse.Namespace) -> int:
         policy = _load(args.policy, args.root)
         verdict = _verify(policy, [args.evidence], list(args.artifact), args.sha)
         note = check_candidate_is_main_head(policy, verdict.sha, os.environ, verdict.findings)
-        mode = "release-gate" if policy.sigstore is not None else "local-check"
+        mode: Mode = "release-gate" if policy.sigstore is not None else "local-check"
         decision = decide(verdict, policy, policy_path=str(args.policy), mode=mode, notes=[note])
         # Outputs first: a verdict is printed only once everything it reports has been written.
         if args.json:

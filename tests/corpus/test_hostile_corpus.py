@@ -154,9 +154,11 @@ def test_untouched_github_evidence_qualifies(github_site: GitHubSite, tmp_path: 
     assert [s.statement for s in decision.signers] == ["platform-linux.sigstore.json", "aggregate.sigstore.json"]
     for signer in decision.signers:
         assert signer.kind == "sigstore"
-        assert signer.san is not None and signer.san.startswith("https://github.com/")
+        assert signer.san is not None
+        assert signer.san.startswith("https://github.com/")
         assert signer.issuer == "https://token.actions.githubusercontent.com"
-        assert signer.run_uri is not None and "/actions/runs/4242/attempts/1" in signer.run_uri
+        assert signer.run_uri is not None
+        assert "/actions/runs/4242/attempts/1" in signer.run_uri
         assert signer.key_name is None
 
 

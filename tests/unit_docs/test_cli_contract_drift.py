@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from desktop_qualify import qualify_cli, qualify_sigstore_conformance
 
 README = Path(__file__).resolve().parents[2] / "README.md"
