@@ -24,8 +24,12 @@ def _usage(message: str) -> Exception:
 
 
 def _identity(path: Path) -> str:
-    # One spelling per file: ./a, a and /abs/a are the same input.
-    return os.path.normcase(os.path.normpath(path.absolute()))
+    # One spelling per file: ./a, a, /abs/a and a symlink to it are the same input.
+    try:
+        where = path.resolve()
+    except (OSError, RuntimeError):
+        where = Path(os.path.normpath(path.absolute()))
+    return os.path.normcase(where)
 
 
 def refuse_repeats(option: str, paths: Sequence[Path]) -> None:
