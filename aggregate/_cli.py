@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from desktop_qualify.qualify_policy import load_policy
-from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, guarded
+from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, guarded, require_inputs
 
 from ._aggregate import aggregate
 from ._args import build_parser
@@ -15,12 +15,14 @@ from ._args import build_parser
 
 def run(args: argparse.Namespace) -> int:
     def body() -> int:
+        require_inputs("--evidence", args.evidence, "folder")
         result = aggregate(load_policy(args.policy), args.evidence, args.out)
         if result.written is None:
             print("aggregate refused: the platform statements do not qualify", file=sys.stderr)
             for reason in result.reasons:
                 where = f" [{reason.platform}]" if reason.platform else ""
-                print(f"  {reason.code.value}{where}: {reason.message}", file=sys.stderr)
+                lead = "  " if reason.cause == "root" else "      which leaves: "
+                print(f"{lead}{reason.code.value}{where}: {reason.message}", file=sys.stderr)
             return EXIT_REJECTED
         print(f"aggregated {result.written}")
         return EXIT_OK

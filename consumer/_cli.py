@@ -11,34 +11,63 @@ from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
     GIT_SHA_PATTERN,
-    AuditReport,
     Code,
     ConsumerDecision,
     QualificationError,
-    utc_now,
 )
 from desktop_qualify.qualify_files import append_text, write_atomic
 from desktop_qualify.qualify_policy import Policy, load_policy
-from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
+from desktop_qualify.qualify_runtime import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    ArgumentParser,
+    distinct_outputs,
+    guarded,
+    refuse_repeats,
+    require_inputs,
+)
 from desktop_qualify.qualify_trust import verifier_for
 from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
 
 from ._args import build_audit_parser, build_verify_parser
-from ._decide import decide
+from ._audit import audit_report
+from ._decide import Mode, decide
 from ._freshness import check_candidate_is_main_head
-from ._render import render_audit_html, render_markdown, render_text
+from ._render import render_audit_html, render_audit_text, render_markdown, render_text
 
 _SHA = re.compile(GIT_SHA_PATTERN)
+# A keyring made now holds new keys: it can never verify evidence signed earlier, so keygen is no advice here.
+_KEYRING_HINT = ("the evidence verifies only under the keyring that signed it: use the policy (and --root) of the "
+                 "checkout that made it; keys created now cannot verify evidence signed earlier")
+
+
+def _load(policy: Path, root: Path | None) -> Policy:
+    require_inputs("--root", [root], "folder")
+    return load_policy(policy, root)
+
+
+def _verify(policy: Policy, folders: list[Path], artifacts: list[Path] | None, sha: str | None) -> Verdict:
+    try:
+        return verify_release(policy, folders, artifacts, candidate_sha=sha)
+    except QualificationError as exc:
+        if exc.code == Code.KEY_INVALID:
+            raise QualificationError(exc.code, exc.message, hint=_KEYRING_HINT) from exc
+        raise
 
 
 def run_verify(args: argparse.Namespace) -> int:
     def body() -> int:
+        require_inputs("--evidence", [args.evidence], "folder")
+        refuse_repeats("--artifact", args.artifact)
+        distinct_outputs([("--json", args.json), ("--summary", args.summary)])
         if args.sha is not None and not _SHA.match(args.sha):
             raise QualificationError(Code.USAGE, f"--sha {args.sha[:80]!r} is not a full lowercase commit id")
-        policy = load_policy(args.policy)
-        verdict = verify_release(policy, [args.evidence], list(args.artifact), candidate_sha=args.sha)
+        policy = _load(args.policy, args.root)
+        verdict = _verify(policy, [args.evidence], list(args.artifact), args.sha)
         note = check_candidate_is_main_head(policy, verdict.sha, os.environ, verdict.findings)
-        decision = decide(verdict, mode="release-gate", notes=[note])
+        mode: Mode = "release-gate" if policy.sigstore is not None else "local-check"
+        decision = decide(verdict, policy, policy_path=str(args.policy), mode=mode, notes=[note])
         # Outputs first: a verdict is printed only once everything it reports has been written.
         if args.json:
             write_atomic(args.json, decision.model_dump_json(indent=2).encode() + b"\n")
@@ -50,32 +79,33 @@ def run_verify(args: argparse.Namespace) -> int:
     return guarded(body)
 
 
-def _audit_one(policy: Policy, folder: Path) -> ConsumerDecision:
+def _audit_one(policy: Policy, policy_path: str, folder: Path) -> ConsumerDecision:
     """One historical run; a folder that cannot be read is a rejected run, not the end of the audit."""
     notes = ["audit: candidate files not checked; head of main not required"]
     try:
-        verdict = verify_release(policy, [folder], None)
+        verdict = _verify(policy, [folder], None, None)
     except QualificationError as exc:
         if exc.exit_status != EXIT_USAGE or exc.code in (Code.POLICY_INVALID, Code.KEY_INVALID):
             raise
         verdict = Verdict(Expectations.from_policy(policy), verifier_for(policy))
         verdict.findings.add(Code.EVIDENCE_MISSING, f"{folder}: {exc.message}")
-    return decide(verdict, mode="audit", notes=notes)
+    return decide(verdict, policy, policy_path=policy_path, mode="audit", notes=notes)
 
 
 def run_audit(args: argparse.Namespace) -> int:
     def body() -> int:
-        policy = load_policy(args.policy)
-        decisions = [_audit_one(policy, folder) for folder in args.evidence]
-        report = AuditReport(policy_sha256=policy.sha256, checked_at=utc_now(), runs=decisions,
-                             evidence=[str(f)[:4000] for f in args.evidence])
+        # Every folder is checked to exist before any is audited: a missing one is a usage error, as in verify.
+        require_inputs("--evidence", args.evidence, "folder")
+        distinct_outputs([("--json", args.json), ("--html", args.html)])
+        policy = _load(args.policy, args.root)
+        decisions = [_audit_one(policy, str(args.policy), folder) for folder in args.evidence]
+        report = audit_report(policy, str(args.policy), args.evidence, decisions)
         if args.json:
             write_atomic(args.json, report.model_dump_json(indent=2).encode() + b"\n")
         if args.html:
             write_atomic(args.html, render_audit_html(report).encode())
-        for folder, decision in zip(args.evidence, decisions, strict=True):
-            sys.stdout.write(f"== {folder}\n{render_text(decision)}")
-        return EXIT_OK if all(d.decision == "QUALIFIED" for d in decisions) else EXIT_REJECTED
+        sys.stdout.write(render_audit_text(report))
+        return EXIT_OK if report.decision == "QUALIFIED" else EXIT_REJECTED
 
     return guarded(body)
 

@@ -1,24 +1,58 @@
-"""From a verdict to the consumer-decision document."""
+"""From a verdict to the consumer-decision document: what was decided, by whom, under what."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from desktop_qualify.evidence_schemas import ConsumerDecision, utc_now
+from desktop_qualify.evidence_schemas import ConsumerDecision, Platform, PolicyRef, Signer, utc_now
+from desktop_qualify.qualify_policy import Policy
+from desktop_qualify.qualify_runtime import tool_version
+from desktop_qualify.qualify_trust import GitHubIdentity, SignerIdentity
 from desktop_qualify.qualify_verify import Verdict
 
+Mode = Literal["release-gate", "local-check", "audit"]
 
-def decide(verdict: Verdict, *, mode: Literal["release-gate", "audit"], notes: list[str] | None = None,
-           ) -> ConsumerDecision:
+
+def policy_ref(policy: Policy, given: str) -> PolicyRef:
+    """The policy as the user named it (path as given), with its name and the SHA-256 of its bytes."""
+    return PolicyRef(name=policy.file.name, path=given[:4000], sha256=policy.sha256)
+
+
+def _signer(statement: str, where: Platform | None, who: SignerIdentity, policy: Policy) -> Signer:
+    if who.kind == "ed25519":
+        keyring = policy.resolve(policy.ed25519.keyring)
+        return Signer(statement=statement, platform=where, kind="ed25519", keyid=who.keyid, key_name=who.name[:256],
+                      keyring=str(keyring)[:4000])
+    claims = who.claims
+    issuer = claims.issuer if isinstance(claims, GitHubIdentity) else None
+    run_uri = claims.run_invocation_uri if isinstance(claims, GitHubIdentity) else None
+    return Signer(statement=statement, platform=where, kind="sigstore", keyid=who.keyid, san=who.name[:4000],
+                  issuer=issuer, run_uri=run_uri)
+
+
+def signers(verdict: Verdict, policy: Policy) -> list[Signer]:
+    """Every verified statement's signer, platform statements first, then the aggregate."""
+    out = [_signer(vp.file_name, vp.platform, vp.signed.signer, policy) for vp in verdict.platforms]
+    if verdict.aggregate_signed is not None:
+        name = f"aggregate{verdict.verifier.file_suffix}"
+        out.append(_signer(name, None, verdict.aggregate_signed.signer, policy))
+    return out
+
+
+def decide(verdict: Verdict, policy: Policy, *, policy_path: str, mode: Mode,
+           notes: list[str] | None = None) -> ConsumerDecision:
     run = verdict.run
     return ConsumerDecision(
         decision="QUALIFIED" if verdict.qualified else "REJECTED",
         mode=mode,
-        policy_sha256=verdict.expectations.policy_sha256,
+        trust_mode=policy.file.trust.mode,
+        policy=policy_ref(policy, policy_path),
+        tool_version=tool_version(),
         candidate_sha=verdict.sha,
         run_id=run.run_id if run else None,
         attempt=run.attempt if run else None,
         checked_at=utc_now(),
+        signers=signers(verdict, policy),
         rows=verdict.rows(),
         reasons=verdict.reasons,
         notes=notes or [],

@@ -9,7 +9,7 @@ from desktop_qualify.qualify_runtime import lazy_attributes
 
 from ._bounded import load_json, read_bounded
 from ._canonical import canonical_bytes, sha256_hex
-from ._decision import AuditReport, Cell, ConsumerDecision, DecisionRow, Reason
+from ._decision import AuditReport, AuditTotals, Cell, ConsumerDecision, DecisionRow, PolicyRef, Reason, Signer
 from ._errors import Code, QualificationError
 from ._limits import MAX_APP_OUTPUT_BYTES, MAX_KEYRING_BYTES, MAX_LIST, MAX_POLICY_BYTES, JsonBounds
 from ._naming import aggregate_file_name, archive_suffix, artifact_file_name, executable_path, platform_file_name
@@ -60,6 +60,7 @@ __all__ = [
     "AggregatedPlatform",
     "ArtifactRef",
     "AuditReport",
+    "AuditTotals",
     "BuildRecord",
     "Cell",
     "Code",
@@ -83,10 +84,12 @@ __all__ = [
     "PlatformPredicate",
     "PlatformStatement",
     "ProbeReport",
+    "PolicyRef",
     "QualificationError",
     "Reason",
     "RunIdentity",
     "SignatureRecord",
+    "Signer",
     "SourceGateRecord",
     "Subject",
     "canonical_bytes",

@@ -1,23 +1,47 @@
-"""Outputs of the consumer: the release gate's decision (DESIGN.md section 7)."""
+"""Outputs of the consumer: the release gate's decision and the auditor's report (DESIGN.md section 7).
+
+Each says who decided under what: the trust mode, the policy (name, path as
+given, SHA-256 of its bytes), the tool's version, every verified statement's
+signer as the signature proved it, and the notes on what was not observed.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from ._errors import Code
 from ._limits import MAX_LIST
-from ._types import Excerpt, FileName, GitSha, Platform, Record, Sha256Hex, ShortText, Text, Timestamp
+from ._types import (
+    Count,
+    Excerpt,
+    FileName,
+    GitSha,
+    KeyId,
+    Platform,
+    Record,
+    Sha256Hex,
+    ShortText,
+    Text,
+    Timestamp,
+    TrustMode,
+)
 
 
 class Reason(Record):
     code: Code
     message: Text
     platform: Platform | None = None
+    # A fault of its own ("root"), or one that follows from an earlier root cause ("consequence"),
+    # whose index in the same list of reasons is ``follows``. Root causes come first, each followed by
+    # the consequences it explains.
+    cause: Literal["root", "consequence"] = "root"
+    follows: Annotated[int, Field(ge=0, le=MAX_LIST)] | None = None
 
 
-Cell = Literal["pass", "fail", "missing"]
+# ``n/a``: the check was never reached (its statement did not verify, or an audit has no candidate files).
+Cell = Literal["pass", "fail", "missing", "n/a"]
 
 
 class DecisionRow(Record):
@@ -32,29 +56,73 @@ class DecisionRow(Record):
     install: Cell
     probe: Cell
     journey: Cell
+    # The presented candidate file against the evidence's digest and size.
+    candidate: Cell
+
+
+class Signer(Record):
+    """Who signed one verified statement, read from its signature (never from its payload)."""
+
+    statement: FileName
+    platform: Platform | None
+    kind: TrustMode
+    # SHA-256 of the raw public key (ed25519) or of the leaf certificate's DER (sigstore).
+    keyid: KeyId
+    # ed25519: the key's name in the keyring, and the keyring the policy names.
+    key_name: ShortText | None = None
+    keyring: Text | None = None
+    # sigstore: the certificate's SAN (build signer URI), OIDC issuer and run invocation URI.
+    san: Text | None = None
+    issuer: Text | None = None
+    run_uri: Text | None = None
+
+
+class PolicyRef(Record):
+    name: ShortText
+    path: Text
+    sha256: Sha256Hex
 
 
 class ConsumerDecision(Record):
     kind: Literal["consumer-decision"] = "consumer-decision"
-    version: Literal[1] = 1
+    version: Literal[2] = 2
     decision: Literal["QUALIFIED", "REJECTED"]
-    mode: Literal["release-gate", "audit"]
-    policy_sha256: Sha256Hex
+    # release-gate: GitHub mode, main's live head compared; local-check: a local keyring, no remote observed;
+    # audit: a historical run, no candidate files, no head of main.
+    mode: Literal["release-gate", "local-check", "audit"]
+    trust_mode: TrustMode
+    policy: PolicyRef
+    tool_version: ShortText
     candidate_sha: GitSha | None
     run_id: ShortText | None
     attempt: int | None
     checked_at: Timestamp
+    signers: list[Signer] = Field(max_length=MAX_LIST)
     rows: list[DecisionRow] = Field(max_length=MAX_LIST)
     reasons: list[Reason] = Field(max_length=MAX_LIST)
     notes: list[Excerpt] = Field(default_factory=list, max_length=32)
+
+
+class AuditTotals(Record):
+    """The audit's overall line: folders checked, distinct runs among them, and how each folder ended."""
+
+    folders: Count
+    runs: Count
+    qualified: Count
+    rejected: Count
 
 
 class AuditReport(Record):
     """The auditor's offline check of one or more historical runs."""
 
     kind: Literal["audit-report"] = "audit-report"
-    version: Literal[1] = 1
-    policy_sha256: Sha256Hex
+    version: Literal[2] = 2
+    decision: Literal["QUALIFIED", "REJECTED"]
+    trust_mode: TrustMode
+    policy: PolicyRef
+    tool_version: ShortText
     checked_at: Timestamp
+    totals: AuditTotals
     runs: list[ConsumerDecision] = Field(max_length=MAX_LIST)
     evidence: list[Text] = Field(max_length=MAX_LIST)
+    notes: list[Excerpt] = Field(default_factory=list, max_length=MAX_LIST)

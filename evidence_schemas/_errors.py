@@ -29,6 +29,8 @@ class Code(enum.StrEnum):
     SIGNATURE_INVALID = "QE_SIGNATURE_INVALID"
     SIGNER_UNTRUSTED = "QE_SIGNER_UNTRUSTED"
     WORKFLOW_IDENTITY_MISMATCH = "QE_WORKFLOW_IDENTITY_MISMATCH"
+    # The evidence is of the other trust mode than the policy's (local statements under a GitHub policy).
+    MODE_MISMATCH = "QE_MODE_MISMATCH"
     REF_NOT_MAIN = "QE_REF_NOT_MAIN"
     SHA_MISMATCH = "QE_SHA_MISMATCH"
     NOT_MAIN_HEAD = "QE_NOT_MAIN_HEAD"

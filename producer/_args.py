@@ -15,7 +15,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser = parser or ArgumentParser(prog="qualify produce",
                                       description="one platform job: gate to signed statement")
     parser.add_argument("--policy", type=Path, required=True, help="the committed policy file")
-    parser.add_argument("--platform", choices=["linux", "macos", "windows"], required=True)
+    parser.add_argument("--platform", choices=["linux", "macos", "windows"], required=True,
+                        help="the platform this job qualifies (must be this machine's)")
     parser.add_argument("--out", type=Path, required=True,
                         help="output folder: evidence/, artifacts/, records/ and work/ are written under it")
     parser.add_argument("--run-id", help="local run id shared by every platform job of one run "

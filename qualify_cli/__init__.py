@@ -1,5 +1,5 @@
 """The `qualify` console script."""
 
-from ._main import main
+from ._main import build_parser, main
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]

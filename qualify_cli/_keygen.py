@@ -2,28 +2,45 @@
 
 Private keys are generated here at run time into the (git-ignored) paths the
 policy gives, never committed. An existing key is kept, so that evidence
-signed earlier stays verifiable.
+signed earlier stays verifiable. Keys are written only inside the repository
+the policy belongs to (the git work tree holding it, or ``--root``): a policy
+copied elsewhere cannot make keygen write into that folder's parent.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import Keyring, Role, add_to_keyring, generate_private_key, load_private_key
+
+
+def _inside_repository(policy: Policy, paths: list[tuple[str, Path]]) -> None:
+    root = policy.repository_root()
+    if root is None:
+        raise QualificationError(Code.USAGE, f"{policy.path}: not inside a repository, so keygen does not know where "
+                                             "the policy's key paths may be written",
+                                 hint="pass --root with the checkout the policy belongs to")
+    for field, path in paths:
+        if not path.is_relative_to(root):
+            raise QualificationError(Code.USAGE, f"{policy.path}: {field} resolves to {path}, outside the repository "
+                                                 f"{root}; keygen writes only inside it",
+                                     hint="pass --root with the checkout the policy belongs to")
 
 
 def ensure_local_keys(policy: Policy) -> list[str]:
     trust = policy.ed25519
     keyring = policy.resolve(trust.keyring)
-    # A damaged keyring is refused before any key is created: no orphan keys.
-    if keyring.exists():
-        Keyring.load(keyring)
-    lines = []
     wanted: list[tuple[str, Path, Role]] = [
         ("platform", policy.resolve(trust.platform_key), "platform"),
         ("aggregate", policy.resolve(trust.aggregate_key), "aggregate"),
     ]
+    _inside_repository(policy, [("keyring", keyring), *((f"{name}_key", path) for name, path, _ in wanted)])
+    # A damaged keyring is refused before any key is created: no orphan keys.
+    if keyring.exists():
+        Keyring.load(keyring)
+    lines = []
     for name, path, role in wanted:
         created = not path.exists()
         key = generate_private_key(path) if created else load_private_key(path)
@@ -31,4 +48,3 @@ def ensure_local_keys(policy: Policy) -> list[str]:
         lines.append(f"{'created' if created else 'kept'} {name} key {keyid[:16]} ({path})")
     lines.append(f"keyring {keyring}")
     return lines
-

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from desktop_qualify.qualify_runtime import EXIT_OK, ArgumentParser, guarded
+from desktop_qualify.qualify_runtime import EXIT_OK, ArgumentParser, VersionAction, guarded, require_inputs
 
 from desktop_qualify import aggregate, consumer, producer
 
@@ -18,13 +18,14 @@ from desktop_qualify import aggregate, consumer, producer
 # and a mistyped option cost no pydantic, cryptography, sigstore or PyGithub import.
 
 
-def _keygen(policy: Path) -> int:
+def _keygen(policy: Path, root: Path | None) -> int:
     def body() -> int:
         from desktop_qualify.qualify_policy import load_policy
 
         from ._keygen import ensure_local_keys
 
-        for line in ensure_local_keys(load_policy(policy)):
+        require_inputs("--root", [root], "folder")
+        for line in ensure_local_keys(load_policy(policy, root)):
             print(line)
         return EXIT_OK
 
@@ -46,9 +47,8 @@ def _schemas(out: Path | None, check: bool) -> int:
                 print(f"wrote {out / name}")
             return EXIT_OK
         # Without --out, the schemas shipped inside the installed package are the ones checked.
+        require_inputs("--out", [out], "folder")
         folder = out if out is not None else files("desktop_qualify.schemas")
-        if out is not None and not out.is_dir():
-            raise QualificationError(Code.USAGE, f"{out}: no such folder")
         stale = [name for name, data in render_schemas().items()
                  if not (folder / name).is_file() or (folder / name).read_bytes() != data]
         for name in stale:
@@ -59,8 +59,10 @@ def _schemas(out: Path | None, check: bool) -> int:
     return guarded(body)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
+    """`qualify` and its subcommands (argparse only: building it loads nothing heavy)."""
     parser = ArgumentParser(prog="qualify", description="Desktop release qualification.")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     producer.build_parser(sub.add_parser("produce", help="one platform job: gate to signed statement"))
     producer.build_gate_parser(sub.add_parser("gate", help="the GitHub-mode source gate alone"))
@@ -68,18 +70,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     consumer.build_verify_parser(sub.add_parser("verify", help="the release gate"))
     consumer.build_audit_parser(sub.add_parser("audit", help="check historical runs offline"))
     keygen = sub.add_parser("keygen", help="create this machine's local Ed25519 keys")
-    keygen.add_argument("--policy", type=Path, required=True)
+    keygen.add_argument("--policy", type=Path, required=True,
+                        help="the local policy whose keyring and key paths are created (inside the repository only)")
+    keygen.add_argument("--root", type=Path,
+                        help="the checkout the policy belongs to (default: the git work tree holding the policy)")
     schemas = sub.add_parser("schemas", help="export the JSON Schemas")
-    schemas.add_argument("--out", type=Path, help="the schema folder (default with --check: the installed package's)")
+    schemas.add_argument("--out", type=Path,
+                         help="the schema folder to write, or to compare with --check (default there: the "
+                         "installed package's)")
     schemas.add_argument("--check", action="store_true", help="exit 1 when the folder differs from the models")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     handlers = {
         "produce": lambda: producer.run(args),
         "gate": lambda: producer.run_gate(args),
         "aggregate": lambda: aggregate.run(args),
         "verify": lambda: consumer.run_verify(args),
         "audit": lambda: consumer.run_audit(args),
-        "keygen": lambda: _keygen(args.policy),
+        "keygen": lambda: _keygen(args.policy, args.root),
         "schemas": lambda: _schemas(args.out, args.check),
     }
     return handlers[args.command]()

@@ -1,4 +1,12 @@
-"""Loading a policy: bounded read, TOML, strict validation, paths resolved against the file."""
+"""Loading a policy: bounded read, TOML, strict validation, paths resolved against the file.
+
+A policy's relative paths are written from the folder it is committed in
+(``policies/``). A policy taken out of its checkout (``git show SHA:policies/x.toml >
+x.toml``) travels with ``root``: the checkout it belongs to, whose ``policies/``
+folder its paths then resolve from. A pinned trust file the policy names by
+digest is also found in the copy shipped with the tool, since its bytes are
+fixed by the policy either way.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,8 @@ import platform as _platform
 import sys
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
+from importlib.resources import files
+from pathlib import Path, PurePosixPath
 
 from desktop_qualify.evidence_schemas import (
     MAX_POLICY_BYTES,
@@ -20,6 +29,9 @@ from desktop_qualify.evidence_schemas import (
 )
 
 from ._model import Ed25519Trust, PolicyFile, SigstoreTrust
+
+# Where the policies are committed: a policy's relative paths are written from here.
+POLICY_FOLDER = "policies"
 
 
 def host_platform() -> Platform:
@@ -44,14 +56,39 @@ class Policy:
     sha256: str
     file: PolicyFile
     required_platforms: tuple[Platform, ...]
+    # The checkout the policy belongs to, when given (--root): its paths resolve from root/policies.
+    root: Path | None = None
 
     @property
     def base(self) -> Path:
-        return self.path.parent
+        return self.root / POLICY_FOLDER if self.root is not None else self.path.parent
 
     def resolve(self, relative: str) -> Path:
-        """A path named in the policy, relative to the policy file's folder."""
+        """A path named in the policy, relative to the folder the policy is committed in."""
         return (self.base / relative).resolve()
+
+    def resolve_pinned(self, relative: str) -> Path:
+        """A trust file the policy pins by SHA-256: where the policy says, else the copy shipped with the tool.
+
+        Either copy must have the pinned bytes (the caller checks the digest), so taking
+        the shipped one loses nothing; it is what lets a policy copied out of its
+        checkout still find its trusted root.
+        """
+        path = self.resolve(relative)
+        parts = PurePosixPath(relative).parts
+        if path.exists() or self.root is not None or ".." in parts or PurePosixPath(relative).is_absolute():
+            return path
+        shipped = files("desktop_qualify.policies").joinpath(*parts)
+        return shipped if isinstance(shipped, Path) and shipped.is_file() else path
+
+    def repository_root(self) -> Path | None:
+        """The checkout the policy belongs to: ``root`` when given, else the git work tree holding the file."""
+        if self.root is not None:
+            return self.root.resolve()
+        for folder in self.path.parents:
+            if (folder / ".git").exists():
+                return folder
+        return None
 
     @property
     def ed25519(self) -> Ed25519Trust:
@@ -79,7 +116,8 @@ def _required(file: PolicyFile, where: str) -> tuple[Platform, ...]:
     return tuple(p for p in PLATFORMS if p in resolved)
 
 
-def load_policy(path: Path) -> Policy:
+def load_policy(path: Path, root: Path | None = None) -> Policy:
+    """``root``: the checkout a policy taken out of it belongs to (its paths resolve from root/policies)."""
     where = f"policy {path}"
     try:
         data = read_bounded(path, max_bytes=MAX_POLICY_BYTES, what=where)
@@ -95,4 +133,5 @@ def load_policy(path: Path) -> Policy:
         file = validate_model(PolicyFile, raw, what=where)
     except QualificationError as exc:
         raise QualificationError(Code.POLICY_INVALID, exc.message) from exc
-    return Policy(path.resolve(), hashlib.sha256(data).hexdigest(), file, _required(file, where))
+    return Policy(path.resolve(), hashlib.sha256(data).hexdigest(), file, _required(file, where),
+                  root.resolve() if root is not None else None)

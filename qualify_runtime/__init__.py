@@ -7,5 +7,19 @@ signs or talks to GitHub.
 
 from ._cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
 from ._lazy import lazy_attributes
+from ._paths import distinct_outputs, refuse_repeats, require_inputs
+from ._version import VersionAction, tool_version
 
-__all__ = ["EXIT_OK", "EXIT_REJECTED", "EXIT_USAGE", "ArgumentParser", "guarded", "lazy_attributes"]
+__all__ = [
+    "EXIT_OK",
+    "EXIT_REJECTED",
+    "EXIT_USAGE",
+    "ArgumentParser",
+    "VersionAction",
+    "distinct_outputs",
+    "guarded",
+    "lazy_attributes",
+    "refuse_repeats",
+    "require_inputs",
+    "tool_version",
+]

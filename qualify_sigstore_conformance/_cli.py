@@ -44,13 +44,15 @@ def build_parser() -> ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     verify = sub.add_parser("verify-bundle", help="verify a Sigstore bundle offline")
-    verify.add_argument("--bundle", type=Path, required=True)
-    verify.add_argument("--certificate-identity")
-    verify.add_argument("--certificate-oidc-issuer")
-    verify.add_argument("--key", type=Path)
-    verify.add_argument("--trusted-root", type=Path)
-    verify.add_argument("--staging", action="store_true")
-    verify.add_argument("artifact", metavar="FILE_OR_DIGEST")
+    verify.add_argument("--bundle", type=Path, required=True, help="the Sigstore bundle to verify")
+    verify.add_argument("--certificate-identity",
+                        help="the exact certificate SAN required (with --certificate-oidc-issuer)")
+    verify.add_argument("--certificate-oidc-issuer",
+                        help="the exact OIDC issuer required (with --certificate-identity)")
+    verify.add_argument("--key", type=Path, help="a public key PEM instead of an identity (refused: not supported)")
+    verify.add_argument("--trusted-root", type=Path, help="the trusted root JSON (default: the pinned production root)")
+    verify.add_argument("--staging", action="store_true", help="use the pinned staging root instead of production")
+    verify.add_argument("artifact", metavar="FILE_OR_DIGEST", help="the signed file, or sha256:HEX of it")
     return parser
 
 

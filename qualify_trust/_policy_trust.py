@@ -20,7 +20,7 @@ def verifier_for(policy: Policy, *, candidate_sha: str | None = None) -> Stateme
         from ._github_mode import SigstoreVerifier
         from ._sigstore_root import load_pinned_trusted_root
 
-        root = load_pinned_trusted_root(policy.resolve(sigstore.trusted_root), sigstore.trusted_root_sha256)
+        root = load_pinned_trusted_root(policy.resolve_pinned(sigstore.trusted_root), sigstore.trusted_root_sha256)
         return SigstoreVerifier(root, ExpectedWorkflow.from_policy(policy, candidate_sha=candidate_sha))
     return KeyringVerifier(Keyring.load(policy.resolve(policy.ed25519.keyring)))
 

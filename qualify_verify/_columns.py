@@ -20,4 +20,5 @@ COLUMN_CODES: Mapping[str, frozenset[Code]] = MappingProxyType({
     "install": frozenset({Code.INSTALL_FAILED}),
     "probe": frozenset({Code.PROBE_FAILED}),
     "journey": frozenset({Code.JOURNEY_INCOMPLETE}),
+    "candidate": frozenset({Code.ARTIFACT_MISSING, Code.ARTIFACT_DIGEST_MISMATCH}),
 })

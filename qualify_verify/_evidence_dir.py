@@ -4,6 +4,9 @@ An evidence folder holds exactly the signed statements: ``platform-<p><suffix>``
 for each platform job and ``aggregate<suffix>``, where the suffix is the trust
 mode's (``.dsse.json`` local, ``.sigstore.json`` GitHub). Any other file is refused, so
 that nothing unsigned can sit beside the evidence and be mistaken for it.
+
+Evidence of the other trust mode is named first, as one root cause: a folder of
+local statements under a GitHub-mode policy is not a folder of stray files.
 """
 
 from __future__ import annotations
@@ -12,24 +15,59 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import Code, QualificationError, aggregate_file_name, read_bounded
+from desktop_qualify.evidence_schemas import Code, QualificationError, Reason, aggregate_file_name, read_bounded
 
 from ._findings import Findings
 
 _PLATFORM_FILE = re.compile(r"^platform-([a-z0-9]{1,16})(\.[a-z0-9.]{1,24})$")
+# Each trust mode's evidence file suffix, and the mode's name as people say it.
+MODE_SUFFIXES = {".dsse.json": "local (Ed25519)", ".sigstore.json": "GitHub (Sigstore)"}
 
 
 @dataclass
 class EvidenceFiles:
     platform: dict[str, bytes] = field(default_factory=dict)  # file name -> bytes
     aggregate: bytes | None = None
+    # The one root cause when the folder holds only the other trust mode's statements.
+    mode_mismatch: Reason | None = None
+
+
+def platform_of(file_name: str) -> str | None:
+    """The platform a statement's file name claims (``platform-linux.dsse.json`` -> ``linux``)."""
+    match = _PLATFORM_FILE.match(file_name)
+    return match.group(1) if match else None
+
+
+def _statement_suffix(name: str) -> str | None:
+    """The trust-mode suffix of a statement file name of either mode, else None."""
+    for suffix in MODE_SUFFIXES:
+        match = _PLATFORM_FILE.match(name)
+        if name == aggregate_file_name(suffix) or (match is not None and match.group(2) == suffix):
+            return suffix
+    return None
+
+
+def check_evidence_mode(directory: Path, names: list[str], suffix: str, findings: Findings) -> Reason | None:
+    """A folder whose statements are all of the other trust mode: one root cause, named before anything else."""
+    suffixes = {s for s in map(_statement_suffix, names) if s is not None}
+    foreign = suffixes - {suffix}
+    if not foreign or suffix in suffixes:
+        return None
+    other = sorted(foreign)[0]
+    return findings.add(Code.MODE_MISMATCH,
+                        f"{directory}: {MODE_SUFFIXES[other]}-mode evidence (*{other}) checked under a "
+                        f"{MODE_SUFFIXES.get(suffix, suffix)}-mode policy (*{suffix}); check it with a policy "
+                        "of its own trust mode")
 
 
 def read_evidence_dir(directory: Path, *, suffix: str, max_bytes: int, findings: Findings) -> EvidenceFiles:
+    if not directory.exists():
+        raise QualificationError(Code.USAGE, f"--evidence {directory}: missing (no such folder)")
     if not directory.is_dir():
-        raise QualificationError(Code.USAGE, f"{directory}: not a folder")
+        raise QualificationError(Code.USAGE, f"--evidence {directory}: not a folder")
     files = EvidenceFiles()
     entries = sorted(directory.iterdir())
+    files.mode_mismatch = check_evidence_mode(directory, [e.name for e in entries[:64]], suffix, findings)
     if len(entries) > 64:
         findings.add(Code.EVIDENCE_UNEXPECTED, f"{directory}: {len(entries)} entries; at most 64 are read")
         entries = entries[:64]
@@ -40,7 +78,13 @@ def read_evidence_dir(directory: Path, *, suffix: str, max_bytes: int, findings:
             continue
         match = _PLATFORM_FILE.match(name)
         if name != aggregate_file_name(suffix) and (match is None or match.group(2) != suffix):
-            findings.add(Code.EVIDENCE_UNEXPECTED, f"{name}: not an evidence file name")
+            other = _statement_suffix(name)
+            if files.mode_mismatch is None:
+                findings.add(Code.EVIDENCE_UNEXPECTED, f"{name}: not an evidence file name" if other is None else
+                             f"{name}: a {MODE_SUFFIXES[other]}-mode statement among "
+                             f"{MODE_SUFFIXES.get(suffix, suffix)}-mode evidence")
+            elif other is None:
+                findings.add(Code.EVIDENCE_UNEXPECTED, f"{name}: not an evidence file name")
             continue
         try:
             data = read_bounded(entry, max_bytes=max_bytes, what=name)

@@ -9,8 +9,9 @@
 6. the outcomes: every stage's pass or fail re-derived from the record's facts
    and the policy (``_outcomes``), never read from the record's ``passed``;
    a record whose verdict contradicts its facts is refused.
-Checks 1-2 stop at the first failure (nothing else can be trusted); 3-6 report
-everything they find.
+Checks 1-2 stop at the first failure (nothing else can be trusted), which is then
+the root cause of what the file's absence leaves undone; 3-6 report everything
+they find.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from desktop_qualify.evidence_schemas import (
     Platform,
     PlatformStatement,
     QualificationError,
+    Reason,
     RunIdentity,
     parse_statement,
     platform_file_name,
@@ -59,17 +61,16 @@ class VerifiedPlatform:
 
 
 def verify_signature_and_payload(name: str, data: bytes, verifier: StatementVerifier,
-                                 findings: Findings) -> VerifiedPlatform | None:
+                                 findings: Findings) -> VerifiedPlatform | Reason:
+    """The verified statement, or the root cause that stops every later check of this file."""
     try:
         signed = verifier.verify_statement(data, role="platform", what=name)
         statement = parse_statement(signed.payload, what=name)
     except QualificationError as exc:
-        findings.add_error(exc)
-        return None
+        return findings.add_error(exc)
     if not isinstance(statement, PlatformStatement):
-        findings.add(Code.PREDICATE_TYPE_UNKNOWN, f"{name}: carries {statement.predicateType}, not a platform "
-                                                  "qualification")
-        return None
+        return findings.add(Code.PREDICATE_TYPE_UNKNOWN, f"{name}: carries {statement.predicateType}, not a "
+                                                         "platform qualification")
     return VerifiedPlatform(name, statement, signed)
 
 
@@ -189,10 +190,11 @@ def check_outcomes(vp: VerifiedPlatform, exp: Expectations, verifier: StatementV
 
 
 def verify_platform(name: str, data: bytes, exp: Expectations, verifier: StatementVerifier,
-                    findings: Findings) -> VerifiedPlatform | None:
+                    findings: Findings) -> VerifiedPlatform | Reason:
+    """Checks 1-6 for one file; a statement that does not verify returns its root cause instead."""
     vp = verify_signature_and_payload(name, data, verifier, findings)
-    if vp is None:
-        return None
+    if isinstance(vp, Reason):
+        return vp
     check_artifact_identity(vp, verifier.file_suffix, findings)
     check_identity_claims(vp, exp, findings)
     check_single_commit(vp, findings)

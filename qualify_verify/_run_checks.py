@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import AggregateStatement, Code, QualificationError, RunIdentity, parse_statement
+from desktop_qualify.evidence_schemas import (
+    AggregateStatement,
+    Code,
+    QualificationError,
+    Reason,
+    RunIdentity,
+    parse_statement,
+)
 from desktop_qualify.qualify_trust import GitHubIdentity, StatementVerifier, VerifiedStatement, same_run
 
 from ._candidate import CandidateChangedError, stable_sha256
@@ -14,8 +22,14 @@ from ._findings import Findings
 from ._platform_checks import VerifiedPlatform, check_claims_match_certificate
 
 
-def check_coverage(platforms: list[VerifiedPlatform], exp: Expectations, findings: Findings) -> None:
-    """Each required platform exactly once, and no platform the policy does not name."""
+def check_coverage(platforms: list[VerifiedPlatform], exp: Expectations, findings: Findings,
+                   blocked: Mapping[str, Reason] | None = None, mode_mismatch: Reason | None = None) -> None:
+    """Each required platform exactly once, and no platform the policy does not name.
+
+    A platform whose statement did not verify (``blocked``), or evidence of the other
+    trust mode, explains a missing platform: it is recorded as that root's consequence.
+    """
+    blocked = blocked or {}
     seen: dict[str, int] = {}
     for vp in platforms:
         seen[vp.platform] = seen.get(vp.platform, 0) + 1
@@ -26,7 +40,9 @@ def check_coverage(platforms: list[VerifiedPlatform], exp: Expectations, finding
             findings.add(Code.PLATFORM_DUPLICATE, f"{count} statements for {platform}")
     for platform in exp.required_platforms:
         if platform not in seen:
-            findings.add(Code.PLATFORM_MISSING, f"no verified statement for required platform {platform}")
+            cause = blocked.get(platform) or mode_mismatch
+            findings.add(Code.PLATFORM_MISSING, f"no verified statement for required platform {platform}"
+                         + ("" if cause is None else f" (see {cause.code.value})"), follows=cause)
 
 
 def check_one_commit(platforms: list[VerifiedPlatform], candidate_sha: str | None, findings: Findings) -> str | None:
@@ -77,10 +93,10 @@ def check_one_run(platforms: list[VerifiedPlatform], findings: Findings) -> RunR
 
 
 def verify_aggregate(data: bytes | None, verifier: StatementVerifier, findings: Findings,
-                     ) -> VerifiedAggregate | None:
+                     mode_mismatch: Reason | None = None) -> VerifiedAggregate | None:
     name = f"aggregate{verifier.file_suffix}"
     if data is None:
-        findings.add(Code.AGGREGATE_MISSING, f"no aggregate statement ({name})")
+        findings.add(Code.AGGREGATE_MISSING, f"no aggregate statement ({name})", follows=mode_mismatch)
         return None
     try:
         signed = verifier.verify_statement(data, role="aggregate", what=name)
@@ -96,8 +112,14 @@ def verify_aggregate(data: bytes | None, verifier: StatementVerifier, findings: 
 
 
 def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: list[VerifiedPlatform],
-                                    exp: Expectations, findings: Findings) -> None:
-    """The aggregate lists exactly the platform statements verified here, byte for byte."""
+                                    exp: Expectations, findings: Findings,
+                                    blocked: Mapping[str, Reason] | None = None) -> None:
+    """The aggregate lists exactly the platform statements verified here, byte for byte.
+
+    Entries for platforms whose statements did not verify (``blocked``) cannot match:
+    when they alone make the difference, it is a consequence of those root causes.
+    """
+    blocked = blocked or {}
     pred = aggregate.predicate
     # Each entry must name the statement verified here, byte for byte, and the signer the signature proved.
     listed = {(e.platform, e.statement_sha256, e.artifact.name, e.artifact.sha256, e.artifact.size, e.signer_keyid,
@@ -105,14 +127,19 @@ def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: li
     verified = {(vp.platform, vp.signed.envelope_sha256, vp.statement.predicate.build.artifact.name,
                  vp.statement.predicate.build.artifact.sha256, vp.statement.predicate.build.artifact.size,
                  vp.signed.signer.keyid, vp.signed.signer.name) for vp in platforms}
+    unexplained = {entry for entry in listed - verified if entry[0] not in blocked}
+    cause = next(iter(blocked.values()), None) if not unexplained and verified <= listed else None
     if listed != verified or len(pred.platforms) != len(listed):
-        findings.add(Code.AGGREGATE_MISMATCH, "the aggregate does not list exactly the platform statements present")
+        findings.add(Code.AGGREGATE_MISMATCH, "the aggregate does not list exactly the platform statements present"
+                     + ("" if cause is None else f" (the statement for {', '.join(sorted(blocked))} did not verify)"),
+                     follows=cause)
     if pred.policy_sha256 != exp.policy_sha256:
         findings.add(Code.AGGREGATE_MISMATCH, f"the aggregate was made under another policy "
                                               f"(sha256 {pred.policy_sha256[:16]}, this one {exp.policy_sha256[:16]})")
     subjects = {(s.name, s.digest.sha256) for s in aggregate.subject}
     if subjects != {entry[2:4] for entry in listed} or len(aggregate.subject) != len(subjects):
-        findings.add(Code.SUBJECT_MISMATCH, "the aggregate's subjects are not exactly the listed artifacts")
+        findings.add(Code.SUBJECT_MISMATCH, "the aggregate's subjects are not exactly the listed artifacts",
+                     follows=cause)
     # Exactly the list the aggregate job writes: the policy's platforms, once each, in the fixed order.
     if tuple(pred.required_platforms) != exp.required_platforms:
         findings.add(Code.AGGREGATE_MISMATCH, "the aggregate was made for other required platforms "
@@ -154,17 +181,24 @@ def check_one_certified_run(signed: list[VerifiedStatement], findings: Findings)
         findings.add(exc.code, exc.message)
 
 
-def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatform], findings: Findings) -> None:
+def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatform], findings: Findings,
+                          blocked: Mapping[str, Reason] | None = None) -> None:
     """Each candidate file's SHA-256 and size equal the evidence's; every evidenced artifact is presented.
 
     Each file is hashed once, through one open handle that must not change while
-    it is read, so the decision speaks of exactly the bytes that were hashed.
+    it is read, so the decision speaks of exactly the bytes that were hashed. A
+    file no verified statement names, while some statement did not verify, is a
+    consequence of that statement's root cause, not a fault of the file's.
     """
+    cause = next(iter((blocked or {}).values()), None)
     expected = {vp.statement.predicate.build.artifact.name: vp for vp in platforms}
     presented: set[str] = set()
     for path in artifacts:
         try:
             digest, size = stable_sha256(path)
+        except FileNotFoundError:
+            findings.add(Code.ARTIFACT_MISSING, f"--artifact {path}: missing (no such file)")
+            continue
         except OSError as exc:
             findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.strerror or exc})")
             continue
@@ -176,7 +210,9 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
             by_digest = [v for v in platforms if v.statement.predicate.build.artifact.sha256 == digest]
             if not by_digest:
                 findings.add(Code.ARTIFACT_DIGEST_MISMATCH,
-                             f"{path.name}: sha256 {digest[:16]} is not an artifact in the evidence")
+                             f"{path.name}: sha256 {digest[:16]} is not an artifact in the evidence" if cause is None
+                             else f"{path.name}: cannot be matched, since the statement that may name it did not "
+                                  "verify", follows=cause)
                 continue
             vp = by_digest[0]
         artifact = vp.statement.predicate.build.artifact

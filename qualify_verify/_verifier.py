@@ -5,6 +5,10 @@ Load order (each step only sees what the previous one verified):
   (signature, payload, identity, commit, outcomes) -> coverage -> one commit
   -> one run -> aggregate (signature, binding to the platform statements)
   -> candidate files.
+
+A statement that fails to verify, and evidence of the other trust mode, are
+root causes; what they leave undone (a platform uncovered, an aggregate entry
+unmatched, a candidate file unnamed) is recorded as their consequence.
 """
 
 from __future__ import annotations
@@ -14,10 +18,10 @@ from pathlib import Path
 
 from desktop_qualify.evidence_schemas import AggregateStatement, Cell, Code, DecisionRow, Reason
 from desktop_qualify.qualify_policy import Policy
-from desktop_qualify.qualify_trust import StatementVerifier, verifier_for
+from desktop_qualify.qualify_trust import StatementVerifier, VerifiedStatement, verifier_for
 
 from ._columns import COLUMN_CODES
-from ._evidence_dir import read_evidence_dir
+from ._evidence_dir import platform_of, read_evidence_dir
 from ._expectations import Expectations
 from ._findings import Findings
 from ._platform_checks import VerifiedPlatform, verify_platform
@@ -43,6 +47,13 @@ class Verdict:
     run: RunRef | None = None
     findings: Findings = field(default_factory=Findings)
     aggregate_files: list[bytes] = field(default_factory=list)
+    aggregate_signed: VerifiedStatement | None = None
+    # Root causes later checks follow from: each platform whose statement did not verify, and a folder of
+    # the other trust mode's evidence.
+    blocked: dict[str, Reason] = field(default_factory=dict)
+    mode_mismatch: Reason | None = None
+    # Whether candidate files were presented and checked (the auditor's check has none).
+    candidates_checked: bool = False
 
     @property
     def qualified(self) -> bool:
@@ -59,12 +70,15 @@ class Verdict:
         for platform in self.expectations.required_platforms:
             vp = by_platform.get(platform)
             if vp is None:
-                missing: dict[str, Cell] = dict.fromkeys(COLUMN_CODES, "missing")
-                rows.append(DecisionRow(platform=platform, artifact=None, sha256=None, **missing))
+                # A statement that is there but did not verify was never reached beyond its signature.
+                absent: Cell = "n/a" if platform in self.blocked or self.mode_mismatch else "missing"
+                cells: dict[str, Cell] = dict.fromkeys(COLUMN_CODES, absent)
+                rows.append(DecisionRow(platform=platform, artifact=None, sha256=None, **cells))
                 continue
             failing = {r.code for r in self.reasons if r.platform == platform}
-            cells: dict[str, Cell] = {column: "fail" if failing & codes else "pass"
-                                      for column, codes in COLUMN_CODES.items()}
+            cells = {column: "fail" if failing & codes else "pass" for column, codes in COLUMN_CODES.items()}
+            if not self.candidates_checked:
+                cells["candidate"] = "n/a"
             artifact = vp.statement.predicate.build.artifact
             rows.append(DecisionRow(platform=platform, artifact=artifact.name, sha256=artifact.sha256,
                                     **cells))
@@ -79,13 +93,16 @@ def verify_platform_set(policy: Policy, evidence_dirs: list[Path], *, candidate_
     for directory in evidence_dirs:
         files = read_evidence_dir(directory, suffix=verifier.file_suffix,
                                   max_bytes=verdict.expectations.max_statement_bytes, findings=findings)
+        verdict.mode_mismatch = verdict.mode_mismatch or files.mode_mismatch
         if files.aggregate is not None:
             verdict.aggregate_files.append(files.aggregate)
         for name, data in sorted(files.platform.items()):
             vp = verify_platform(name, data, verdict.expectations, verifier, findings)
-            if vp is not None:
+            if isinstance(vp, Reason):
+                verdict.blocked.setdefault(platform_of(name) or name, vp)
+            else:
                 verdict.platforms.append(vp)
-    check_coverage(verdict.platforms, verdict.expectations, findings)
+    check_coverage(verdict.platforms, verdict.expectations, findings, verdict.blocked, verdict.mode_mismatch)
     verdict.sha = check_one_commit(verdict.platforms, candidate_sha, findings)
     verdict.run = check_one_run(verdict.platforms, findings)
     return verdict
@@ -103,15 +120,16 @@ def verify_release(policy: Policy, evidence_dirs: list[Path], artifacts: list[Pa
         verdict.findings.add(Code.AGGREGATE_MISMATCH, f"{len(verdict.aggregate_files)} aggregate statements; "
                                                       "one run has exactly one")
     first = verdict.aggregate_files[0] if verdict.aggregate_files else None
-    aggregate = verify_aggregate(first, verdict.verifier, verdict.findings)
+    aggregate = verify_aggregate(first, verdict.verifier, verdict.findings, verdict.mode_mismatch)
     signed = [vp.signed for vp in verdict.platforms]
     if aggregate is not None:
-        verdict.aggregate = aggregate.statement
+        verdict.aggregate, verdict.aggregate_signed = aggregate.statement, aggregate.signed
         signed.append(aggregate.signed)
         check_aggregate_binds_platforms(aggregate.statement, verdict.platforms, verdict.expectations,
-                                        verdict.findings)
+                                        verdict.findings, verdict.blocked)
     check_one_certified_run(signed, verdict.findings)
     # The auditor checks a historical bundle whose files may be long gone: None skips this step.
     if artifacts is not None:
-        check_candidate_files(artifacts, verdict.platforms, verdict.findings)
+        verdict.candidates_checked = True
+        check_candidate_files(artifacts, verdict.platforms, verdict.findings, verdict.blocked)
     return verdict

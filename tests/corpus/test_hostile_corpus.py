@@ -89,7 +89,7 @@ def test_hostile_evidence(row: Row, tmp_path: Path, qualify: Any, request: pytes
     for reason in decision.reasons:
         cells = rows.get(reason.platform) if reason.platform else None
         for column, codes in COLUMN_CODES.items():
-            if cells is not None and reason.code in codes and getattr(cells, column) != "missing":
+            if cells is not None and reason.code in codes and getattr(cells, column) not in ("missing", "n/a"):
                 assert getattr(cells, column) == "fail", (reason, cells)
 
 
@@ -149,6 +149,17 @@ def test_untouched_github_evidence_qualifies(github_site: GitHubSite, tmp_path: 
     assert [r.platform for r in decision.rows] == ["linux"]
     assert sorted(p.name for p in ev.evidence_dir.iterdir()) == ["aggregate.sigstore.json",
                                                                 "platform-linux.sigstore.json"]
+    # Who signed, as the certificates prove it: SAN, issuer and the run invocation URI of run 4242.
+    assert (decision.mode, decision.trust_mode) == ("release-gate", "sigstore")
+    assert [s.statement for s in decision.signers] == ["platform-linux.sigstore.json", "aggregate.sigstore.json"]
+    for signer in decision.signers:
+        assert signer.kind == "sigstore"
+        assert signer.san is not None
+        assert signer.san.startswith("https://github.com/")
+        assert signer.issuer == "https://token.actions.githubusercontent.com"
+        assert signer.run_uri is not None
+        assert "/actions/runs/4242/attempts/1" in signer.run_uri
+        assert signer.key_name is None
 
 
 @pytest.mark.parametrize(("field", "value"), [

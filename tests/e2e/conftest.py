@@ -1,22 +1,24 @@
 """One real local chain per test session: the PyInstaller bundle is built once.
 
-The app is copied from this work tree into a fresh git repository on `main`,
-so the end-to-end run tests the code as it is now and does not depend on the
-outer checkout's branch or cleanliness.
+The app and the policies are copied from this work tree into a fresh git
+repository on `main`, so the end-to-end run tests the code as it is now and
+does not depend on the outer checkout's branch or cleanliness; the chain runs
+under that repository's own `policies/local.toml`, as `nox -s qualify` does.
 """
 
 from __future__ import annotations
 
 import pytest
-from support.chain import Chain, make_app_repo, qualify, write_policy
+from support.chain import Chain, make_app_repo, qualify
 
 
 @pytest.fixture(scope="session")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
     root = tmp_path_factory.mktemp("chain")
     source_repo = root / "repo"
-    sha = make_app_repo(source_repo)
-    policy = write_policy(root, source_repo / "reference_app")
+    # Laid out as a fresh clone: the committed policies/local.toml, unchanged, keys in .qualify/.
+    sha = make_app_repo(source_repo, with_policies=True)
+    policy = source_repo / "policies" / "local.toml"
     out = root / "out"
     logs = {"keygen": qualify("keygen", "--policy", policy)}
     logs["produce"] = qualify("produce", "--policy", policy, "--platform", "linux", "--out", out,

@@ -12,7 +12,7 @@ import pytest
 from desktop_qualify.evidence_schemas import ConsumerDecision, PlatformStatement, canonical_bytes
 from desktop_qualify.qualify_trust import generate_private_key
 from desktop_qualify.qualify_trust._envelope import sign_envelope
-from support.chain import Chain, git, qualify, write_policy
+from support.chain import Chain, git, qualify
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reason="the chain runs per host; "
                                                    "this test pins the linux platform")]
@@ -128,7 +128,7 @@ def test_statement_for_another_sha_is_refused(chain: Chain, tmp_path: Path) -> N
         statement["predicate"]["run"]["sha"] = other
 
     # Signed with the trusted platform key: only the content check can catch it.
-    _resign(evidence / "platform-linux.dsse.json", chain.root / "keys" / "platform.pem", to_other_sha)
+    _resign(evidence / "platform-linux.dsse.json", chain.platform_key, to_other_sha)
     done = _verify(chain, evidence, chain.artifacts)
     assert done.returncode == 1
     assert "QE_SHA_MISMATCH" in done.stdout
@@ -173,7 +173,7 @@ def test_gate_refuses_anything_but_main_even_at_the_same_commit(chain: Chain, tm
     git(repo, "tag", "v1.0")
     git(repo, *checkout)
     assert git(repo, "rev-parse", "HEAD") == chain.sha
-    policy = write_policy(chain.root, repo / "reference_app", name=f"policy-{tmp_path.name}.toml")
+    policy = repo / "policies" / "local.toml"  # the copy's own policy, keys and app
     done = qualify("produce", "--policy", policy, "--platform", "linux", "--out", tmp_path / "out")
     assert done.returncode == 1, done.stderr
     assert code in done.stderr

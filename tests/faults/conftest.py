@@ -25,7 +25,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> App:
     repo = root / "repo"
     sha = make_app_repo(repo)
     policy = write_policy(root, repo / "reference_app")
-    done = qualify("keygen", "--policy", policy)
+    # The policy names its keys under root by absolute path; root is the repository keygen may write in.
+    done = qualify("keygen", "--policy", policy, "--root", root)
     assert done.returncode == 0, done.stdout + done.stderr
     return App(root, repo, sha, policy)
 

@@ -96,6 +96,27 @@ def test_qualify_help_runs_outside_a_checkout(installed: Path, tmp_path: Path) -
     assert "verify" in done.stdout
 
 
+def test_qualify_version_is_the_wheels(installed: Path, tmp_path: Path) -> None:
+    import tomllib
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    done = _run(installed / "qualify", "--version", cwd=tmp_path)
+    assert done.stdout == f"qualify {version}\n"
+
+
+def test_a_release_policy_copied_out_of_git_finds_the_shipped_trusted_root(installed: Path, tmp_path: Path) -> None:
+    """With no checkout beside it, the root the policy pins by digest comes from the installed package."""
+    policy = tmp_path / "release-as-of-the-run.toml"
+    policy.write_bytes((REPO / "policies" / "release.toml").read_bytes())
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    done = _run(installed / "qualify", "audit", "--policy", str(policy), "--evidence", str(evidence), cwd=tmp_path,
+                check=False)
+    assert done.returncode == 1, done.stderr
+    assert "QE_POLICY_INVALID" not in done.stdout + done.stderr
+    assert "QE_EVIDENCE_MISSING" in done.stdout
+
+
 def test_shipped_schemas_match_the_models(installed: Path, tmp_path: Path) -> None:
     done = _run(installed / "qualify", "schemas", "--check", cwd=tmp_path, check=False)
     assert done.returncode == 0, done.stderr

@@ -18,7 +18,7 @@ from .oracle import expect, refused_or_returned
 from .recipes import Built, build, pristine_recipe, recipes
 from .target import Target, decode_recipe, encode_recipe
 
-CELL_VALUES = frozenset({"pass", "fail", "missing"})
+CELL_VALUES = frozenset({"pass", "fail", "missing", "n/a"})
 
 
 def _why(built: Built) -> str:
@@ -82,10 +82,10 @@ def _literal_values(annotation: Any) -> set[Any]:
 
 
 def cell_columns() -> tuple[str, ...]:
-    """The row model's status cells: fields whose values are among pass/fail/missing."""
+    """The row model's status cells: fields whose values are among pass/fail/missing/n/a."""
     columns = tuple(name for name, info in DecisionRow.model_fields.items()
                     if (values := _literal_values(info.annotation)) and values <= CELL_VALUES)
-    assert columns, f"DecisionRow has no pass/fail/missing fields: {list(DecisionRow.model_fields)}"
+    assert columns, f"DecisionRow has no status-cell fields: {list(DecisionRow.model_fields)}"
     return columns
 
 

@@ -28,6 +28,11 @@ class Chain:
     def artifacts(self) -> list[Path]:
         return sorted((self.out / "artifacts").iterdir())
 
+    @property
+    def platform_key(self) -> Path:
+        """Where `qualify keygen` put the platform key for policies/local.toml in the chain's repository."""
+        return self.source_repo / ".qualify" / "keys" / "platform.ed25519.pem"
+
 
 def qualify(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run the console entry point as a user would, in a child process."""
@@ -60,11 +65,13 @@ def write_policy(root: Path, app_source: Path, *, name: str = "policy.toml", **o
     return policy
 
 
-def make_app_repo(repo: Path) -> str:
+def make_app_repo(repo: Path, *, with_policies: bool = False) -> str:
     """A fresh git repository on `main` holding this work tree's app, committed; returns the SHA.
 
     The end-to-end runs test the app as it is now, independent of the outer
-    checkout's branch and cleanliness.
+    checkout's branch and cleanliness. ``with_policies`` also commits ``policies/``
+    and ``.gitignore``, so that the repository is laid out as a fresh clone is
+    and ``policies/local.toml`` works in it unchanged (the README's recipes).
     """
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -72,6 +79,9 @@ def make_app_repo(repo: Path) -> str:
     git(repo, "config", "user.name", "e2e")
     shutil.copytree(REPO / "reference_app", repo / "reference_app",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if with_policies:
+        shutil.copytree(REPO / "policies", repo / "policies", ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+        shutil.copyfile(REPO / ".gitignore", repo / ".gitignore")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "app under qualification")
     return git(repo, "rev-parse", "HEAD")

@@ -53,16 +53,19 @@ def test_summary_is_appended_not_replaced(tmp_path: Path, qualify) -> None:  # t
     assert parsed.notes == ["local mode: main's head on a protected remote was not observed"]
 
 
-def test_audit_reports_an_unreadable_folder_and_carries_on(tmp_path: Path, qualify) -> None:  # type: ignore[no-untyped-def]
+def test_audit_reports_an_empty_folder_and_carries_on(tmp_path: Path, qualify) -> None:  # type: ignore[no-untyped-def]
     evidence = make_evidence(tmp_path)
     report = tmp_path / "audit.json"
-    missing = tmp_path / "no-such-run"
+    empty = tmp_path / "empty-run"
+    empty.mkdir()
     result = qualify(["audit", "--policy", str(evidence.policy_path), "--evidence", str(evidence.evidence_dir),
-                      str(missing), "--json", str(report)])
+                      str(empty), "--json", str(report)])
     assert result.status == 1
-    runs = json.loads(report.read_text())["runs"]
-    assert [r["decision"] for r in runs] == ["QUALIFIED", "REJECTED"]
-    assert runs[1]["reasons"][0]["code"] == "QE_EVIDENCE_MISSING"
+    parsed = json.loads(report.read_text())
+    assert [r["decision"] for r in parsed["runs"]] == ["QUALIFIED", "REJECTED"]
+    assert parsed["runs"][1]["reasons"][0]["code"] == "QE_EVIDENCE_MISSING"
+    assert parsed["totals"] == {"folders": 2, "runs": 2, "qualified": 1, "rejected": 1}
+    assert "audit REJECTED: 2 run(s) in 2 folder(s): 1 qualified, 1 rejected" in result.out
 
 
 def test_keygen_with_a_damaged_keyring_creates_no_key(tmp_path: Path, qualify) -> None:  # type: ignore[no-untyped-def]
@@ -75,7 +78,7 @@ def test_keygen_with_a_damaged_keyring_creates_no_key(tmp_path: Path, qualify) -
     source = source.replace('"../.qualify/keys/platform.ed25519.pem"', f'"{(keys / "p.pem").as_posix()}"')
     source = source.replace('"../.qualify/keys/aggregate.ed25519.pem"', f'"{(keys / "a.pem").as_posix()}"')
     policy.write_text(source)
-    result = qualify(["keygen", "--policy", str(policy)])
+    result = qualify(["keygen", "--policy", str(policy), "--root", str(tmp_path)])
     assert result.status == 2
     assert "QE_KEY_INVALID" in result.err
     assert sorted(p.name for p in keys.iterdir()) == ["keyring.json"]

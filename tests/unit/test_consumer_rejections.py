@@ -40,14 +40,15 @@ def test_untouched_evidence_qualifies(tmp_path: Path, qualify: Any) -> None:
     assert [row.platform for row in decision.rows] == [_host()]
     assert decision.rows[0].sha256 == ev.platforms[0].predicate.build.artifact.sha256  # type: ignore[union-attr]
     row = decision.rows[0]
-    assert {row.gate, row.build, row.signature, row.install, row.probe, row.journey} == {"pass"}
+    assert {row.gate, row.build, row.signature, row.install, row.probe, row.journey, row.candidate} == {"pass"}
     summary = summary_file.read_text(encoding="utf-8").splitlines()
     assert summary[0].startswith("## ")
     assert "QUALIFIED" in summary[0]
-    header = summary.index("| platform | artifact | sha256 | gate | build | signature | install | probe | journey |")
-    assert summary[header + 1] == "|---|---|---|---|---|---|---|---|---|"
+    header = summary.index(
+        "| platform | artifact | sha256 | gate | build | signature | install | probe | journey | candidate |")
+    assert summary[header + 1] == "|---|---|---|---|---|---|---|---|---|---|"
     assert summary[header + 2].startswith(f"| {_host()} | {ev.artifact_paths[0].name} | ")
-    assert summary[header + 2].endswith("| pass | pass | pass | pass | pass | pass |")
+    assert summary[header + 2].endswith("| pass | pass | pass | pass | pass | pass | pass |")
 
 
 def test_three_platforms_qualify_and_the_table_has_a_row_each(tmp_path: Path, qualify: Any) -> None:

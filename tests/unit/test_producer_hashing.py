@@ -1,4 +1,4 @@
-"""producer/_hashing: install manifests are deterministic and never follow a symbolic link."""
+"""qualify_archive (tree manifests): install manifests are deterministic and never follow a symbolic link."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from desktop_qualify.producer import _process
 from desktop_qualify.producer._process import kill_tree, run_bounded, taskkill_argv
+from desktop_qualify.producer._tree_guard import watchdog_argv
 
 PY = sys.executable
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX sessions and signals")
@@ -170,7 +171,8 @@ def test_any_error_while_running_kills_the_tree(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(_process.threading, "Thread", BrokenThread)
     with pytest.raises(RuntimeError, match="cannot start a reader"):
         run_bounded([PY, "-c", _tree_code(pid_file)], timeout=60, cwd=tmp_path)
-    [proc] = started
+    # The tree guard (producer/_tree_guard) is a process too; the child is the other one.
+    [proc] = [p for p in started if p.args != watchdog_argv()]
     assert proc.returncode == -signal.SIGKILL, "the child was killed and reaped before the error propagated"
     _assert_dead(_wait_for(pid_file))
 

@@ -1,0 +1,34 @@
+"""The tool's version, as the installed distribution says (one source: pyproject.toml)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+DISTRIBUTION = "desktop-qualify"
+
+
+def tool_version() -> str:
+    # importlib.metadata loads on first use: `qualify --help` does not pay for it.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+class VersionAction(argparse.Action):
+    """``--version``: print ``PROG VERSION`` and exit 0, reading the version only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "print the tool's version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(f"{parser.prog} {tool_version()}\n")
+        parser.exit(0)

@@ -1,0 +1,117 @@
+"""The README's command-line contract and the parsers' --help are one contract: drift fails, both ways.
+
+The block marked ``<!-- readme: contract -->`` lists every command. For each,
+the options it names must be exactly the parser's (besides -h/--help), and an
+option outside brackets and groups must be exactly a required one. Every
+option and every subcommand has help text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from desktop_qualify import qualify_cli, qualify_sigstore_conformance
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+_OPTION = re.compile(r"--[a-z][a-z-]*")
+_BLOCK = re.compile(r"<!-- readme: contract -->\n```text\n(.*?)```", re.DOTALL)
+
+
+def _contract() -> dict[tuple[str, ...], dict[str, bool]]:
+    """Command (program, subcommand) -> {option: required} as the README writes it."""
+    match = _BLOCK.search(README.read_text(encoding="utf-8"))
+    assert match, "README has no block marked <!-- readme: contract -->"
+    commands: dict[tuple[str, ...], dict[str, bool]] = {}
+    for line in match.group(1).splitlines():
+        words = line.split()
+        if not words:
+            continue
+        command = tuple(w for w in words[:2] if not w.startswith("-"))
+        assert command not in commands, f"README contract lists {' '.join(command)} twice"
+        options: dict[str, bool] = {}
+        depth = 0
+        i = 0
+        while i < len(line):
+            char = line[i]
+            if char in "[(":
+                depth += 1
+            elif char in "])":
+                depth -= 1
+            elif (found := _OPTION.match(line, i)) and (i == 0 or line[i - 1] in " [(|"):
+                # An option repeated in the line ("--evidence DIR [--evidence DIR]...") is required if any is.
+                options[found.group()] = options.get(found.group(), False) or depth == 0
+                i = found.end()
+                continue
+            i += 1
+        commands[command] = options
+    return commands
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, bool]:
+    return {name: action.required for action in parser._actions if not isinstance(action, argparse._HelpAction)
+            for name in action.option_strings if name.startswith("--")}
+
+
+def _parsers() -> dict[tuple[str, ...], argparse.ArgumentParser]:
+    found: dict[tuple[str, ...], argparse.ArgumentParser] = {}
+    for program, parser in (("qualify", qualify_cli.build_parser()),
+                            ("qualify-sigstore-conformance", qualify_sigstore_conformance.build_parser())):
+        found[(program,)] = parser
+        for name, sub in _subparsers(parser).items():
+            found[(program, name)] = sub
+    return found
+
+
+def test_every_command_in_the_readme_exists_and_every_command_is_in_the_readme() -> None:
+    contract = set(_contract())
+    parsers = {command for command, parser in _parsers().items() if _options(parser) or not _subparsers(parser)}
+    assert contract - parsers == set(), "README lists commands the CLI does not have"
+    assert parsers - contract == set(), "the CLI has commands the README contract does not list"
+
+
+@pytest.mark.parametrize("command", sorted(_parsers()), ids=" ".join)
+def test_readme_and_help_name_the_same_options_with_the_same_requiredness(command: tuple[str, ...]) -> None:
+    parser = _parsers()[command]
+    options = _options(parser)
+    written = _contract().get(command)
+    if written is None:
+        assert not options, f"{' '.join(command)} has options but no README line"
+        return
+    assert sorted(set(written) - set(options)) == [], "README names options --help does not have"
+    assert sorted(set(options) - set(written)) == [], "--help has options the README does not name"
+    if len(command) == 1:
+        return  # The program's own flags (--version) are optional by nature.
+    assert {o for o, required in written.items() if required} == {o for o, required in options.items() if required}
+
+
+@pytest.mark.parametrize("command", sorted(_parsers()), ids=" ".join)
+def test_every_option_and_subcommand_has_help_text(command: tuple[str, ...]) -> None:
+    parser = _parsers()[command]
+    silent = [action.dest for action in parser._actions
+              if not isinstance(action, argparse._SubParsersAction) and not (action.help or "").strip()]
+    assert silent == []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            assert [c.dest for c in action._choices_actions if not (c.help or "").strip()] == []
+
+
+@pytest.mark.parametrize("command", [["--help"], ["verify", "--help"], ["audit", "--help"], ["keygen", "--help"]])
+def test_help_runs_and_says_summary_appends(command: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "desktop_qualify.qualify_cli", *command], capture_output=True,
+                          text=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    if command[0] == "verify":
+        assert "append GitHub job-summary Markdown" in " ".join(done.stdout.split())
