@@ -27,9 +27,22 @@ def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argpar
 
 def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or ArgumentParser(prog="qualify audit", description="Check historical runs offline.")
-    parser.add_argument("--policy", type=Path, required=True, help="the policy as of the runs")
+    parser.add_argument("--policy", type=Path, required=True,
+                        help="the policy as of the runs (folders), and the anchor a bundle's own policy must match")
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
-    parser.add_argument("--evidence", type=Path, nargs="+", required=True, help="one folder per run (one or more)")
+    parser.add_argument("--evidence", type=Path, nargs="+", default=[], help="one folder per run (one or more)")
+    parser.add_argument("--bundle", type=Path, nargs="+", default=[],
+                        help="qualification bundles (*.qualify-bundle.zip), each judged under its own policy")
     parser.add_argument("--json", type=Path, help="write the audit report (JSON) to this file, replacing it")
     parser.add_argument("--html", type=Path, help="write an HTML report to this file, replacing it")
+    return parser
+
+
+def build_bundle_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or ArgumentParser(prog="qualify bundle", description="Pack one run for auditors.")
+    parser.add_argument("--policy", type=Path, required=True, help="the policy the run was judged by")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
+    parser.add_argument("--evidence", type=Path, required=True, help="the evidence folder of the run")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="the bundle to write (a name ending in .qualify-bundle.zip), replacing it")
     return parser

@@ -15,6 +15,7 @@ from desktop_qualify.evidence_schemas import (
     ConsumerDecision,
     QualificationError,
 )
+from desktop_qualify.qualify_bundle import write_bundle
 from desktop_qualify.qualify_files import append_text, write_atomic
 from desktop_qualify.qualify_policy import Policy, load_policy
 from desktop_qualify.qualify_runtime import (
@@ -32,6 +33,7 @@ from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
 
 from ._args import build_audit_parser, build_verify_parser
 from ._audit import audit_report
+from ._bundles import audit_bundles, terminal_progress
 from ._decide import Mode, decide
 from ._freshness import check_candidate_is_main_head
 from ._render import render_audit_html, render_audit_text, render_markdown, render_text
@@ -95,17 +97,33 @@ def _audit_one(policy: Policy, policy_path: str, folder: Path) -> ConsumerDecisi
 def run_audit(args: argparse.Namespace) -> int:
     def body() -> int:
         # Every folder is checked to exist before any is audited: a missing one is a usage error, as in verify.
+        if not args.evidence and not args.bundle:
+            raise QualificationError(Code.USAGE, "nothing to audit: name --evidence folders, --bundle files, or both")
         require_inputs("--evidence", args.evidence, "folder")
+        require_inputs("--bundle", args.bundle, "file")
         distinct_outputs([("--json", args.json), ("--html", args.html)])
         policy = _load(args.policy, args.root)
         decisions = [_audit_one(policy, str(args.policy), folder) for folder in args.evidence]
-        report = audit_report(policy, str(args.policy), args.evidence, decisions)
+        if args.bundle:
+            decisions += audit_bundles(list(args.bundle), policy, progress=terminal_progress())
+        report = audit_report(policy, str(args.policy), [*args.evidence, *args.bundle], decisions)
         if args.json:
             write_atomic(args.json, report.model_dump_json(indent=2).encode() + b"\n")
         if args.html:
             write_atomic(args.html, render_audit_html(report).encode())
         sys.stdout.write(render_audit_text(report))
         return EXIT_OK if report.decision == "QUALIFIED" else EXIT_REJECTED
+
+    return guarded(body)
+
+
+def run_bundle(args: argparse.Namespace) -> int:
+    def body() -> int:
+        require_inputs("--evidence", [args.evidence], "folder")
+        manifest = write_bundle(_load(args.policy, args.root), args.evidence, args.out)
+        print(f"wrote {args.out}: {len(manifest.evidence)} statements, policy {manifest.policy} "
+              f"({manifest.policy_sha256[:12]}), trust {', '.join(manifest.trust)}")
+        return EXIT_OK
 
     return guarded(body)
 

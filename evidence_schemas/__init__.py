@@ -8,11 +8,20 @@ from typing import TYPE_CHECKING
 from desktop_qualify.qualify_runtime import lazy_attributes
 
 from ._bounded import load_json, read_bounded
+from ._bundle import MAX_BUNDLE_MEMBERS, BundleFile, BundleManifest, BundlePath
 from ._canonical import canonical_bytes, sha256_hex
 from ._decision import AuditReport, AuditTotals, Cell, ConsumerDecision, DecisionRow, PolicyRef, Reason, Signer
 from ._errors import Code, QualificationError
 from ._limits import MAX_APP_OUTPUT_BYTES, MAX_KEYRING_BYTES, MAX_LIST, MAX_POLICY_BYTES, JsonBounds
-from ._naming import aggregate_file_name, archive_suffix, artifact_file_name, executable_path, platform_file_name
+from ._naming import (
+    STATEMENT_SUFFIXES,
+    aggregate_file_name,
+    archive_suffix,
+    artifact_file_name,
+    executable_path,
+    is_evidence_file_name,
+    platform_file_name,
+)
 from ._parse import parse_envelope, parse_statement, validate_model
 from ._predicates import AggregatedPlatform, AggregatePredicate, PlatformPredicate, RunIdentity
 from ._records import (
@@ -41,7 +50,7 @@ from ._statement import (
     PlatformStatement,
     Subject,
 )
-from ._types import GIT_SHA_PATTERN, PLATFORMS, GitSha, Platform, Record, Sha256Hex, utc_now
+from ._types import GIT_SHA_PATTERN, PLATFORMS, GitSha, Platform, Record, Sha256Hex, TrustMode, utc_now
 
 __all__ = [
     "AGGREGATE_PREDICATE_TYPE",
@@ -51,11 +60,17 @@ __all__ = [
     "GitSha",
     "Record",
     "Sha256Hex",
+    "TrustMode",
     "PLATFORMS",
     "PLATFORM_PREDICATE_TYPE",
     "PREDICATE_PREFIX",
     "SCHEMA_MODELS",
     "AggregatePredicate",
+    "BundleFile",
+    "BundleManifest",
+    "BundlePath",
+    "MAX_BUNDLE_MEMBERS",
+    "STATEMENT_SUFFIXES",
     "AggregateStatement",
     "AggregatedPlatform",
     "ArtifactRef",
@@ -103,6 +118,7 @@ __all__ = [
     "aggregate_file_name",
     "archive_suffix",
     "platform_file_name",
+    "is_evidence_file_name",
     "artifact_file_name",
     "executable_path",
     "utc_now",

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ._errors import Code
-from ._limits import MAX_LIST
+from ._limits import MAX_AUDIT_RUNS, MAX_LIST
 from ._types import (
     Count,
     Excerpt,
@@ -123,6 +123,6 @@ class AuditReport(Record):
     tool_version: ShortText
     checked_at: Timestamp
     totals: AuditTotals
-    runs: list[ConsumerDecision] = Field(max_length=MAX_LIST)
-    evidence: list[Text] = Field(max_length=MAX_LIST)
+    runs: list[ConsumerDecision] = Field(max_length=MAX_AUDIT_RUNS)
+    evidence: list[Text] = Field(max_length=MAX_AUDIT_RUNS)
     notes: list[Excerpt] = Field(default_factory=list, max_length=MAX_LIST)

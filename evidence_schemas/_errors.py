@@ -48,6 +48,11 @@ class Code(enum.StrEnum):
     ARTIFACT_MISSING = "QE_ARTIFACT_MISSING"
     ARTIFACT_UNEXPECTED = "QE_ARTIFACT_UNEXPECTED"
     ARTIFACT_DIGEST_MISMATCH = "QE_ARTIFACT_DIGEST_MISMATCH"
+    # Qualification bundles (the auditor's release asset)
+    BUNDLE_INVALID = "QE_BUNDLE_INVALID"
+    BUNDLE_MANIFEST_MISMATCH = "QE_BUNDLE_MANIFEST_MISMATCH"
+    # A bundle whose policy (or, in local mode, keyring) the auditor's own does not vouch for.
+    BUNDLE_UNANCHORED = "QE_BUNDLE_UNANCHORED"
     # Stage outcomes
     SOURCE_GATE_FAILED = "QE_SOURCE_GATE_FAILED"
     BUILD_FAILED = "QE_BUILD_FAILED"

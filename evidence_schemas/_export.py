@@ -6,6 +6,7 @@ import json
 
 from pydantic import BaseModel
 
+from ._bundle import BundleManifest
 from ._decision import AuditReport, ConsumerDecision
 from ._records import (
     BuildRecord,
@@ -23,6 +24,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "aggregate-statement": AggregateStatement,
     "consumer-decision": ConsumerDecision,
     "audit-report": AuditReport,
+    "bundle-manifest": BundleManifest,
     "source-gate-record": SourceGateRecord,
     "build-record": BuildRecord,
     "signature-record": SignatureRecord,

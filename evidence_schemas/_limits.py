@@ -16,6 +16,8 @@ MAX_DEPTH = 24
 MAX_STRING = 4096
 MAX_SHORT_STRING = 256
 MAX_LIST = 256
+# An audit report's runs: an auditor checks a release history (1,000 bundles in one call is the benchmark).
+MAX_AUDIT_RUNS = 10_000
 MAX_EXCERPT = 2000
 MAX_BUNDLE_TEXT = 64 * 1024
 

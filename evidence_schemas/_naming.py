@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
+# Each trust mode's statement files end so: a DSSE envelope (local Ed25519), a Sigstore bundle (GitHub).
+STATEMENT_SUFFIXES = {"ed25519": ".dsse.json", "sigstore": ".sigstore.json"}
+_PLATFORM_FILE = re.compile(r"^platform-([a-z0-9]{1,16})(\.[a-z0-9.]{1,24})$")
+
 
 def archive_suffix(platform: str) -> str:
     """A Windows bundle ships as a zip, the others as a reproducible tar.gz."""
@@ -26,3 +32,9 @@ def platform_file_name(platform: str, suffix: str) -> str:
 def aggregate_file_name(suffix: str) -> str:
     """The aggregate statement in an evidence folder."""
     return f"aggregate{suffix}"
+
+
+def is_evidence_file_name(name: str, suffix: str) -> bool:
+    """Whether ``name`` is a statement (a platform's or the aggregate) an evidence folder of this mode may hold."""
+    match = _PLATFORM_FILE.match(name)
+    return name == aggregate_file_name(suffix) or (match is not None and match.group(2) == suffix)

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Callable
 
 from cryptography.hazmat.primitives.serialization import Encoding
-from desktop_qualify.evidence_schemas import PREDICATE_PREFIX, QualificationError, canonical_bytes
+from desktop_qualify.evidence_schemas import PREDICATE_PREFIX, STATEMENT_SUFFIXES, QualificationError, canonical_bytes
 from sigstore.models import Bundle
 
 from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
@@ -22,7 +22,7 @@ from ._sigstore_root import PinnedTrustedRoot
 from ._sigstore_sign import sign_dsse_statement
 from ._sigstore_verify import verify_artifact_bundle, verify_dsse_bundle
 
-SIGSTORE_SUFFIX = ".sigstore.json"
+SIGSTORE_SUFFIX = STATEMENT_SUFFIXES["sigstore"]
 ARTIFACT_SIGNATURE_PREDICATE_TYPE = PREDICATE_PREFIX + "artifact-signature/v1"
 
 __all__ = ["ARTIFACT_SIGNATURE_PREDICATE_TYPE", "SIGSTORE_SUFFIX", "SigstoreSigner", "SigstoreVerifier",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import STATEMENT_SUFFIXES, Code, QualificationError
 
 from ._envelope import sign_artifact_digest, sign_envelope, verify_artifact_digest, verify_envelope
 from ._interfaces import (
@@ -16,7 +16,7 @@ from ._interfaces import (
 from ._keyring import Keyring, Role
 from ._keys import keyid_of
 
-LOCAL_SUFFIX = ".dsse.json"
+LOCAL_SUFFIX = STATEMENT_SUFFIXES["ed25519"]
 
 
 class LocalSigner(StatementSigner):

@@ -15,7 +15,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import Code, QualificationError, Reason, aggregate_file_name, read_bounded
+from desktop_qualify.evidence_schemas import (
+    Code,
+    QualificationError,
+    Reason,
+    aggregate_file_name,
+    is_evidence_file_name,
+    read_bounded,
+)
 
 from ._findings import Findings
 
@@ -40,11 +47,7 @@ def platform_of(file_name: str) -> str | None:
 
 def _statement_suffix(name: str) -> str | None:
     """The trust-mode suffix of a statement file name of either mode, else None."""
-    for suffix in MODE_SUFFIXES:
-        match = _PLATFORM_FILE.match(name)
-        if name == aggregate_file_name(suffix) or (match is not None and match.group(2) == suffix):
-            return suffix
-    return None
+    return next((suffix for suffix in MODE_SUFFIXES if is_evidence_file_name(name, suffix)), None)
 
 
 def check_evidence_mode(directory: Path, names: list[str], suffix: str, findings: Findings) -> Reason | None:
@@ -76,8 +79,7 @@ def read_evidence_dir(directory: Path, *, suffix: str, max_bytes: int, findings:
         if entry.is_symlink() or not entry.is_file():
             findings.add(Code.EVIDENCE_UNEXPECTED, f"{name}: not a regular file")
             continue
-        match = _PLATFORM_FILE.match(name)
-        if name != aggregate_file_name(suffix) and (match is None or match.group(2) != suffix):
+        if not is_evidence_file_name(name, suffix):
             other = _statement_suffix(name)
             if files.mode_mismatch is None:
                 findings.add(Code.EVIDENCE_UNEXPECTED, f"{name}: not an evidence file name" if other is None else

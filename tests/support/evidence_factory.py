@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,8 +122,17 @@ def _journey_table(steps: Sequence[str]) -> str:
 
 def policy_text(keys: Keys, *, required: Sequence[str] = ("host",), required_steps: Sequence[str] = DEFAULT_STEPS,
                 signing: dict[str, Sequence[str]] | None = None, require_clean: bool = False,
-                max_statement_bytes: int = 1048576, app_source: Path | None = None) -> str:
-    """policies/local.toml's shape, with absolute paths to the temporary keyring and keys."""
+                max_statement_bytes: int = 1048576, app_source: Path | None = None,
+                relative_to: Path | None = None) -> str:
+    """policies/local.toml's shape, with absolute paths to the temporary keyring and keys.
+
+    ``relative_to``: the policy's folder; the trust paths are then written relative to it, as a committed
+    policy writes them (what a bundle needs: its trust material stands where those paths lead).
+    """
+
+    def where(path: Path) -> str:
+        return json.dumps(os.path.relpath(path, relative_to) if relative_to is not None else str(path))
+
     signing = {"linux": ["unsigned"], "macos": ["unsigned"], "windows": ["unsigned"], **(signing or {})}
     return f"""version = 1
 name = "local"
@@ -136,9 +146,9 @@ runner_environment = "local"
 
 [trust]
 mode = "ed25519"
-keyring = {json.dumps(str(keys.keyring))}
-platform_key = {json.dumps(str(keys.platform_path))}
-aggregate_key = {json.dumps(str(keys.aggregate_path))}
+keyring = {where(keys.keyring)}
+platform_key = {where(keys.platform_path)}
+aggregate_key = {where(keys.aggregate_path)}
 
 [source]
 require_clean_worktree = {"true" if require_clean else "false"}
@@ -399,12 +409,13 @@ def make_evidence(tmp_path: Path, *, platforms: Sequence[PlatformSpec | Platform
                   max_statement_bytes: int = 1048576, sha: str = DEFAULT_SHA, run_id: str = DEFAULT_RUN_ID,
                   aggregate: bool = True, aggregate_key: KeyChoice = "aggregate",
                   aggregate_edit: PredicateEdit | None = None, aggregate_payload: BytesEdit | None = None,
-                  ) -> Evidence:
+                  committed_layout: bool = False) -> Evidence:
     """Write a complete, passing local evidence folder under ``tmp_path``; the keywords spoil it.
 
     ``platforms`` defaults to this host's platform; ``required`` (the policy's
     ``[platforms] required``) defaults to ``["host"]`` for one host platform and
-    to the platforms given otherwise.
+    to the platforms given otherwise. ``committed_layout`` puts the policy at
+    ``policies/local.toml`` with trust paths relative to it, as in a repository.
     """
     specs = [p if isinstance(p, PlatformSpec) else PlatformSpec(p) for p in (platforms or [host_platform()])]
     if required is None:
@@ -412,9 +423,11 @@ def make_evidence(tmp_path: Path, *, platforms: Sequence[PlatformSpec | Platform
         required = ["host"] if names == [host_platform()] else names
     root = tmp_path / "chain"
     keys = make_keys(root / "trust")
-    policy_path = root / "policy.toml"
+    policy_path = root / "policies" / "local.toml" if committed_layout else root / "policy.toml"
+    policy_path.parent.mkdir(parents=True, exist_ok=True)
     policy_path.write_text(policy_text(keys, required=required, required_steps=required_steps, signing=signing,
-                                       require_clean=require_clean, max_statement_bytes=max_statement_bytes),
+                                       require_clean=require_clean, max_statement_bytes=max_statement_bytes,
+                                       relative_to=policy_path.parent if committed_layout else None),
                            encoding="utf-8")
     evidence = Evidence(root=root, keys=keys, policy_path=policy_path, evidence_dir=root / "evidence",
                         artifacts_dir=root / "artifacts", sha=sha, run_id=run_id,

@@ -1,0 +1,46 @@
+"""The manifest of a qualification bundle: one run's evidence, the policy it was judged by, and its trust root.
+
+A bundle is a release asset an auditor checks long after the run; the manifest
+names every other member with its SHA-256 and size, so a member added, removed,
+renamed or altered is refused before anything in it is read as evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from ._types import Count, Record, Sha256Hex, Timestamp, TrustMode
+
+MAX_BUNDLE_MEMBERS = 32
+
+
+def _plain_segments(value: str) -> str:
+    if any(part in ("", ".", "..") for part in value.split("/")):
+        raise ValueError("a bundle path has no empty, '.' or '..' segment")
+    return value
+
+
+# Relative, POSIX separators, at most 8 segments of plain characters: nothing a file system reads specially.
+BundlePath = Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}(/[A-Za-z0-9._-]{1,64}){0,7}$"),
+                       AfterValidator(_plain_segments)]
+
+
+class BundleFile(Record):
+    path: BundlePath
+    sha256: Sha256Hex
+    size: Count
+
+
+class BundleManifest(Record):
+    kind: Literal["qualification-bundle"] = "qualification-bundle"
+    version: Literal[1] = 1
+    created_at: Timestamp
+    trust_mode: TrustMode
+    # Where the policy stands in the bundle, as in its repository: its relative paths resolve from there.
+    policy: BundlePath
+    policy_sha256: Sha256Hex
+    trust: list[BundlePath] = Field(max_length=4)
+    evidence: list[BundlePath] = Field(min_length=1, max_length=MAX_BUNDLE_MEMBERS)
+    files: list[BundleFile] = Field(min_length=2, max_length=MAX_BUNDLE_MEMBERS)
