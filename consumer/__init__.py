@@ -10,16 +10,25 @@ from typing import TYPE_CHECKING
 
 from desktop_qualify.qualify_runtime import lazy_attributes
 
-from ._args import build_audit_parser, build_bundle_parser, build_verify_parser
+from ._args import build_audit_parser, build_bundle_parser, build_readback_parser, build_verify_parser
 
 if TYPE_CHECKING:
     from ._cli import main, run_audit, run_bundle, run_verify
     from ._decide import decide
+    from ._readback import run_readback
 
-_LAZY = {"decide": "._decide", "main": "._cli", "run_audit": "._cli", "run_bundle": "._cli", "run_verify": "._cli"}
+_LAZY = {
+    "decide": "._decide",
+    "main": "._cli",
+    "run_audit": "._cli",
+    "run_bundle": "._cli",
+    # Read-back reaches GitHub: PyGithub loads for it alone.
+    "run_readback": "._readback",
+    "run_verify": "._cli",
+}
 
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
-__all__ = ["build_audit_parser", "build_bundle_parser", "build_verify_parser", "decide", "main", "run_audit",
-           "run_bundle", "run_verify"]
+__all__ = ["build_audit_parser", "build_bundle_parser", "build_readback_parser", "build_verify_parser", "decide",
+           "main", "run_audit", "run_bundle", "run_readback", "run_verify"]

@@ -46,3 +46,12 @@ def build_bundle_parser(parser: argparse.ArgumentParser | None = None) -> argpar
     parser.add_argument("--out", type=Path, required=True,
                         help="the bundle to write (a name ending in .qualify-bundle.zip), replacing it")
     return parser
+
+
+def build_readback_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or ArgumentParser(prog="qualify readback", description="Check a published release's assets.")
+    parser.add_argument("--policy", type=Path, required=True, help="the anchor the release's bundle must match")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
+    parser.add_argument("--repository", required=True, help="OWNER/REPO of the release")
+    parser.add_argument("--tag", required=True, help="the release's tag")
+    return parser

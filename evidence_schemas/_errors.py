@@ -53,6 +53,10 @@ class Code(enum.StrEnum):
     BUNDLE_MANIFEST_MISMATCH = "QE_BUNDLE_MANIFEST_MISMATCH"
     # A bundle whose policy (or, in local mode, keyring) the auditor's own does not vouch for.
     BUNDLE_UNANCHORED = "QE_BUNDLE_UNANCHORED"
+    # Post-release read-back of the public download channel
+    RELEASE_NOT_PUBLISHED = "QE_RELEASE_NOT_PUBLISHED"
+    RELEASE_ASSET_MISSING = "QE_RELEASE_ASSET_MISSING"
+    RELEASE_ASSET_UNQUALIFIED = "QE_RELEASE_ASSET_UNQUALIFIED"
     # Stage outcomes
     SOURCE_GATE_FAILED = "QE_SOURCE_GATE_FAILED"
     BUILD_FAILED = "QE_BUILD_FAILED"

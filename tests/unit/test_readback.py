@@ -1,0 +1,133 @@
+"""`qualify readback`: the published release serves exactly what its bundle qualified (loopback GitHub emulator)."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from desktop_qualify.evidence_schemas import Code
+from support.evidence_factory import Evidence, make_evidence
+from support.github_emulator import DEFAULT_TOKEN, Asset, GitHubEmulator, Release
+
+REPOSITORY = "acme/desktop"
+TAG = "v1.0.0"
+
+
+@pytest.fixture
+def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubEmulator]:
+    server = GitHubEmulator().start()
+    monkeypatch.setenv("GITHUB_API_URL", server.api_url)
+    monkeypatch.setenv("GITHUB_TOKEN", DEFAULT_TOKEN)
+    yield server
+    server.stop()
+
+
+def _run(tmp_path: Path, qualify: Any, name: str = "run") -> tuple[Evidence, Path]:
+    ev = make_evidence(tmp_path / name, committed_layout=True)
+    bundle = tmp_path / f"{name}.qualify-bundle.zip"
+    assert qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
+                    "--out", str(bundle)]).status == 0
+    return ev, bundle
+
+
+def _publish(emulator: GitHubEmulator, assets: list[tuple[str, bytes]], *, draft: bool = False) -> None:
+    emulator.repo(REPOSITORY).releases = [
+        Release(1, TAG, [Asset(100 + i, name, body) for i, (name, body) in enumerate(assets)], draft=draft)]
+
+
+def _readback(qualify: Any, ev: Evidence) -> Any:
+    return qualify(["readback", "--policy", str(ev.policy_path), "--repository", REPOSITORY, "--tag", TAG])
+
+
+def _good_assets(ev: Evidence, bundle: Path) -> list[tuple[str, bytes]]:
+    return [*((p.name, p.read_bytes()) for p in ev.artifact_paths), (bundle.name, bundle.read_bytes())]
+
+
+def test_a_release_serving_exactly_the_qualified_artifacts_reads_back(tmp_path: Path, qualify: Any,
+                                                                      emulator: GitHubEmulator) -> None:
+    ev, bundle = _run(tmp_path, qualify)
+    _publish(emulator, _good_assets(ev, bundle))
+    done = _readback(qualify, ev)
+    assert done.status == 0, done.text
+    assert "READBACK OK" in done.out
+    assert f"{ev.artifact_paths[0].name}: sha256" in done.out
+
+
+def _swapped(ev: Evidence, bundle: Path) -> list[tuple[str, bytes]]:
+    name, body = _good_assets(ev, bundle)[0]
+    return [(name, body + b"\0"), (bundle.name, bundle.read_bytes())]
+
+
+def _missing(ev: Evidence, bundle: Path) -> list[tuple[str, bytes]]:
+    return [(bundle.name, bundle.read_bytes())]
+
+
+def _extra(ev: Evidence, bundle: Path) -> list[tuple[str, bytes]]:
+    return [*_good_assets(ev, bundle), ("installer-extra.exe", b"MZ not qualified")]
+
+
+def _no_bundle(ev: Evidence, bundle: Path) -> list[tuple[str, bytes]]:
+    return _good_assets(ev, bundle)[:-1]
+
+
+def _bundle_altered(ev: Evidence, bundle: Path) -> list[tuple[str, bytes]]:
+    members: dict[str, bytes]
+    with zipfile.ZipFile(bundle) as archive:
+        members = {i.filename: archive.read(i) for i in archive.infolist()}
+    members["evidence/platform-linux.dsse.json"] += b" "
+    replaced = bundle.with_name("replaced.qualify-bundle.zip")
+    with zipfile.ZipFile(replaced, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return [*_good_assets(ev, bundle)[:-1], (bundle.name, replaced.read_bytes())]
+
+
+CASES = {
+    "swapped asset": (_swapped, Code.RELEASE_ASSET_UNQUALIFIED),
+    "missing asset": (_missing, Code.RELEASE_ASSET_MISSING),
+    "extra asset": (_extra, Code.RELEASE_ASSET_UNQUALIFIED),
+    "no bundle": (_no_bundle, Code.RELEASE_ASSET_MISSING),
+    "replaced bundle": (_bundle_altered, Code.BUNDLE_MANIFEST_MISMATCH),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_release_that_serves_anything_else_fails_read_back(case: str, tmp_path: Path, qualify: Any,
+                                                              emulator: GitHubEmulator) -> None:
+    ev, bundle = _run(tmp_path, qualify)
+    assets, code = CASES[case]
+    _publish(emulator, assets(ev, bundle))
+    done = _readback(qualify, ev)
+    assert done.status == 1, done.text
+    assert code.value in done.out, done.out
+    assert "READBACK FAILED" in done.out
+
+
+def test_a_bundle_of_another_run_with_other_keys_does_not_vouch_for_the_release(
+        tmp_path: Path, qualify: Any, emulator: GitHubEmulator) -> None:
+    ev, _ = _run(tmp_path, qualify, "mine")
+    theirs, their_bundle = _run(tmp_path, qualify, "theirs")
+    _publish(emulator, _good_assets(theirs, their_bundle))
+    done = _readback(qualify, ev)
+    assert done.status == 1
+    assert Code.BUNDLE_UNANCHORED.value in done.out
+
+
+def test_a_draft_is_not_read_back(tmp_path: Path, qualify: Any, emulator: GitHubEmulator) -> None:
+    ev, bundle = _run(tmp_path, qualify)
+    _publish(emulator, _good_assets(ev, bundle), draft=True)
+    done = _readback(qualify, ev)
+    assert done.status == 1
+    assert Code.RELEASE_NOT_PUBLISHED.value in done.out
+
+
+def test_an_unknown_tag_is_an_environment_error_not_a_traceback(tmp_path: Path, qualify: Any,
+                                                                emulator: GitHubEmulator) -> None:
+    ev, bundle = _run(tmp_path, qualify)
+    _publish(emulator, _good_assets(ev, bundle))
+    done = qualify(["readback", "--policy", str(ev.policy_path), "--repository", REPOSITORY, "--tag", "v9"])
+    assert done.status == 2
+    assert "Traceback" not in done.text
