@@ -27,7 +27,15 @@ from ._keyring import Keyring, Role, TrustedKey, add_to_keyring
 from ._keys import generate_private_key, keyid_of, load_private_key
 from ._local import LOCAL_SUFFIX, KeyringVerifier, LocalSigner
 from ._policy_trust import signer_for, verifier_for
-from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, check_identity, cross_check_claims, same_run
+from ._sigstore_expected import (
+    CertificateIdentity,
+    ExpectedWorkflow,
+    SignerRole,
+    check_identity,
+    check_platform_signer,
+    cross_check_claims,
+    same_run,
+)
 from ._sigstore_identity import GitHubIdentity, identity_from_certificate, parse_run_invocation_uri
 
 if TYPE_CHECKING:
@@ -85,12 +93,14 @@ __all__ = [
     "Keyring",
     "PinnedTrustedRoot",
     "Role",
+    "SignerRole",
     "TrustedKey",
     "VerifiedPayload",
     "VerifiedSigstoreArtifact",
     "VerifiedSigstorePayload",
     "add_to_keyring",
     "check_identity",
+    "check_platform_signer",
     "cross_check_claims",
     "generate_private_key",
     "identity_from_certificate",

@@ -30,7 +30,7 @@ from sigstore.models import Bundle
 from sigstore.verify.policy import AllOf, Identity, OIDCIssuer, OIDCIssuerV2, VerificationPolicy
 from sigstore_models.common.v1 import HashAlgorithm
 
-from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, check_identity
+from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, SignerRole, check_identity
 from ._sigstore_identity import GitHubIdentity, identity_from_certificate
 from ._sigstore_root import PinnedTrustedRoot
 
@@ -128,11 +128,11 @@ def _refusal(exc: BaseException, policies: list[_Recorded], what: str) -> Qualif
     )
 
 
-def _leaf_identity(bundle: Bundle, expected: ExpectedWorkflow | None) -> GitHubIdentity | None:
+def _leaf_identity(bundle: Bundle, expected: ExpectedWorkflow | None, role: SignerRole) -> GitHubIdentity | None:
     if expected is None:
         return None
     identity = identity_from_certificate(bundle.signing_certificate)
-    check_identity(identity, expected)
+    check_identity(identity, expected, role)
     return identity
 
 
@@ -143,8 +143,13 @@ def verify_dsse_bundle(
     what: str,
     *,
     max_bytes: int = MAX_BUNDLE_BYTES,
+    role: SignerRole = "platform",
 ) -> VerifiedSigstorePayload:
-    """Verify a DSSE bundle (our statements) and return the exact signed payload bytes."""
+    """Verify a DSSE bundle (our statements) and return the exact signed payload bytes.
+
+    The signer must be one of ``expected``'s signers for ``role``; which platform
+    a platform statement speaks for is checked by the caller once it is parsed.
+    """
     bundle, raw = _parse_bundle(bundle_bytes, what=what, max_bytes=max_bytes)
     if "dsseEnvelope" not in raw:
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: the bundle holds no DSSE envelope")
@@ -154,7 +159,7 @@ def verify_dsse_bundle(
     except _VERIFY_ERRORS as exc:
         raise _refusal(exc, policies, what) from exc
     identity = identity_from_certificate(bundle.signing_certificate)
-    check_identity(identity, expected)
+    check_identity(identity, expected, role)
     if payload_type != IN_TOTO_PAYLOAD_TYPE:
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: payload type {payload_type[:100]!r} is not in-toto")
     return VerifiedSigstorePayload(
@@ -202,6 +207,7 @@ def verify_artifact_bundle(
     what: str,
     max_bytes: int = MAX_BUNDLE_BYTES,
     predicate_type: str | None = None,
+    role: SignerRole = "platform",
 ) -> VerifiedSigstoreArtifact:
     """Verify that a bundle covers ``artifact`` (its bytes, or its SHA-256 as hex).
 
@@ -222,7 +228,7 @@ def verify_artifact_bundle(
             trusted_root.verifier.verify_artifact(hashed, bundle, policy)
     except _VERIFY_ERRORS as exc:
         raise _refusal(exc, policies, what) from exc
-    identity = _leaf_identity(bundle, expected)
+    identity = _leaf_identity(bundle, expected, role)
     if predicate_type is not None and "dsseEnvelope" not in raw:
         raise QualificationError(Code.PREDICATE_TYPE_UNKNOWN, f"{what}: a {predicate_type} statement was expected")
     if "dsseEnvelope" in raw and digest not in _subject_digests(payload, payload_type, what,

@@ -2,10 +2,11 @@
 
 `github_evidence` writes what the GitHub-mode chain leaves behind (see
 tests/e2e_github): ``platform-linux.sigstore.json`` and ``aggregate.sigstore.json``,
-Sigstore bundles whose Fulcio certificates carry the producer workflow's
-identity, over a github-mode predicate (run identity, a source gate that saw a
-ruleset on main through the API, a Sigstore-bundle artifact signature) whose
-journey shows every step of the release policy's table. The policy is
+Sigstore bundles whose Fulcio certificates carry the identities the release
+policy names (the linux statement and the artifact signature: produce-linux.yml
+called by qualify.yml; the aggregate: qualify.yml itself), over a github-mode
+predicate (run identity, a source gate that saw a ruleset on main through the
+API, a Sigstore-bundle artifact signature) whose journey shows every step of the release policy's table. The policy is
 policies/release.toml re-pointed at the test instance's trusted root, linux
 only, as `support.github_chain.github_policy` makes it. Untouched, the evidence
 is QUALIFIED (``test_untouched_github_evidence_qualifies``); a row changes one
@@ -34,12 +35,15 @@ from desktop_qualify.qualify_policy import load_policy
 from desktop_qualify.qualify_trust import SigstoreSigner, identity_from_certificate
 from sigstore.models import Bundle
 from support.evidence_factory import DEFAULT_SHA, OTHER_SHA, platform_payload, predicate_data, utc_now, write_artifact
-from support.github_chain import REPOSITORY, WORKFLOW, github_policy
+from support.github_chain import REPOSITORY, WORKFLOW, aggregate_identity, github_policy, platform_identity
 from support.github_emulator import Branch, GitHubEmulator
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
 
 GH_RUN_ID = 4242
-IDENTITY = GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=DEFAULT_SHA, run_id=GH_RUN_ID, attempt=1)
+# The linux producer job's certificate identity, and the aggregate job's (a job of qualify.yml itself).
+IDENTITY = platform_identity(GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=DEFAULT_SHA,
+                                            run_id=GH_RUN_ID, attempt=1), "linux")
+AGGREGATE_IDENTITY = aggregate_identity(IDENTITY)
 Edit = Callable[[dict[str, Any]], None]
 
 
@@ -98,8 +102,13 @@ class Signing:
 
 
 def cert(**changes: Any) -> Signing:
-    """A certificate for the producer identity with ``changes`` (repository, ref, sha, run_id, attempt, ...)."""
+    """A certificate for the linux job's identity with ``changes`` (repository, ref, sha, run_id, attempt, ...)."""
     return Signing(identity=replace(IDENTITY, **changes))
+
+
+def aggregate_cert(**changes: Any) -> Signing:
+    """A certificate for the aggregate job's identity with ``changes``."""
+    return Signing(identity=replace(AGGREGATE_IDENTITY, **changes))
 
 
 @dataclass(frozen=True)
@@ -191,7 +200,8 @@ def github_evidence(site: GitHubSite, *, sha: str | None = None, statement: Sign
         aggregate_edit(aggregate_data)
     aggregate_bytes = canonical_bytes(AggregateStatement.model_validate(aggregate_data))
     aggregate_file = evidence_dir / "aggregate.sigstore.json"
-    aggregate_file.write_bytes((aggregate or Signing()).signer(site.world).sign_statement(aggregate_bytes))
+    aggregate_signing = aggregate or Signing(identity=AGGREGATE_IDENTITY)
+    aggregate_file.write_bytes(aggregate_signing.signer(site.world).sign_statement(aggregate_bytes))
     return GitHubEvidence(site.world.policy_path, evidence_dir, artifact, platform_file, aggregate_file)
 
 
