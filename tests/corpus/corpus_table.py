@@ -113,6 +113,12 @@ from corpus_local import (
 from desktop_qualify.evidence_schemas import AGGREGATE_PREDICATE_TYPE, PLATFORM_PREDICATE_TYPE, Code
 from support.evidence_factory import DEFAULT_SHA, DEFAULT_STEPS, OTHER_SHA, PlatformSpec, artifact_name
 
+# What the notarization hook records when Apple accepted the bundle, and when there were no credentials.
+NOTARIZED = {"outcome": "accepted", "submission_id": "2efe2717-52ef-43a5-96dc-0797e4ca1041", "status": "Accepted",
+             "stapled": True, "detail": "accepted and stapled"}
+SKIPPED = {"outcome": "skipped", "submission_id": None, "status": None, "stapled": False,
+           "detail": "skipped: no credentials"}
+
 
 @dataclass(frozen=True)
 class Row:
@@ -637,6 +643,40 @@ CORPUS: list[Row] = [
     Row("os-signing-windows-notarized",
         on("windows", set_("signature", platform_signing_state="notarized", platform_signing_tool="signtool"),
            signing={"windows": ["signed"]}), C.PLATFORM_SIGNING_UNACCEPTED),
+    # -- the notarization hook's result (macOS): 'notarized' only with Apple's acceptance of a named submission
+    Row("notarized-without-a-notarization-result",
+        on("macos", set_("signature", platform_signing_state="notarized", platform_signing_tool="codesign"),
+           signing={"macos": ["notarized"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-accepted-but-state-signed",
+        on("macos", set_("signature", platform_signing_state="signed", platform_signing_tool="codesign",
+                         notarization=NOTARIZED), signing={"macos": ["signed"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarized-with-a-rejected-notarization",
+        on("macos", set_("signature", platform_signing_state="notarized", platform_signing_tool="codesign",
+                         notarization={**NOTARIZED, "outcome": "rejected", "status": "Invalid", "stapled": False}),
+           signing={"macos": ["notarized"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarized-without-a-submission-id",
+        on("macos", set_("signature", platform_signing_state="notarized", platform_signing_tool="codesign",
+                         notarization={**NOTARIZED, "submission_id": None}),
+           signing={"macos": ["notarized"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarized-without-apples-accepted",
+        on("macos", set_("signature", platform_signing_state="notarized", platform_signing_tool="codesign",
+                         notarization={**NOTARIZED, "status": "In Progress"}),
+           signing={"macos": ["notarized"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-skipped-but-stapled",
+        on("macos", set_("signature", platform_signing_state="signed", platform_signing_tool="codesign",
+                         notarization={**SKIPPED, "stapled": True}),
+           signing={"macos": ["signed"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-skipped-names-a-submission",
+        on("macos", set_("signature", platform_signing_state="signed", platform_signing_tool="codesign",
+                         notarization={**SKIPPED, "submission_id": NOTARIZED["submission_id"]}),
+           signing={"macos": ["signed"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-result-for-an-unsigned-bundle", on("macos", set_("signature", notarization=SKIPPED)),
+        C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-result-on-linux", on("linux", set_("signature", notarization=SKIPPED)),
+        C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-skipped-where-notarized-required",
+        on("macos", set_("signature", platform_signing_state="signed", platform_signing_tool="codesign",
+                         notarization=SKIPPED), signing={"macos": ["notarized"]}), C.PLATFORM_SIGNING_UNACCEPTED),
     # -- install
     Row("install-passed-with-a-failure-text", one(set_("install", failure="unpack refused: ../escape")),
         C.INSTALL_FAILED),
