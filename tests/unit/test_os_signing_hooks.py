@@ -283,8 +283,9 @@ NOTARIZED = {"outcome": "accepted", "submission_id": SUBMISSION, "status": "Acce
 ], ids=["notarized and stapled", "notarized, not stapled", "signed, notarization skipped", "signed, rejected"])
 def test_a_consistent_notarization_record_qualifies_where_the_policy_accepts_its_state(
         tmp_path: Path, state: str, notarization: dict[str, object], accepted: list[str]) -> None:
-    from desktop_qualify import qualify_cli
     from support.evidence_factory import PlatformSpec, make_evidence
+
+    from desktop_qualify import qualify_cli
 
     def sign(pred: dict[str, Any]) -> None:
         pred["signature"].update(platform_signing_state=state, platform_signing_tool="codesign",
