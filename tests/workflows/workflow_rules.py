@@ -28,7 +28,8 @@ LOCK = "requirements/pipeline.txt"
 LEAST: dict[tuple[str, str], dict[str, str]] = {
     **{(PRODUCERS[p], "produce"): {"contents": "read", "id-token": "write"} for p in PLATFORMS},
     **{("qualify.yml", p): {"contents": "read", "id-token": "write"} for p in PLATFORMS},
-    ("qualify.yml", "aggregate"): {"contents": "read", "id-token": "write"},
+    # attestations: write on the aggregate job alone: it stores the statements it verified.
+    ("qualify.yml", "aggregate"): {"contents": "read", "id-token": "write", "attestations": "write"},
     ("release.yml", "gate"): {"contents": "write", "actions": "read"},
     ("ci.yml", "tests"): {"contents": "read"},
 }
