@@ -56,8 +56,8 @@ def is_macho_executable(path: Path) -> bool:
             head = handle.read(16)
     if len(head) < 16 or head[:4] not in _MACHO_MAGICS:
         return False
-    order = "big" if head[:4] in (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf") else "little"
-    return int.from_bytes(head[12:16], order) == _MH_EXECUTE
+    big = head[:4] in (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf")
+    return int.from_bytes(head[12:16], "big" if big else "little") == _MH_EXECUTE
 
 
 class CodesignSigner(PlatformSigner):

@@ -159,7 +159,11 @@ def verify_dsse_bundle(
     except _VERIFY_ERRORS as exc:
         raise _refusal(exc, policies, what) from exc
     identity = identity_from_certificate(bundle.signing_certificate)
-    check_identity(identity, expected, role)
+    try:
+        check_identity(identity, expected, role)
+    except QualificationError as exc:
+        # Which file was refused matters as much as why: the message names it.
+        raise QualificationError(exc.code, f"{what}: {exc.message}", hint=exc.hint) from exc
     if payload_type != IN_TOTO_PAYLOAD_TYPE:
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: payload type {payload_type[:100]!r} is not in-toto")
     return VerifiedSigstorePayload(

@@ -28,6 +28,7 @@ from desktop_qualify.evidence_schemas import (
     AGGREGATE_PREDICATE_TYPE,
     IN_TOTO_STATEMENT_TYPE,
     AggregateStatement,
+    Platform,
     PlatformPredicate,
     canonical_bytes,
 )
@@ -124,11 +125,12 @@ class GitHubEvidence:
                 "--artifact", str(self.artifact), *extra]
 
 
-def _github_predicate(site: GitHubSite, artifact: Path, sha: str, artifact_signing: Signing) -> dict[str, Any]:
+def github_predicate(site: GitHubSite, artifact: Path, sha: str, artifact_signing: Signing, *,
+                     platform: Platform = "linux") -> dict[str, Any]:
     policy = load_policy(site.world.policy_path)
     steps = policy.file.journey.steps
     # The factory's predicate, re-cast as a GitHub Actions job's.
-    data = predicate_data(platform="linux", artifact=artifact, sha=sha, run_id=str(GH_RUN_ID), attempt=1,
+    data = predicate_data(platform=platform, artifact=artifact, sha=sha, run_id=str(GH_RUN_ID), attempt=1,
                           key=Ed25519PrivateKey.generate(), required_steps=list(steps))
     data["run"].update(mode="github", repository=REPOSITORY, trigger="push", runner_environment="github-hosted")
     now = data["produced_at"]
@@ -150,7 +152,7 @@ def _github_predicate(site: GitHubSite, artifact: Path, sha: str, artifact_signi
     return data
 
 
-def _signer_of(bundle: bytes) -> tuple[str, str]:
+def signer_of(bundle: bytes) -> tuple[str, str]:
     """(leaf certificate SHA-256, build signer URI): what the aggregate records for a verified statement."""
     certificate = Bundle.from_json(bundle).signing_certificate
     keyid = hashlib.sha256(certificate.public_bytes(Encoding.DER)).hexdigest()
@@ -173,7 +175,7 @@ def github_evidence(site: GitHubSite, *, sha: str | None = None, statement: Sign
     evidence_dir = root / "evidence"
     evidence_dir.mkdir(parents=True)
     artifact = write_artifact(root / "artifacts", "linux", sha)
-    data = _github_predicate(site, artifact, sha, artifact_signing or Signing())
+    data = github_predicate(site, artifact, sha, artifact_signing or Signing())
     if edit is not None:
         edit(data)
     predicate = PlatformPredicate.model_validate(data)
@@ -184,7 +186,7 @@ def github_evidence(site: GitHubSite, *, sha: str | None = None, statement: Sign
     platform_file = evidence_dir / "platform-linux.sigstore.json"
     platform_file.write_bytes(bundle)
 
-    keyid, signer_uri = _signer_of(bundle)
+    keyid, signer_uri = signer_of(bundle)
     entry = {"platform": "linux", "artifact": predicate.build.artifact.model_dump(mode="json"),
              "statement_sha256": hashlib.sha256(bundle).hexdigest(), "signer_keyid": keyid,
              "signer_identity": signer_uri}
@@ -252,7 +254,7 @@ def gh_other_statement_as_artifact_signature(site: GitHubSite) -> list[str]:
                      "subject": [{"name": artifact["name"], "digest": {"sha256": artifact["sha256"]}}],
                      "predicateType": PLATFORM_PREDICATE_TYPE, "predicate": {}}
         bundle = signer.sign_statement(canonical_bytes(statement))
-        data["signature"].update(signature=bundle.decode("utf-8"), keyid=_signer_of(bundle)[0])
+        data["signature"].update(signature=bundle.decode("utf-8"), keyid=signer_of(bundle)[0])
 
     return github_evidence(site, edit=edit).verify_argv()
 
