@@ -9,7 +9,8 @@ PyInstaller build, install, launch and journey), then the aggregate, then `quali
 release gate in a child process, exactly as the end-to-end tests' `github_chain` fixture does.
 
 Writes OUT (default qualification-out-github/): evidence/, artifacts/, the instance's trusted_root.json,
-signer-identity.json (the issuer and the exact certificate SAN demanded of each bundle), decision.json and summary.md.
+signer-identity.json (the issuer and the exact certificate SAN demanded of each bundle), decision.json and
+summary.md.
 Exits with the verdict's code (0 = QUALIFIED).
 """
 
@@ -77,10 +78,11 @@ def run(out: Path, work: Path) -> int:
             return 1
 
         shutil.copyfile(instance.trusted_root_path, out / "trusted_root.json")
-        # The identity every statement must carry, for other verifiers (nox -s interop) to demand exactly.
+        # The identity each statement must carry, for other verifiers (nox -s interop) to demand exactly.
+        sans = {"platform-linux.sigstore.json": identity.san_uri,
+                "aggregate.sigstore.json": chain.aggregate_identity.san_uri}
         (out / "signer-identity.json").write_text(json.dumps(
-            {"subjectAlternativeName": identity.san_uri, "issuer": identity.issuer}, indent=2) + "\n",
-            encoding="utf-8")
+            {"issuer": identity.issuer, "subjectAlternativeNames": sans}, indent=2) + "\n", encoding="utf-8")
         # The release gate, as a user runs it: the CLI in a child, reading main's live head from the emulator.
         started = time.monotonic()
         args = [sys.executable, "-m", "desktop_qualify.qualify_cli", "verify", "--policy", str(policy.path),
