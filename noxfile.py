@@ -194,3 +194,10 @@ def interop(session: nox.Session) -> None:
                 "--identity", str(GITHUB_OUT / "signer-identity.json"),
                 "--foreign-root", str(ROOT / "policies" / "sigstore" / "trusted_root.production.json"),
                 *sorted(str(p) for p in evidence.glob("*.sigstore.json")), external=True)
+
+
+@nox.session(name="workflow-dry-run")
+def workflow_dry_run(session: nox.Session) -> None:
+    """The workflow jobs' own `qualify` commands, read from the YAML, run in order here under the local policy."""
+    session.install(".", "pyyaml>=6.0.2,<7")
+    session.run("python", "tools/workflow_dry_run.py", *session.posargs)

@@ -74,6 +74,24 @@ class BuildRecord(Record):
     passed: bool
 
 
+class NotarizationRecord(Record):
+    """The after-sign notarization hook's bounded result (macOS only; see producer._notarize)."""
+
+    # accepted: Apple's notary service accepted the submission; rejected: it answered Invalid or
+    # Rejected; failed: no usable answer (the tool failed or said nothing parseable); skipped: the
+    # job had no notarization credentials, so nothing was submitted.
+    outcome: Literal["accepted", "rejected", "failed", "skipped"]
+    # notarytool's submission id (a UUID), to look the submission up with `xcrun notarytool log`.
+    submission_id: Annotated[str, Field(pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")] \
+        | None = None
+    # notarytool's own status word ("Accepted", "Invalid", ...), when it gave one.
+    status: ShortText | None = None
+    # Whether `xcrun stapler staple` attached the ticket to the bundle (Gatekeeper can then check
+    # offline; without it, Gatekeeper fetches the ticket online on first launch).
+    stapled: bool
+    detail: ShortText
+
+
 class SignatureRecord(Record):
     kind: Literal["signature"] = "signature"
     version: Literal[1] = 1
@@ -88,6 +106,8 @@ class SignatureRecord(Record):
     platform_signing_tool: ShortText
     platform_signing_state: Literal["unsigned", "signed", "notarized", "failed"]
     passed: bool
+    # macOS: what the notarization hook did (None on Linux and Windows, and in evidence made before it).
+    notarization: NotarizationRecord | None = None
 
 
 class InstalledFile(Record):

@@ -31,4 +31,5 @@ def sign_artifact(*, archive: Path, build: BuildRecord, signing: SigningOutcome,
         platform_signing_tool=signing.tool,
         platform_signing_state=signing.state,
         passed=readback and signing.state in accepted_states,
+        notarization=signing.notarization,
     )

@@ -1,9 +1,12 @@
 """GitHub access on PyGithub: branches, protection, rulesets, workflow runs, artifacts, releases.
 
-Shared by the producer (source gate) and the consumer. Reads only; bounded
-retries, timeouts, pagination and download caps live in :class:`ClientConfig`.
+Shared by the producer (source gate) and the consumer, which only read; the
+aggregate job also stores its verified statements as attestations
+(``store_evidence``). Bounded retries, timeouts, pagination and download caps
+live in :class:`ClientConfig`.
 """
 
+from ._attestations import StoredAttestation, attestations_for, store_attestation, store_evidence
 from ._client import GitHubClient
 from ._config import DEFAULT_API_URL, ClientConfig, RetryPolicy
 from ._errors import GitHubError
@@ -22,4 +25,8 @@ __all__ = [
     "RetryPolicy",
     "RulesetRule",
     "RunInfo",
+    "StoredAttestation",
+    "attestations_for",
+    "store_attestation",
+    "store_evidence",
 ]

@@ -131,6 +131,10 @@ class GitHubClient:
     def _call(self, what: str, op: Callable[[], T]) -> T:
         return with_retries(what, op, policy=self._config.retry, secret=self._token)
 
+    def request_json(self, what: str, verb: str, path: str, body: dict[str, Any] | None = None) -> object:
+        """One API call PyGithub does not wrap (``Requester.requestJsonAndCheck``, its documented hook), retried."""
+        return self._call(what, lambda: self._github.requester.requestJsonAndCheck(verb, path, input=body)[1])
+
     def _bounded(self, what: str, items: Iterable[Any], convert: Callable[[Any], T]) -> tuple[T, ...]:
         out: list[T] = []
         for item in items:

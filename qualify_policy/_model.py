@@ -14,15 +14,54 @@ _SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
 PlatformChoice = Literal["linux", "macos", "windows", "host"]
 SigningState = Literal["unsigned", "signed", "notarized"]
 
+_WorkflowPath = Annotated[str, Field(pattern=r"^\.github/workflows/[A-Za-z0-9_.-]{1,100}\.ya?ml$")]
+
+
+class SignerWorkflows(Record):
+    """GitHub mode: the one workflow file whose certificate may speak for each platform and for the aggregate.
+
+    Each platform's producer is a reusable workflow of its own, called by the
+    producer (build config) workflow; Fulcio writes the reusable file into the
+    build signer URI (OID .9, also the SAN) and the caller into the build config
+    URI (.18). A statement for one platform signed by another's file is refused
+    (DESIGN.md section 3: a compromised job cannot speak for another platform).
+    """
+
+    linux: _WorkflowPath
+    macos: _WorkflowPath
+    windows: _WorkflowPath
+    aggregate: _WorkflowPath
+
+    @model_validator(mode="after")
+    def _one_file_per_platform(self) -> SignerWorkflows:
+        platforms = [self.linux, self.macos, self.windows]
+        if len(set(platforms)) != len(platforms):
+            raise ValueError("each platform needs a signer workflow of its own")
+        if self.aggregate in platforms:
+            raise ValueError("the aggregate cannot sign as a platform's producer workflow")
+        return self
+
+
 class ProducerIdentity(Record):
     repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")]
-    workflow: Annotated[str, Field(pattern=r"^\.github/workflows/[A-Za-z0-9_.-]{1,100}\.ya?ml$")]
+    # The top-level workflow the run belongs to (GITHUB_WORKFLOW_REF; certificate OID .18).
+    workflow: _WorkflowPath
     ref: Literal["refs/heads/main"]
     allowed_triggers: list[_Name] = Field(min_length=1, max_length=8)
     runner_environment: Literal["github-hosted", "local"]
     # GitHub's numeric ids, pinned against a renamed or re-registered OWNER/REPO (GitHub mode).
     repository_id: Annotated[int, Field(ge=1, le=2**63)] | None = None
     owner_id: Annotated[int, Field(ge=1, le=2**63)] | None = None
+    # GitHub mode only (required there): who signs for each platform and for the aggregate.
+    signers: SignerWorkflows | None = None
+
+    @model_validator(mode="after")
+    def _callers_are_not_platform_signers(self) -> ProducerIdentity:
+        # The caller's own identity (.9 = .18) must never pass for a platform's reusable producer.
+        if self.signers is not None and self.workflow in (self.signers.linux, self.signers.macos,
+                                                          self.signers.windows):
+            raise ValueError("the build config workflow cannot also be a platform's signer workflow")
+        return self
 
 
 class Ed25519Trust(Record):
@@ -112,3 +151,12 @@ class PolicyFile(Record):
     journey: JourneyPolicy
     signing: SigningPolicy
     limits: LimitsPolicy
+
+    @model_validator(mode="after")
+    def _signers_iff_sigstore(self) -> PolicyFile:
+        if isinstance(self.trust, SigstoreTrust) and self.producer.signers is None:
+            raise ValueError("a sigstore policy names [producer.signers]: the signer workflow of each platform "
+                             "and of the aggregate")
+        if isinstance(self.trust, Ed25519Trust) and self.producer.signers is not None:
+            raise ValueError("[producer.signers] are certificate identities; an ed25519 policy signs with its keyring")
+        return self

@@ -42,6 +42,8 @@ class GitHubIdentity:
     # Numeric ids survive a rename of the owner or repository; names do not (OIDs .15, .17).
     source_repository_identifier: str | None = None
     source_repository_owner_identifier: str | None = None
+    # The caller's workflow file commit (.19); the build config URI (.18) names the file itself.
+    build_config_digest: str | None = None
 
 
 def parse_run_invocation_uri(uri: str) -> tuple[str, str, int]:

@@ -12,12 +12,19 @@ import hashlib
 from collections.abc import Callable
 
 from cryptography.hazmat.primitives.serialization import Encoding
-from desktop_qualify.evidence_schemas import PREDICATE_PREFIX, STATEMENT_SUFFIXES, QualificationError, canonical_bytes
+from desktop_qualify.evidence_schemas import (
+    PREDICATE_PREFIX,
+    STATEMENT_SUFFIXES,
+    Code,
+    QualificationError,
+    canonical_bytes,
+)
 from sigstore.models import Bundle
 
 from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
 from ._keyring import Role
-from ._sigstore_expected import ExpectedWorkflow, cross_check_claims
+from ._sigstore_expected import ExpectedWorkflow, check_platform_signer, cross_check_claims
+from ._sigstore_identity import GitHubIdentity
 from ._sigstore_root import PinnedTrustedRoot
 from ._sigstore_sign import sign_dsse_statement
 from ._sigstore_verify import verify_artifact_bundle, verify_dsse_bundle
@@ -62,12 +69,18 @@ class SigstoreVerifier(StatementVerifier):
         self._expected = expected
 
     def verify_statement(self, data: bytes, *, role: Role, what: str) -> VerifiedStatement:
-        # Both roles are jobs of the one producer workflow: the identity is the
-        # same, and the predicate type (checked by the caller) tells them apart.
-        verified = verify_dsse_bundle(data, self._root, self._expected, what)
+        # A platform statement may come from any platform's signer workflow here; which one is
+        # the only one allowed is known once the payload names its platform (speaks_for).
+        verified = verify_dsse_bundle(data, self._root, self._expected, what, role=role)
         signer = SignerIdentity("sigstore", verified.identity.build_signer_uri, verified.certificate_sha256,
                                 verified.identity)
         return VerifiedStatement(verified.payload, signer, verified.bundle_sha256)
+
+    def check_speaks_for(self, signer: SignerIdentity, platform: str) -> None:
+        claims = signer.claims
+        if not isinstance(claims, GitHubIdentity):
+            raise QualificationError(Code.WORKFLOW_IDENTITY_MISMATCH, "a Sigstore statement without certificate claims")
+        check_platform_signer(claims, self._expected, platform)
 
     def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> SignerIdentity | None:
         if signature.method != "sigstore-bundle":

@@ -67,5 +67,13 @@ class StatementVerifier(ABC):
         """Raise QualificationError unless ``data`` is validly signed by an identity trusted for ``role``."""
 
     @abstractmethod
+    def check_speaks_for(self, signer: SignerIdentity, platform: str) -> None:
+        """Raise QualificationError unless ``signer`` (from ``verify_statement``) may sign for ``platform``.
+
+        GitHub mode: each platform has a signer workflow of its own (policy
+        ``[producer.signers]``), so a job cannot speak for another platform.
+        """
+
+    @abstractmethod
     def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> SignerIdentity | None:
         """Who signed ``sha256_hex`` (read from the signature), or None when it does not verify under this root."""

@@ -50,6 +50,12 @@ class KeyringVerifier(StatementVerifier):
         return VerifiedStatement(verified.payload, SignerIdentity("ed25519", verified.signer_name, verified.keyid),
                                  verified.envelope_sha256)
 
+    def check_speaks_for(self, signer: SignerIdentity, platform: str) -> None:
+        # A local chain runs on one machine: its keyring has a platform role, not one key per platform.
+        # verify_statement has already checked that the key holds the platform role.
+        if signer.kind != "ed25519":
+            raise QualificationError(Code.SIGNER_UNTRUSTED, f"a {platform} statement not signed by a keyring key")
+
     def verify_artifact_signature(self, sha256_hex: str, signature: ArtifactSignature) -> SignerIdentity | None:
         if signature.method != "ed25519-detached" or not verify_artifact_digest(
                 sha256_hex, signature.signature, self._keyring, signature.keyid):

@@ -10,8 +10,10 @@ no regexes, no prefixes, so `owner/repo-evil`, `release.yml.attacker.yml` or
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
 
 from desktop_qualify.evidence_schemas import GIT_SHA_PATTERN, Code, QualificationError, RunIdentity
 from desktop_qualify.qualify_policy import Policy
@@ -23,11 +25,19 @@ MAIN_REF = "refs/heads/main"
 GITHUB_HOSTED = "github-hosted"
 # Git object names: SHA-1 (40 hex) or SHA-256 (64 hex) repositories.
 _GIT_SHA = re.compile(GIT_SHA_PATTERN)
+PLATFORM_SIGNERS = ("linux", "macos", "windows")
+#: which kind of statement a certificate is asked to sign: a platform's or the aggregate's
+SignerRole = Literal["platform", "aggregate"]
 
 
 @dataclass(frozen=True)
 class ExpectedWorkflow:
-    """The producer workflow a policy trusts; ``candidate_sha`` binds it to one commit when given."""
+    """The producer workflow a policy trusts; ``candidate_sha`` binds it to one commit when given.
+
+    ``workflow`` is the build config (top-level) workflow every signer runs under
+    (OID .18); ``signers`` maps each platform, and ``aggregate``, to the one
+    workflow file that may sign for it (OID .9 and the SAN).
+    """
 
     issuer: str
     repository: str
@@ -38,8 +48,13 @@ class ExpectedWorkflow:
     candidate_sha: str | None = None
     repository_id: str | None = None
     owner_id: str | None = None
+    # None: one top-level workflow signs everything (a foreign bundle's identity). A policy always names them.
+    signers: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
+        if self.signers is not None and set(self.signers) != {*PLATFORM_SIGNERS, "aggregate"}:
+            raise QualificationError(Code.POLICY_INVALID, "the policy names no signer workflow for each of "
+                                                          f"{', '.join(PLATFORM_SIGNERS)} and the aggregate")
         # Refs other than main are refused by design, even when they point at the same commit.
         if self.ref != MAIN_REF:
             raise QualificationError(Code.POLICY_INVALID, f"the producer ref must be {MAIN_REF}, not {self.ref!r}")
@@ -56,6 +71,8 @@ class ExpectedWorkflow:
         if trust is None:
             raise QualificationError(Code.POLICY_INVALID, f"{policy.path}: trust mode is not 'sigstore'")
         producer = policy.file.producer
+        if producer.signers is None:
+            raise QualificationError(Code.POLICY_INVALID, f"{policy.path}: [producer.signers] is missing")
         if producer.runner_environment != GITHUB_HOSTED:
             raise QualificationError(
                 Code.POLICY_INVALID, f"{policy.path}: sigstore trust requires runner_environment = {GITHUB_HOSTED!r}"
@@ -67,6 +84,7 @@ class ExpectedWorkflow:
             ref=producer.ref,
             allowed_triggers=frozenset(producer.allowed_triggers),
             runner_environment=producer.runner_environment,
+            signers=MappingProxyType(producer.signers.model_dump()),
             candidate_sha=candidate_sha,
             repository_id=None if producer.repository_id is None else str(producer.repository_id),
             owner_id=None if producer.owner_id is None else str(producer.owner_id),
@@ -76,10 +94,23 @@ class ExpectedWorkflow:
     def repository_uri(self) -> str:
         return f"https://github.com/{self.repository}"
 
+    def _uri(self, workflow: str) -> str:
+        return f"https://github.com/{self.repository}/{workflow}@{self.ref}"
+
     @property
     def workflow_uri(self) -> str:
-        """The build signer URI the producer workflow's certificate must carry."""
-        return f"https://github.com/{self.repository}/{self.workflow}@{self.ref}"
+        """The build config URI (OID .18) every certificate must carry: the top-level producer workflow."""
+        return self._uri(self.workflow)
+
+    def signer_uri(self, key: str) -> str:
+        """The build signer URI (OID .9) that may sign for ``key``: a platform, or ``aggregate``."""
+        return self._uri(self.workflow if self.signers is None else self.signers[key])
+
+    def signer_uris(self, role: SignerRole) -> frozenset[str]:
+        """Every build signer URI a statement of ``role`` may carry before its payload says which platform."""
+        if role == "aggregate":
+            return frozenset({self.signer_uri("aggregate")})
+        return frozenset(self.signer_uri(p) for p in PLATFORM_SIGNERS)
 
 
 @dataclass(frozen=True)
@@ -95,8 +126,12 @@ def _require(ok: bool, code: Code, message: str) -> None:
         raise QualificationError(code, message)
 
 
-def check_identity(identity: GitHubIdentity, expected: ExpectedWorkflow) -> None:
-    """Refuse a certificate identity that is not exactly the policy's producer workflow."""
+def check_identity(identity: GitHubIdentity, expected: ExpectedWorkflow, role: SignerRole) -> None:
+    """Refuse a certificate identity that is not exactly one of the policy's signers for ``role``.
+
+    Which platform a platform statement speaks for is in its payload: the exact
+    per-platform signer is checked once that is read (``check_platform_signer``).
+    """
     got, wim = identity, Code.WORKFLOW_IDENTITY_MISMATCH
     _require(got.issuer == expected.issuer, Code.SIGNER_UNTRUSTED,
              f"certificate issuer {got.issuer!r} is not the policy's {expected.issuer!r}")
@@ -104,22 +139,24 @@ def check_identity(identity: GitHubIdentity, expected: ExpectedWorkflow) -> None
              f"signed from repository {got.source_repository_uri!r}, expected {expected.repository_uri!r}")
     _require(got.source_repository_ref == expected.ref, Code.REF_NOT_MAIN,
              f"signed from ref {got.source_repository_ref!r}; only {expected.ref} may produce evidence")
-    _require(got.build_signer_uri == expected.workflow_uri, wim,
-             f"signed by workflow {got.build_signer_uri!r}, expected {expected.workflow_uri!r}")
-    # Fulcio derives both from the same claim; a difference means a non-GitHub certificate profile.
+    allowed = expected.signer_uris(role)
+    _require(got.build_signer_uri in allowed, wim,
+             f"signed by workflow {got.build_signer_uri!r}, not by one of the policy's {role} signers "
+             f"({', '.join(sorted(allowed))})")
+    # Fulcio derives both from the same claim (job_workflow_ref); a difference means a non-GitHub profile.
     _require(got.san_uri == got.build_signer_uri, wim,
              f"certificate SAN {got.san_uri!r} differs from its build signer URI")
-    # The build config is the top-level workflow: a different one means another workflow
-    # called ours as a reusable workflow, with its own triggers and inputs.
+    # The build config is the top-level workflow on every certificate: a different one means another
+    # workflow called the signer as a reusable workflow, with its own triggers and inputs.
     _require(got.build_config_uri == expected.workflow_uri, wim,
              f"run started by workflow {got.build_config_uri!r}, not by {expected.workflow_uri!r}")
     _require(got.run_repository == expected.repository, wim,
              f"run {got.run_invocation_uri!r} belongs to another repository")
     _require(got.runner_environment == expected.runner_environment, wim,
              f"runner environment {got.runner_environment!r}, expected {expected.runner_environment!r}")
-    allowed = ", ".join(sorted(expected.allowed_triggers))
+    triggers = ", ".join(sorted(expected.allowed_triggers))
     _require(got.build_trigger in expected.allowed_triggers, wim,
-             f"trigger {got.build_trigger!r} is not one the policy allows ({allowed})")
+             f"trigger {got.build_trigger!r} is not one the policy allows ({triggers})")
     if expected.candidate_sha is not None:
         _require(got.source_repository_digest == expected.candidate_sha, Code.SHA_MISMATCH,
                  f"signed at commit {got.source_repository_digest!r}, the candidate is {expected.candidate_sha!r}")
@@ -130,9 +167,23 @@ def check_identity(identity: GitHubIdentity, expected: ExpectedWorkflow) -> None
     if expected.owner_id is not None:
         _require(got.source_repository_owner_identifier == expected.owner_id, wim,
                  f"owner id {got.source_repository_owner_identifier!r} is not the policy's {expected.owner_id}")
-    # A top-level workflow runs from the commit it was triggered for.
+    # The signer is a local reusable workflow (or the caller itself): its file comes from the triggering
+    # commit, and so does the caller's (.19, when the certificate carries it).
     _require(got.build_signer_digest == got.source_repository_digest, wim,
              f"workflow file from commit {got.build_signer_digest!r}, source commit {got.source_repository_digest!r}")
+    if got.build_config_digest is not None:
+        _require(got.build_config_digest == got.source_repository_digest, wim,
+                 f"build config from commit {got.build_config_digest!r}, source commit "
+                 f"{got.source_repository_digest!r}")
+
+
+def check_platform_signer(identity: GitHubIdentity, expected: ExpectedWorkflow, platform: str) -> None:
+    """A platform statement's certificate is exactly that platform's signer workflow (OID .9)."""
+    if platform not in PLATFORM_SIGNERS:
+        raise QualificationError(Code.PLATFORM_UNKNOWN, f"no signer workflow for platform {platform[:40]!r}")
+    want = expected.signer_uri(platform)
+    _require(identity.build_signer_uri == want, Code.WORKFLOW_IDENTITY_MISMATCH,
+             f"a {platform} statement signed by {identity.build_signer_uri!r}; only {want!r} speaks for {platform}")
 
 
 def cross_check_claims(identity: GitHubIdentity, run: RunIdentity) -> None:
@@ -142,8 +193,9 @@ def cross_check_claims(identity: GitHubIdentity, run: RunIdentity) -> None:
     _require(run.mode == "github", wim, f"predicate claims {run.mode!r} mode but carries a Sigstore signature")
     _require(f"https://github.com/{run.repository}" == cert.source_repository_uri, wim,
              f"predicate claims repository {run.repository!r}; {said} {cert.source_repository_uri!r}")
-    _require(f"https://github.com/{run.repository}/{run.workflow}@{run.ref}" == cert.build_signer_uri, wim,
-             f"predicate claims workflow {run.workflow!r}@{run.ref!r}; {said} {cert.build_signer_uri!r}")
+    # The run's workflow (GITHUB_WORKFLOW_REF) is the top-level one, even inside a reusable workflow: .18.
+    _require(f"https://github.com/{run.repository}/{run.workflow}@{run.ref}" == cert.build_config_uri, wim,
+             f"predicate claims workflow {run.workflow!r}@{run.ref!r}; {said} {cert.build_config_uri!r}")
     _require(run.ref == cert.source_repository_ref, wim,
              f"predicate claims ref {run.ref!r}; {said} {cert.source_repository_ref!r}")
     _require(run.sha == cert.source_repository_digest, Code.SHA_MISMATCH,

@@ -25,6 +25,7 @@ OID_SOURCE_REPOSITORY_REF = ObjectIdentifier("1.3.6.1.4.1.57264.1.14")
 OID_SOURCE_REPOSITORY_IDENTIFIER = ObjectIdentifier("1.3.6.1.4.1.57264.1.15")
 OID_SOURCE_REPOSITORY_OWNER_IDENTIFIER = ObjectIdentifier("1.3.6.1.4.1.57264.1.17")
 OID_BUILD_CONFIG_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.18")
+OID_BUILD_CONFIG_DIGEST = ObjectIdentifier("1.3.6.1.4.1.57264.1.19")
 OID_BUILD_TRIGGER = ObjectIdentifier("1.3.6.1.4.1.57264.1.20")
 OID_RUN_INVOCATION_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.21")
 
@@ -124,4 +125,5 @@ def identity_from_certificate(certificate: x509.Certificate) -> GitHubIdentity:
                                                          "source repository identifier", wim),
         source_repository_owner_identifier=_optional_extension(extensions, OID_SOURCE_REPOSITORY_OWNER_IDENTIFIER,
                                                                "source repository owner identifier", wim),
+        build_config_digest=_optional_extension(extensions, OID_BUILD_CONFIG_DIGEST, "build config digest", wim),
     )

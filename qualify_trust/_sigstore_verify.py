@@ -31,7 +31,7 @@ from sigstore.verify.policy import AllOf, Identity, OIDCIssuer, OIDCIssuerV2, Ve
 from sigstore_models.common.v1 import HashAlgorithm
 
 from ._github_identity import GitHubIdentity
-from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, check_identity
+from ._sigstore_expected import CertificateIdentity, ExpectedWorkflow, SignerRole, check_identity
 from ._sigstore_identity import identity_from_certificate
 from ._sigstore_root import PinnedTrustedRoot
 
@@ -129,11 +129,11 @@ def _refusal(exc: BaseException, policies: list[_Recorded], what: str) -> Qualif
     )
 
 
-def _leaf_identity(bundle: Bundle, expected: ExpectedWorkflow | None) -> GitHubIdentity | None:
+def _leaf_identity(bundle: Bundle, expected: ExpectedWorkflow | None, role: SignerRole) -> GitHubIdentity | None:
     if expected is None:
         return None
     identity = identity_from_certificate(bundle.signing_certificate)
-    check_identity(identity, expected)
+    check_identity(identity, expected, role)
     return identity
 
 
@@ -144,8 +144,13 @@ def verify_dsse_bundle(
     what: str,
     *,
     max_bytes: int = MAX_BUNDLE_BYTES,
+    role: SignerRole = "platform",
 ) -> VerifiedSigstorePayload:
-    """Verify a DSSE bundle (our statements) and return the exact signed payload bytes."""
+    """Verify a DSSE bundle (our statements) and return the exact signed payload bytes.
+
+    The signer must be one of ``expected``'s signers for ``role``; which platform
+    a platform statement speaks for is checked by the caller once it is parsed.
+    """
     bundle, raw = _parse_bundle(bundle_bytes, what=what, max_bytes=max_bytes)
     if "dsseEnvelope" not in raw:
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: the bundle holds no DSSE envelope")
@@ -155,7 +160,11 @@ def verify_dsse_bundle(
     except _VERIFY_ERRORS as exc:
         raise _refusal(exc, policies, what) from exc
     identity = identity_from_certificate(bundle.signing_certificate)
-    check_identity(identity, expected)
+    try:
+        check_identity(identity, expected, role)
+    except QualificationError as exc:
+        # Which file was refused matters as much as why: the message names it.
+        raise QualificationError(exc.code, f"{what}: {exc.message}", hint=exc.hint) from exc
     if payload_type != IN_TOTO_PAYLOAD_TYPE:
         raise QualificationError(Code.SCHEMA_INVALID, f"{what}: payload type {payload_type[:100]!r} is not in-toto")
     return VerifiedSigstorePayload(
@@ -203,6 +212,7 @@ def verify_artifact_bundle(
     what: str,
     max_bytes: int = MAX_BUNDLE_BYTES,
     predicate_type: str | None = None,
+    role: SignerRole = "platform",
 ) -> VerifiedSigstoreArtifact:
     """Verify that a bundle covers ``artifact`` (its bytes, or its SHA-256 as hex).
 
@@ -223,7 +233,7 @@ def verify_artifact_bundle(
             trusted_root.verifier.verify_artifact(hashed, bundle, policy)
     except _VERIFY_ERRORS as exc:
         raise _refusal(exc, policies, what) from exc
-    identity = _leaf_identity(bundle, expected)
+    identity = _leaf_identity(bundle, expected, role)
     if predicate_type is not None and "dsseEnvelope" not in raw:
         raise QualificationError(Code.PREDICATE_TYPE_UNKNOWN, f"{what}: a {predicate_type} statement was expected")
     if "dsseEnvelope" in raw and digest not in _subject_digests(payload, payload_type, what,

@@ -39,6 +39,12 @@ PLATFORM_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
     "predicate.journey.host_pid": "the app's process id during its journey, for reading its own report",
     "predicate.journey.stderr_excerpt": "bounded free text from the app; logs are never evidence",
     "predicate.journey.steps.*.detail": "bounded free text from the app about one step",
+    # The notarization hook's result: its outcome is checked against the OS signing state; these say more.
+    "predicate.signature.notarization.submission_id": "Apple's id, for `xcrun notarytool log`; checked present "
+                                                      "when accepted, absent when skipped",
+    "predicate.signature.notarization.stapled": "whether the ticket is stapled (Gatekeeper checks online if not); "
+                                                "the state is 'notarized' either way",
+    "predicate.signature.notarization.detail": "bounded free text from the hook",
 })
 
 AGGREGATE_INFORMATIONAL: Mapping[str, str] = MappingProxyType({

@@ -145,6 +145,29 @@ def _check_os_signing_claim(p: PlatformPredicate, out: _Collect) -> None:
         out.fail(f"OS signing state {state!r} by {named!r}; {p.platform} signs with {tool!r}")
     elif state == "notarized" and p.platform != "macos":
         out.fail(f"{p.platform} cannot be notarized (notarization is macOS only)")
+    _check_notarization_claim(p, out)
+
+
+def _check_notarization_claim(p: PlatformPredicate, out: _Collect) -> None:
+    """'notarized' only with Apple's acceptance of a named submission; the record cannot say more than it saw."""
+    sig, n = p.signature, p.signature.notarization
+    if n is None:
+        if sig.platform_signing_state == "notarized":
+            out.fail("the state is 'notarized', but the record holds no notarization result")
+        return
+    if p.platform != "macos":
+        out.fail(f"a notarization result on {p.platform} (notarization is macOS only)")
+    if sig.platform_signing_state == "unsigned":
+        out.fail("a notarization result for an unsigned bundle (the hook runs only after signing)")
+    accepted = n.outcome == "accepted"
+    if accepted != (sig.platform_signing_state == "notarized"):
+        out.fail(f"notarization {n.outcome!r} contradicts the OS signing state {sig.platform_signing_state!r}")
+    if accepted and (n.submission_id is None or n.status != "Accepted"):
+        out.fail("an accepted notarization names no submission id or not Apple's 'Accepted'")
+    if not accepted and n.stapled:
+        out.fail(f"a ticket stapled for a notarization that was {n.outcome!r}")
+    if n.outcome == "skipped" and (n.submission_id is not None or n.status is not None):
+        out.fail("a skipped notarization names a submission")
 
 
 # -- install ------------------------------------------------------------------------------------------------

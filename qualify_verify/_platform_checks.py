@@ -1,7 +1,9 @@
 """The checklist for one platform statement, in the order DESIGN.md section 3 gives.
 
 1. the signature verifies and its key is trusted for the platform role;
-2. the signed payload is a valid statement of the platform predicate type;
+2. the signed payload is a valid statement of the platform predicate type, and
+   its signer is the one the policy names for that platform (GitHub mode: the
+   platform's own reusable workflow, so no job speaks for another platform);
 3. the file name, the subject and the build record name the same artifact;
 4. every identity claim equals what the policy fixes (repository, workflow,
    ref, trigger, runner environment);
@@ -71,6 +73,12 @@ def verify_signature_and_payload(name: str, data: bytes, verifier: StatementVeri
     if not isinstance(statement, PlatformStatement):
         return findings.add(Code.PREDICATE_TYPE_UNKNOWN, f"{name}: carries {statement.predicateType}, not a "
                                                          "platform qualification")
+    platform = statement.predicate.platform
+    try:
+        verifier.check_speaks_for(signed.signer, platform)
+    except QualificationError as exc:
+        # Nothing a statement says counts when its signer may not speak for its platform.
+        return findings.add(exc.code, f"{name}: {exc.message}", platform)
     return VerifiedPlatform(name, statement, signed)
 
 
@@ -164,6 +172,10 @@ def check_artifact_signer(vp: VerifiedPlatform, verifier: StatementVerifier, fin
             cross_check_claims(claims, p.run)
         except QualificationError as exc:
             findings.add(exc.code, f"{vp.file_name}: artifact signature: {exc.message}", p.platform)
+        # The same platform job signs both: another platform's signer cannot sign this artifact.
+        if signer.name != vp.signed.signer.name:
+            findings.add(Code.WORKFLOW_IDENTITY_MISMATCH, f"{vp.file_name}: artifact signed by {signer.name!r}, "
+                                                          f"the statement by {vp.signed.signer.name!r}", p.platform)
     return True
 
 

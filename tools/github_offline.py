@@ -2,12 +2,15 @@
 
 The loopback GitHub REST emulator (tests/support/github_emulator.py) answers the source gate and the
 release gate; the test Sigstore instance (tests/support/sigstore_instance*.py) signs every statement
-keylessly as the qualify workflow of `acme/desktop` on `refs/heads/main`. The real producer runs (the
+keylessly for `acme/desktop` on `refs/heads/main`, each job with its own identity as Fulcio shapes it for
+reusable workflows: the linux statement as `produce-linux.yml` called by `qualify.yml`, the aggregate as
+`qualify.yml` itself. The real producer runs (the
 PyInstaller build, install, launch and journey), then the aggregate, then `qualify verify` as the
 release gate in a child process, exactly as the end-to-end tests' `github_chain` fixture does.
 
 Writes OUT (default qualification-out-github/): evidence/, artifacts/, the instance's trusted_root.json,
-signer-identity.json (the exact certificate SAN and issuer demanded), decision.json and summary.md.
+signer-identity.json (the issuer and the exact certificate SAN demanded of each bundle), decision.json and
+summary.md.
 Exits with the verdict's code (0 = QUALIFIED).
 """
 
@@ -28,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the offline GitHub chain is built fro
 
 from desktop_qualify.qualify_policy import load_policy  # noqa: E402
 from support.chain import make_app_repo  # noqa: E402
-from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy  # noqa: E402
+from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy, platform_identity  # noqa: E402
 from support.github_emulator import Branch, GitHubEmulator  # noqa: E402
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance  # noqa: E402
 
@@ -50,11 +53,13 @@ def run(out: Path, work: Path) -> int:
     try:
         emulator.repo(REPOSITORY).branches["main"] = Branch(sha=sha, protected=True, required_checks=True)
         policy = load_policy(github_policy(work, instance, work / "repo" / "reference_app"))
-        identity = GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=sha, run_id=RUN_ID, attempt=1)
+        identity = platform_identity(GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=sha, run_id=RUN_ID,
+                                                    attempt=1), "linux")
         chain = GitHubChain(work, policy, out, sha, instance, emulator, identity,
                             actions_env(sha, emulator.api_url))
         _log(f"candidate {sha} of {REPOSITORY}; GitHub API emulated at {emulator.api_url}")
-        _log(f"signer identity {identity.san_uri} (issuer {identity.issuer})")
+        _log(f"linux signer {identity.san_uri}, called by {identity.build_config_uri} (issuer {identity.issuer})")
+        _log(f"aggregate signer {chain.aggregate_identity.san_uri}")
         timings.append(("setup", time.monotonic() - started))
 
         started = time.monotonic()
@@ -65,17 +70,19 @@ def run(out: Path, work: Path) -> int:
             return 1
 
         started = time.monotonic()
-        combined = aggregate.aggregate(policy, [chain.evidence], chain.evidence, signer=chain.signer())
+        combined = aggregate.aggregate(policy, [chain.evidence], chain.evidence,
+                                   signer=chain.signer(chain.aggregate_identity))
         timings.append(("aggregate", time.monotonic() - started))
         if combined.written is None:
             _log(f"aggregate refused: {combined.reasons}")
             return 1
 
         shutil.copyfile(instance.trusted_root_path, out / "trusted_root.json")
-        # The identity every statement must carry, for other verifiers (nox -s interop) to demand exactly.
+        # The identity each statement must carry, for other verifiers (nox -s interop) to demand exactly.
+        sans = {"platform-linux.sigstore.json": identity.san_uri,
+                "aggregate.sigstore.json": chain.aggregate_identity.san_uri}
         (out / "signer-identity.json").write_text(json.dumps(
-            {"subjectAlternativeName": identity.san_uri, "issuer": identity.issuer}, indent=2) + "\n",
-            encoding="utf-8")
+            {"issuer": identity.issuer, "subjectAlternativeNames": sans}, indent=2) + "\n", encoding="utf-8")
         # The release gate, as a user runs it: the CLI in a child, reading main's live head from the emulator.
         started = time.monotonic()
         args = [sys.executable, "-m", "desktop_qualify.qualify_cli", "verify", "--policy", str(policy.path),

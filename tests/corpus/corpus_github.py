@@ -2,10 +2,11 @@
 
 `github_evidence` writes what the GitHub-mode chain leaves behind (see
 tests/e2e_github): ``platform-linux.sigstore.json`` and ``aggregate.sigstore.json``,
-Sigstore bundles whose Fulcio certificates carry the producer workflow's
-identity, over a github-mode predicate (run identity, a source gate that saw a
-ruleset on main through the API, a Sigstore-bundle artifact signature) whose
-journey shows every step of the release policy's table. The policy is
+Sigstore bundles whose Fulcio certificates carry the identities the release
+policy names (the linux statement and the artifact signature: produce-linux.yml
+called by qualify.yml; the aggregate: qualify.yml itself), over a github-mode
+predicate (run identity, a source gate that saw a ruleset on main through the
+API, a Sigstore-bundle artifact signature) whose journey shows every step of the release policy's table. The policy is
 policies/release.toml re-pointed at the test instance's trusted root, linux
 only, as `support.github_chain.github_policy` makes it. Untouched, the evidence
 is QUALIFIED (``test_untouched_github_evidence_qualifies``); a row changes one
@@ -27,6 +28,7 @@ from desktop_qualify.evidence_schemas import (
     AGGREGATE_PREDICATE_TYPE,
     IN_TOTO_STATEMENT_TYPE,
     AggregateStatement,
+    Platform,
     PlatformPredicate,
     canonical_bytes,
 )
@@ -35,12 +37,15 @@ from desktop_qualify.qualify_trust._github_mode import SigstoreSigner
 from desktop_qualify.qualify_trust._sigstore_identity import identity_from_certificate
 from sigstore.models import Bundle
 from support.evidence_factory import DEFAULT_SHA, OTHER_SHA, platform_payload, predicate_data, utc_now, write_artifact
-from support.github_chain import REPOSITORY, WORKFLOW, github_policy
+from support.github_chain import REPOSITORY, WORKFLOW, aggregate_identity, github_policy, platform_identity
 from support.github_emulator import Branch, GitHubEmulator
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
 
 GH_RUN_ID = 4242
-IDENTITY = GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=DEFAULT_SHA, run_id=GH_RUN_ID, attempt=1)
+# The linux producer job's certificate identity, and the aggregate job's (a job of qualify.yml itself).
+IDENTITY = platform_identity(GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=DEFAULT_SHA,
+                                            run_id=GH_RUN_ID, attempt=1), "linux")
+AGGREGATE_IDENTITY = aggregate_identity(IDENTITY)
 Edit = Callable[[dict[str, Any]], None]
 
 
@@ -99,8 +104,13 @@ class Signing:
 
 
 def cert(**changes: Any) -> Signing:
-    """A certificate for the producer identity with ``changes`` (repository, ref, sha, run_id, attempt, ...)."""
+    """A certificate for the linux job's identity with ``changes`` (repository, ref, sha, run_id, attempt, ...)."""
     return Signing(identity=replace(IDENTITY, **changes))
+
+
+def aggregate_cert(**changes: Any) -> Signing:
+    """A certificate for the aggregate job's identity with ``changes``."""
+    return Signing(identity=replace(AGGREGATE_IDENTITY, **changes))
 
 
 @dataclass(frozen=True)
@@ -116,11 +126,12 @@ class GitHubEvidence:
                 "--artifact", str(self.artifact), *extra]
 
 
-def _github_predicate(site: GitHubSite, artifact: Path, sha: str, artifact_signing: Signing) -> dict[str, Any]:
+def github_predicate(site: GitHubSite, artifact: Path, sha: str, artifact_signing: Signing, *,
+                     platform: Platform = "linux") -> dict[str, Any]:
     policy = load_policy(site.world.policy_path)
     steps = policy.file.journey.steps
     # The factory's predicate, re-cast as a GitHub Actions job's.
-    data = predicate_data(platform="linux", artifact=artifact, sha=sha, run_id=str(GH_RUN_ID), attempt=1,
+    data = predicate_data(platform=platform, artifact=artifact, sha=sha, run_id=str(GH_RUN_ID), attempt=1,
                           key=Ed25519PrivateKey.generate(), required_steps=list(steps))
     data["run"].update(mode="github", repository=REPOSITORY, trigger="push", runner_environment="github-hosted")
     now = data["produced_at"]
@@ -142,7 +153,7 @@ def _github_predicate(site: GitHubSite, artifact: Path, sha: str, artifact_signi
     return data
 
 
-def _signer_of(bundle: bytes) -> tuple[str, str]:
+def signer_of(bundle: bytes) -> tuple[str, str]:
     """(leaf certificate SHA-256, build signer URI): what the aggregate records for a verified statement."""
     certificate = Bundle.from_json(bundle).signing_certificate
     keyid = hashlib.sha256(certificate.public_bytes(Encoding.DER)).hexdigest()
@@ -165,7 +176,7 @@ def github_evidence(site: GitHubSite, *, sha: str | None = None, statement: Sign
     evidence_dir = root / "evidence"
     evidence_dir.mkdir(parents=True)
     artifact = write_artifact(root / "artifacts", "linux", sha)
-    data = _github_predicate(site, artifact, sha, artifact_signing or Signing())
+    data = github_predicate(site, artifact, sha, artifact_signing or Signing())
     if edit is not None:
         edit(data)
     predicate = PlatformPredicate.model_validate(data)
@@ -176,7 +187,7 @@ def github_evidence(site: GitHubSite, *, sha: str | None = None, statement: Sign
     platform_file = evidence_dir / "platform-linux.sigstore.json"
     platform_file.write_bytes(bundle)
 
-    keyid, signer_uri = _signer_of(bundle)
+    keyid, signer_uri = signer_of(bundle)
     entry = {"platform": "linux", "artifact": predicate.build.artifact.model_dump(mode="json"),
              "statement_sha256": hashlib.sha256(bundle).hexdigest(), "signer_keyid": keyid,
              "signer_identity": signer_uri}
@@ -192,7 +203,8 @@ def github_evidence(site: GitHubSite, *, sha: str | None = None, statement: Sign
         aggregate_edit(aggregate_data)
     aggregate_bytes = canonical_bytes(AggregateStatement.model_validate(aggregate_data))
     aggregate_file = evidence_dir / "aggregate.sigstore.json"
-    aggregate_file.write_bytes((aggregate or Signing()).signer(site.world).sign_statement(aggregate_bytes))
+    aggregate_signing = aggregate or Signing(identity=AGGREGATE_IDENTITY)
+    aggregate_file.write_bytes(aggregate_signing.signer(site.world).sign_statement(aggregate_bytes))
     return GitHubEvidence(site.world.policy_path, evidence_dir, artifact, platform_file, aggregate_file)
 
 
@@ -243,7 +255,7 @@ def gh_other_statement_as_artifact_signature(site: GitHubSite) -> list[str]:
                      "subject": [{"name": artifact["name"], "digest": {"sha256": artifact["sha256"]}}],
                      "predicateType": PLATFORM_PREDICATE_TYPE, "predicate": {}}
         bundle = signer.sign_statement(canonical_bytes(statement))
-        data["signature"].update(signature=bundle.decode("utf-8"), keyid=_signer_of(bundle)[0])
+        data["signature"].update(signature=bundle.decode("utf-8"), keyid=signer_of(bundle)[0])
 
     return github_evidence(site, edit=edit).verify_argv()
 

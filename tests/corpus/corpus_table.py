@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from corpus_github import (
+    AGGREGATE_IDENTITY,
+    IDENTITY,
     OID,
     Signing,
+    aggregate_cert,
     cert,
     gh,
     gh_aggregate_entry,
@@ -109,6 +112,12 @@ from corpus_local import (
 )
 from desktop_qualify.evidence_schemas import AGGREGATE_PREDICATE_TYPE, PLATFORM_PREDICATE_TYPE, Code
 from support.evidence_factory import DEFAULT_SHA, DEFAULT_STEPS, OTHER_SHA, PlatformSpec, artifact_name
+
+# What the notarization hook records when Apple accepted the bundle, and when there were no credentials.
+NOTARIZED = {"outcome": "accepted", "submission_id": "2efe2717-52ef-43a5-96dc-0797e4ca1041", "status": "Accepted",
+             "stapled": True, "detail": "accepted and stapled"}
+SKIPPED = {"outcome": "skipped", "submission_id": None, "status": None, "stapled": False,
+           "detail": "skipped: no credentials"}
 
 
 @dataclass(frozen=True)
@@ -634,6 +643,40 @@ CORPUS: list[Row] = [
     Row("os-signing-windows-notarized",
         on("windows", set_("signature", platform_signing_state="notarized", platform_signing_tool="signtool"),
            signing={"windows": ["signed"]}), C.PLATFORM_SIGNING_UNACCEPTED),
+    # -- the notarization hook's result (macOS): 'notarized' only with Apple's acceptance of a named submission
+    Row("notarized-without-a-notarization-result",
+        on("macos", set_("signature", platform_signing_state="notarized", platform_signing_tool="codesign"),
+           signing={"macos": ["notarized"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-accepted-but-state-signed",
+        on("macos", set_("signature", platform_signing_state="signed", platform_signing_tool="codesign",
+                         notarization=NOTARIZED), signing={"macos": ["signed"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarized-with-a-rejected-notarization",
+        on("macos", set_("signature", platform_signing_state="notarized", platform_signing_tool="codesign",
+                         notarization={**NOTARIZED, "outcome": "rejected", "status": "Invalid", "stapled": False}),
+           signing={"macos": ["notarized"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarized-without-a-submission-id",
+        on("macos", set_("signature", platform_signing_state="notarized", platform_signing_tool="codesign",
+                         notarization={**NOTARIZED, "submission_id": None}),
+           signing={"macos": ["notarized"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarized-without-apples-accepted",
+        on("macos", set_("signature", platform_signing_state="notarized", platform_signing_tool="codesign",
+                         notarization={**NOTARIZED, "status": "In Progress"}),
+           signing={"macos": ["notarized"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-skipped-but-stapled",
+        on("macos", set_("signature", platform_signing_state="signed", platform_signing_tool="codesign",
+                         notarization={**SKIPPED, "stapled": True}),
+           signing={"macos": ["signed"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-skipped-names-a-submission",
+        on("macos", set_("signature", platform_signing_state="signed", platform_signing_tool="codesign",
+                         notarization={**SKIPPED, "submission_id": NOTARIZED["submission_id"]}),
+           signing={"macos": ["signed"]}), C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-result-for-an-unsigned-bundle", on("macos", set_("signature", notarization=SKIPPED)),
+        C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-result-on-linux", on("linux", set_("signature", notarization=SKIPPED)),
+        C.ARTIFACT_SIGNATURE_FAILED),
+    Row("notarization-skipped-where-notarized-required",
+        on("macos", set_("signature", platform_signing_state="signed", platform_signing_tool="codesign",
+                         notarization=SKIPPED), signing={"macos": ["notarized"]}), C.PLATFORM_SIGNING_UNACCEPTED),
     # -- install
     Row("install-passed-with-a-failure-text", one(set_("install", failure="unpack refused: ../escape")),
         C.INSTALL_FAILED),
@@ -709,6 +752,23 @@ CORPUS: list[Row] = [
                                            "@refs/heads/main")), C.WORKFLOW_IDENTITY_MISMATCH),
     GitHubRow("gh-cert-workflow-file-of-another-commit", gh(statement=Signing(extensions={OID + "10": OTHER_SHA})),
               C.WORKFLOW_IDENTITY_MISMATCH),
+    # -- one signer identity per platform: no job speaks for another platform, or for the aggregate
+    GitHubRow("gh-linux-statement-signed-by-the-macos-job",
+              gh(statement=cert(signer_workflow=".github/workflows/produce-macos.yml")), C.WORKFLOW_IDENTITY_MISMATCH),
+    GitHubRow("gh-linux-statement-signed-by-the-windows-job",
+              gh(statement=cert(signer_workflow=".github/workflows/produce-windows.yml")),
+              C.WORKFLOW_IDENTITY_MISMATCH),
+    GitHubRow("gh-linux-statement-signed-by-the-aggregate-job", gh(statement=Signing(identity=AGGREGATE_IDENTITY)),
+              C.WORKFLOW_IDENTITY_MISMATCH),
+    GitHubRow("gh-linux-statement-signed-by-another-reusable-workflow",
+              gh(statement=cert(signer_workflow=".github/workflows/other.yml")), C.WORKFLOW_IDENTITY_MISMATCH),
+    GitHubRow("gh-aggregate-signed-by-the-linux-job", gh(aggregate=Signing(identity=IDENTITY)),
+              C.WORKFLOW_IDENTITY_MISMATCH),
+    GitHubRow("gh-artifact-signed-by-the-macos-job",
+              gh(artifact_signing=cert(signer_workflow=".github/workflows/produce-macos.yml")),
+              C.WORKFLOW_IDENTITY_MISMATCH),
+    GitHubRow("gh-cert-caller-workflow-of-another-commit", gh(statement=Signing(extensions={OID + "19": OTHER_SHA})),
+              C.WORKFLOW_IDENTITY_MISMATCH),
     # -- the predicate lies, the certificate is right
     GitHubRow("gh-claim-other-repository", gh(edit=put("run.repository", "acme/desktop-evil")),
               C.WORKFLOW_IDENTITY_MISMATCH),
@@ -752,13 +812,14 @@ CORPUS: list[Row] = [
     GitHubRow("gh-aggregate-from-another-instance", gh(aggregate=Signing(by_stranger=True)), C.SIGNATURE_INVALID),
     GitHubRow("gh-certificate-expired-when-logged", gh_expired_certificate, C.SIGNATURE_INVALID),
     GitHubRow("gh-aggregate-of-another-run",
-              gh(aggregate=cert(run_id=4243), aggregate_edit=gh_aggregate_run(run_id="4243")), C.RUN_MISMATCH),
+              gh(aggregate=aggregate_cert(run_id=4243), aggregate_edit=gh_aggregate_run(run_id="4243")),
+              C.RUN_MISMATCH),
     GitHubRow("gh-aggregate-of-another-attempt",
-              gh(aggregate=cert(attempt=2), aggregate_edit=gh_aggregate_run(attempt=2)), C.RUN_MISMATCH),
-    GitHubRow("gh-aggregate-cert-of-another-run", gh(aggregate=cert(run_id=4243)), C.RUN_MISMATCH),
-    GitHubRow("gh-aggregate-by-another-workflow", gh(aggregate=cert(workflow=".github/workflows/other.yml")),
+              gh(aggregate=aggregate_cert(attempt=2), aggregate_edit=gh_aggregate_run(attempt=2)), C.RUN_MISMATCH),
+    GitHubRow("gh-aggregate-cert-of-another-run", gh(aggregate=aggregate_cert(run_id=4243)), C.RUN_MISMATCH),
+    GitHubRow("gh-aggregate-by-another-workflow", gh(aggregate=aggregate_cert(workflow=".github/workflows/other.yml")),
               C.WORKFLOW_IDENTITY_MISMATCH),
-    GitHubRow("gh-aggregate-by-tag-identity", gh(aggregate=cert(ref="refs/tags/v1.0.0")), C.REF_NOT_MAIN),
+    GitHubRow("gh-aggregate-by-tag-identity", gh(aggregate=aggregate_cert(ref="refs/tags/v1.0.0")), C.REF_NOT_MAIN),
     GitHubRow("gh-aggregate-entry-other-signer",
               gh(aggregate_edit=gh_aggregate_entry(signer_identity="https://github.com/acme/desktop/.github/"
                                                                    "workflows/other.yml@refs/heads/main")),

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from desktop_qualify.qualify_policy import load_policy
 from support.chain import make_app_repo
-from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy
+from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy, platform_identity
 from support.github_emulator import Branch, GitHubEmulator
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
 
@@ -27,14 +27,16 @@ def github_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitHubCha
     emulator = GitHubEmulator().start()
     emulator.repo(REPOSITORY).branches["main"] = Branch(sha=sha, protected=True, required_checks=True)
     policy = load_policy(github_policy(root, instance, repo / "reference_app"))
-    identity = GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=sha, run_id=4242, attempt=1)
+    identity = platform_identity(GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=sha, run_id=4242,
+                                                attempt=1), "linux")
     chain = GitHubChain(root, policy, root / "out", sha, instance, emulator, identity,
                         actions_env(sha, emulator.api_url))
     try:
         result = producer.produce(policy, "linux", chain.out, env=chain.env, signer=chain.signer())
         assert result.passed, result.failures
         chain.head_reads_by_producer = len(emulator.calls(r"/repos/acme/desktop/branches/main"))
-        made = aggregate.aggregate(policy, [chain.evidence], chain.evidence, signer=chain.signer())
+        made = aggregate.aggregate(policy, [chain.evidence], chain.evidence,
+                                   signer=chain.signer(chain.aggregate_identity))
         assert made.written is not None, made.reasons
         yield chain
     finally:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, canonical_bytes
+from desktop_qualify.qualify_trust import GitHubIdentity
 from desktop_qualify.qualify_verify import verify_release
-from support.github_chain import GitHubChain
+from support.github_chain import GitHubChain, platform_identity
 
 from desktop_qualify import producer, qualify_cli
 
@@ -43,7 +44,11 @@ def test_gate_observed_protected_main_through_the_api(github_chain: GitHubChain)
     gate = vp.statement.predicate.source_gate
     assert gate.mode == "github"
     assert gate.protection == "protected"
-    assert vp.signed.signer.name == f"https://github.com/acme/desktop/{'.github/workflows/qualify.yml'}@refs/heads/main"
+    # The linux job's own identity: its reusable workflow (.9/SAN), called by qualify.yml (.18).
+    assert vp.signed.signer.name == "https://github.com/acme/desktop/.github/workflows/produce-linux.yml@refs/heads/main"
+    claims = vp.signed.signer.claims
+    assert isinstance(claims, GitHubIdentity)
+    assert claims.build_config_uri == "https://github.com/acme/desktop/.github/workflows/qualify.yml@refs/heads/main"
 
 
 def test_another_candidate_sha_is_refused(github_chain: GitHubChain, capsys: pytest.CaptureFixture[str]) -> None:
@@ -80,6 +85,33 @@ def test_statement_from_another_identity_is_refused(github_chain: GitHubChain, t
     _replace_platform_statement(github_chain, evidence, replace(github_chain.identity, **identity_change))
     assert _verify(github_chain, evidence) == 1
     assert code.value in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("forger", ["macos", "windows", "aggregate"])
+def test_linux_statement_signed_with_another_jobs_identity_is_refused(github_chain: GitHubChain, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      forger: str) -> None:
+    """A compromised macOS (or Windows, or aggregate) job signs the exact linux statement: refused."""
+    evidence = tmp_path / "evidence"
+    shutil.copytree(github_chain.evidence, evidence)
+    identity = (github_chain.aggregate_identity if forger == "aggregate"
+                else platform_identity(github_chain.identity, forger))
+    _replace_platform_statement(github_chain, evidence, identity)
+    assert _verify(github_chain, evidence, "--sha", github_chain.sha) == 1
+    out = capsys.readouterr().out
+    assert Code.WORKFLOW_IDENTITY_MISMATCH.value in out
+    assert "REJECTED" in out
+
+
+def test_aggregate_signed_with_a_platform_jobs_identity_is_refused(github_chain: GitHubChain, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    evidence = tmp_path / "evidence"
+    shutil.copytree(github_chain.evidence, evidence)
+    name = "aggregate.sigstore.json"
+    payload = base64.b64decode(json.loads((evidence / name).read_bytes())["dsseEnvelope"]["payload"])
+    (evidence / name).write_bytes(github_chain.signer(github_chain.identity).sign_statement(payload))
+    assert _verify(github_chain, evidence, "--sha", github_chain.sha) == 1
+    assert Code.WORKFLOW_IDENTITY_MISMATCH.value in capsys.readouterr().out
 
 
 def test_payload_claim_disagreeing_with_its_certificate_is_refused(github_chain: GitHubChain, tmp_path: Path,

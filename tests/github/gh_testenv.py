@@ -26,6 +26,12 @@ ref = "refs/heads/main"
 allowed_triggers = ["push", "workflow_dispatch"]
 runner_environment = "github-hosted"
 
+[producer.signers]
+linux = ".github/workflows/produce-linux.yml"
+macos = ".github/workflows/produce-macos.yml"
+windows = ".github/workflows/produce-windows.yml"
+aggregate = "{workflow}"
+
 [trust]
 mode = "sigstore"
 issuer = "https://token.actions.githubusercontent.com"

@@ -44,6 +44,8 @@ class Claims:
     runner: str = "github-hosted"
     run_id: str = RUN_ID
     attempt: int = 1
+    # The reusable workflow the job ran (Fulcio's .9/.10/SAN); None: a top-level job, .9 = .18.
+    signer: str | None = None
     # Explicit overrides for single URIs, to build inconsistent certificates.
     overrides: dict[str, str] = field(default_factory=dict)
     san_uris: tuple[str, ...] | None = None
@@ -55,15 +57,17 @@ class Claims:
 
     def values(self) -> dict[str, str]:
         workflow_uri = f"https://github.com/{self.repository}/{self.workflow}@{self.ref}"
+        signer_uri = f"https://github.com/{self.repository}/{self.signer or self.workflow}@{self.ref}"
         values = {
             "8": self.issuer,
-            "9": workflow_uri,
+            "9": signer_uri,
             "10": self.sha,
             "11": self.runner,
             "12": f"https://github.com/{self.repository}",
             "13": self.sha,
             "14": self.ref,
             "18": workflow_uri,
+            "19": self.sha,
             "20": self.trigger,
             "21": f"https://github.com/{self.repository}/actions/runs/{self.run_id}/attempts/{self.attempt}",
         }

@@ -9,7 +9,7 @@ import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError, RunIdentity
 from desktop_qualify.qualify_policy import load_policy
 from desktop_qualify.qualify_trust import GitHubIdentity, cross_check_claims, same_run
-from desktop_qualify.qualify_trust._sigstore_expected import ExpectedWorkflow, check_identity
+from desktop_qualify.qualify_trust._sigstore_expected import ExpectedWorkflow, SignerRole, check_identity
 from desktop_qualify.qualify_trust._sigstore_identity import identity_from_certificate
 from fulcio_certs import REPO, RUN_ID, SHA, WORKFLOW, Claims, der_utf8, make_certificate
 
@@ -21,21 +21,21 @@ def _identity(claims: Claims) -> GitHubIdentity:
     return identity_from_certificate(make_certificate(claims))
 
 
-def _refused(claims: Claims, expected: ExpectedWorkflow) -> Code:
+def _refused(claims: Claims, expected: ExpectedWorkflow, role: SignerRole = "aggregate") -> Code:
     with pytest.raises(QualificationError) as info:
-        check_identity(_identity(claims), expected)
+        check_identity(_identity(claims), expected, role)
     return info.value.code
 
 
-def test_the_policy_workflow_itself_is_accepted(release_expected: ExpectedWorkflow) -> None:
+def test_the_policy_workflow_itself_is_accepted_as_the_aggregate(release_expected: ExpectedWorkflow) -> None:
     identity = _identity(Claims())
-    check_identity(identity, release_expected)
+    check_identity(identity, release_expected, "aggregate")
     assert identity.build_signer_uri == MAIN_URI
     assert (identity.run_repository, identity.run_id, identity.run_attempt) == (REPO, RUN_ID, 1)
 
 
 def test_candidate_sha_binds_the_commit(release_expected: ExpectedWorkflow) -> None:
-    check_identity(_identity(Claims()), replace(release_expected, candidate_sha=SHA))
+    check_identity(_identity(Claims()), replace(release_expected, candidate_sha=SHA), "aggregate")
 
 
 ATTACKS: list[tuple[str, Claims, Code]] = [
@@ -230,9 +230,9 @@ def test_pinned_numeric_ids_refuse_a_name_takeover(release_expected: ExpectedWor
     claims = Claims(overrides=extensions)  # arcs under 1.3.6.1.4.1.57264.1
     identity = identity_from_certificate(make_certificate(claims))
     if accepted:
-        check_identity(identity, pinned)
-        check_identity(identity, release_expected)  # unpinned policies ignore the ids
+        check_identity(identity, pinned, "aggregate")
+        check_identity(identity, release_expected, "aggregate")  # unpinned policies ignore the ids
     else:
         with pytest.raises(QualificationError) as refused:
-            check_identity(identity, pinned)
+            check_identity(identity, pinned, "aggregate")
         assert refused.value.code is Code.WORKFLOW_IDENTITY_MISMATCH

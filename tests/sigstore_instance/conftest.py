@@ -66,7 +66,7 @@ def _github_policy(ident: GitHubIdentity) -> policy.AllOf:
             policy.OIDCSourceRepositoryURI(f"https://github.com/{ident.repository}"),
             policy.OIDCSourceRepositoryDigest(ident.sha),
             policy.OIDCSourceRepositoryRef(ident.ref),
-            policy.OIDCBuildConfigURI(ident.san_uri),
+            policy.OIDCBuildConfigURI(ident.build_config_uri),
             policy.OIDCBuildTrigger(ident.trigger),
             policy.OIDCRunInvocationURI(ident.run_invocation_uri),
             policy.GitHubWorkflowRepository(ident.repository),

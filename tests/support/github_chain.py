@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from desktop_qualify.qualify_policy import Policy
@@ -15,6 +15,18 @@ from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
 
 REPOSITORY = "acme/desktop"
 WORKFLOW = ".github/workflows/qualify.yml"
+# policies/release.toml's [producer.signers]: each platform's producer is a reusable workflow of its own.
+SIGNER_WORKFLOWS = {p: f".github/workflows/produce-{p}.yml" for p in ("linux", "macos", "windows")}
+
+
+def platform_identity(identity: GitHubIdentity, platform: str) -> GitHubIdentity:
+    """The certificate identity of ``platform``'s producer job in the run ``identity`` names."""
+    return replace(identity, signer_workflow=SIGNER_WORKFLOWS[platform])
+
+
+def aggregate_identity(identity: GitHubIdentity) -> GitHubIdentity:
+    """The aggregate job is a job of qualify.yml itself: it signs as the build config workflow."""
+    return replace(identity, signer_workflow=None)
 
 
 @dataclass
@@ -25,6 +37,7 @@ class GitHubChain:
     sha: str
     instance: TestSigstoreInstance
     emulator: GitHubEmulator
+    # The run's identity as the linux producer job's certificate carries it.
     identity: GitHubIdentity
     env: dict[str, str]
     head_reads_by_producer: int = 0
@@ -36,6 +49,10 @@ class GitHubChain:
     @property
     def artifacts(self) -> list[Path]:
         return sorted((self.out / "artifacts").iterdir())
+
+    @property
+    def aggregate_identity(self) -> GitHubIdentity:
+        return aggregate_identity(self.identity)
 
     def signer(self, identity: GitHubIdentity | None = None) -> SigstoreSigner:
         who = identity or self.identity

@@ -12,6 +12,7 @@ of the client library: the client under test speaks real HTTP to it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -100,6 +101,8 @@ class Repo:
     runs: dict[int, Run] = field(default_factory=dict)
     artifacts: dict[int, list[Artifact]] = field(default_factory=dict)
     releases: list[Release] = field(default_factory=list)
+    # POST /repos/{owner}/{repo}/attestations: each stored Sigstore bundle (parsed JSON), by id.
+    attestations: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -264,6 +267,26 @@ class _Handler(BaseHTTPRequestHandler):
                 reply = exc.reply
         self._send(reply, truncate=fault is not None and fault.truncate)
 
+    def do_POST(self) -> None:
+        """``POST /repos/{owner}/{repo}/attestations`` only, as GitHub answers it (201 and the new id)."""
+        emu = self.server.emulator
+        parsed = urllib.parse.urlsplit(self.path)
+        authorization = self.headers.get("Authorization")
+        emu.requests.append(Recorded("POST", parsed.path, {}, authorization, self.headers.get("Accept")))
+        path = parsed.path.removeprefix(emu.prefix)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if 0 < length <= _MAX_POST else b""
+        fault = emu.take_fault(path)
+        if fault is not None and fault.status is not None:
+            self._send(_fault_reply(fault, authorization), truncate=False)
+            return
+        try:
+            self._authorize(authorization)
+            reply = _store_attestation(emu, path, body)
+        except _ReplyError as exc:
+            reply = exc.reply
+        self._send(reply, truncate=False)
+
     def _authorize(self, sent: str | None) -> None:
         token = self.server.emulator.token
         if token is not None and sent not in (f"token {token}", f"Bearer {token}"):
@@ -378,6 +401,12 @@ def _asset(ctx: _Ctx, m: re.Match[str]) -> _Reply:
     return _Reply(200, _asset_json(ctx.api, asset))
 
 
+def _attestations(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    found = [{"bundle": bundle, "repository_id": 1} for bundle in ctx.repo.attestations.values()
+             if m.group(1) in _subject_digests(bundle)]
+    return _Reply(200, {"attestations": found})
+
+
 _ROUTES = [
     (re.compile(r""), _repository),
     (re.compile(r"/branches/(.+)"), _branch),
@@ -388,7 +417,38 @@ _ROUTES = [
     (re.compile(r"/releases"), _releases),
     (re.compile(r"/releases/tags/(.+)"), _release_by_tag),
     (re.compile(r"/releases/assets/(\d+)"), _asset),
+    (re.compile(r"/attestations/(sha256:[0-9a-f]{64})"), _attestations),
 ]
+
+
+_MAX_POST = 32 * 1024 * 1024
+
+
+def _store_attestation(emu: GitHubEmulator, path: str, body: bytes) -> _Reply:
+    match = re.fullmatch(r"/repos/([^/]+/[^/]+)/attestations", path)
+    if not match or match.group(1) not in emu.repos:
+        raise _not_found()
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise _ReplyError(_Reply(400, {"message": "Problems parsing JSON"})) from exc
+    bundle = data.get("bundle") if isinstance(data, dict) else None
+    if not isinstance(bundle, dict) or not str(bundle.get("mediaType", "")).startswith(
+            "application/vnd.dev.sigstore.bundle") or not _subject_digests(bundle):
+        raise _ReplyError(_Reply(422, {"message": "Invalid bundle: a Sigstore bundle of an in-toto statement"}))
+    repo = emu.repos[match.group(1)]
+    attestation_id = len(repo.attestations) + 1
+    repo.attestations[attestation_id] = bundle
+    return _Reply(201, {"id": attestation_id})
+
+
+def _subject_digests(bundle: dict[str, Any]) -> set[str]:
+    """The statement's subject digests, as GitHub indexes an attestation (``sha256:HEX``)."""
+    try:
+        statement = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))
+        return {f"sha256:{s['digest']['sha256']}" for s in statement["subject"]}
+    except (KeyError, TypeError, ValueError):
+        return set()
 
 
 def _route(emu: GitHubEmulator, path: str, query: dict[str, list[str]], accept: str) -> _Reply:

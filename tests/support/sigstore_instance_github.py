@@ -3,6 +3,13 @@
 Mapping from Fulcio's GitHub issuer configuration (docs/oid-info.md): the
 deprecated v1 claims .1 to .6 are kept because
 `sigstore.verify.policy.Identity(issuer=...)` still reads .1.
+
+Reusable workflows, as Fulcio shapes them (and as the real
+`attest_reusable_workflow` vector in ../shared/vectors shows): the job's
+`job_workflow_ref`/`job_workflow_sha` (the reusable file) become the SAN, .9 and
+.10; the caller's `workflow_ref`/`workflow_sha` become .18 and .19; the
+repository, ref, commit, trigger and run (.12 to .14, .20, .21) are the caller's
+run. A `signer_workflow` of None is a top-level job: .9 = .18.
 """
 
 from __future__ import annotations
@@ -29,15 +36,26 @@ class GitHubIdentity:
     runner_environment: str = "github-hosted"
     workflow_name: str = "qualify"
     issuer: str = GITHUB_ISSUER
+    # The reusable workflow the job runs (a local `uses: ./.github/workflows/FILE`), or None.
+    signer_workflow: str | None = None
 
     @property
     def workflow_ref(self) -> str:
-        """`OWNER/REPO/PATH@REF`, the token's `job_workflow_ref` and `workflow_ref`."""
+        """`OWNER/REPO/PATH@REF`, the token's `workflow_ref` (the top-level, calling workflow)."""
         return f"{self.repository}/{self.workflow}@{self.ref}"
 
     @property
+    def job_workflow_ref(self) -> str:
+        """The token's `job_workflow_ref`: the reusable workflow a local call runs at the caller's ref."""
+        return f"{self.repository}/{self.signer_workflow or self.workflow}@{self.ref}"
+
+    @property
     def san_uri(self) -> str:
-        """The certificate SAN: the build signer (workflow file at ref)."""
+        """The certificate SAN: the build signer (the job's workflow file at ref)."""
+        return f"{_GH}/{self.job_workflow_ref}"
+
+    @property
+    def build_config_uri(self) -> str:
         return f"{_GH}/{self.workflow_ref}"
 
     @property
@@ -62,7 +80,8 @@ class GitHubIdentity:
             f"{arc}12": f"{_GH}/{self.repository}",
             f"{arc}13": self.sha,
             f"{arc}14": self.ref,
-            f"{arc}18": self.san_uri,
+            f"{arc}18": self.build_config_uri,
+            f"{arc}19": self.sha,
             f"{arc}20": self.trigger,
             f"{arc}21": self.run_invocation_uri,
         }

@@ -116,6 +116,35 @@ def _qualifies(tmp: Path, *, platform_edit: Any = None, aggregate_edit: Any = No
     return verdict.qualified
 
 
+# A notarized macOS statement: the notarization record exists only there, so its leaves are walked on it.
+_NOTARIZED = {"outcome": "accepted", "submission_id": "2efe2717-52ef-43a5-96dc-0797e4ca1041", "status": "Accepted",
+              "stapled": True, "detail": "accepted and stapled"}
+_NOTARIZED_SIGNING = {"linux": ["unsigned"], "macos": ["notarized"], "windows": ["unsigned"]}
+
+
+def _notarize(pred: dict[str, Any]) -> None:
+    pred["signature"].update(platform_signing_state="notarized", platform_signing_tool="codesign",
+                             notarization=copy.deepcopy(_NOTARIZED))
+
+
+def _macos_qualifies(tmp: Path, platform_edit: Any) -> bool:
+    def edit(pred: dict[str, Any]) -> None:
+        _notarize(pred)
+        platform_edit(pred)
+
+    specs = [PlatformSpec("linux"), PlatformSpec("macos", edit=edit), PlatformSpec("windows")]
+    ev = make_evidence(tmp, platforms=specs, require_clean=True, signing=_NOTARIZED_SIGNING)
+    return verify_release(load_policy(ev.policy_path), [ev.evidence_dir], ev.artifact_paths).qualified
+
+
+def _macos_base(tmp: Path) -> dict[str, Any]:
+    ev = make_evidence(tmp, platforms=[PlatformSpec("linux"), PlatformSpec("macos", edit=_notarize),
+                                       PlatformSpec("windows")], signing=_NOTARIZED_SIGNING)
+    written = next(w for w in ev.platforms if w.predicate is not None and w.predicate.platform == "macos")
+    assert written.predicate is not None
+    return {"predicate": written.predicate.model_dump(mode="json")}
+
+
 def _platform_base(tmp: Path) -> dict[str, Any]:
     ev = make_evidence(tmp, platforms=list(THREE))
     written = ev.platforms[0]
@@ -160,11 +189,34 @@ def test_every_leaf_is_checked_or_informational(kind: str, tmp_path_factory: pyt
     assert wrongly_listed == [], f"declared informational, yet a change is refused: {wrongly_listed}"
 
 
+def test_every_notarization_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
+    base = _macos_base(tmp_path_factory.mktemp("base"))
+    assert _macos_qualifies(tmp_path_factory.mktemp("untouched"), lambda pred: None)
+    escaped, wrongly_listed, seen = [], [], 0
+    for path, value in _leaves(base):
+        if path[:3] != ("predicate", "signature", "notarization"):
+            continue
+        seen += 1
+        changed = _mutation("platform", base, path, value)
+        if changed is ...:
+            continue
+        qualified = _macos_qualifies(tmp_path_factory.mktemp("leaf"),
+                                     lambda pred, p=path, c=changed: _set(pred, p[1:], c))
+        if is_informational("platform", path) != qualified:
+            where = wrongly_listed if not qualified else escaped
+            where.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
+    assert seen == 5
+    assert escaped == []
+    assert wrongly_listed == []
+
+
 @pytest.mark.parametrize(("kind", "table"), [("platform", PLATFORM_INFORMATIONAL),
                                              ("aggregate", AGGREGATE_INFORMATIONAL)])
 def test_every_informational_pattern_names_a_real_leaf(kind: str, table: Any, tmp_path: Path) -> None:
     base = _platform_base(tmp_path) if kind == "platform" else _aggregate_base(tmp_path / "a")
     paths = [path for path, _ in _leaves(base)]
+    if kind == "platform":
+        paths += [path for path, _ in _leaves(_macos_base(tmp_path / "m"))]
     stale = [pattern for pattern in table if not any(matches(pattern, path) for path in paths)]
     assert stale == []
 

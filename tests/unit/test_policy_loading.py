@@ -125,7 +125,13 @@ def test_required_platforms_come_out_in_canonical_order(tmp_path: Path) -> None:
     assert policy.required_platforms == ("linux", "macos", "windows")
 
 
-SIGSTORE_TRUST = """[trust]
+SIGSTORE_TRUST = """[producer.signers]
+linux = ".github/workflows/produce-linux.yml"
+macos = ".github/workflows/produce-macos.yml"
+windows = ".github/workflows/produce-windows.yml"
+aggregate = ".github/workflows/qualify.yml"
+
+[trust]
 mode = "sigstore"
 issuer = "https://token.actions.githubusercontent.com"
 trusted_root = "sigstore/trusted_root.production.json"

@@ -4,8 +4,9 @@
 //            [--foreign-root another_trusted_root.json] BUNDLE...
 //
 // Each bundle must verify under the given trusted root (Fulcio chain, embedded SCT, Rekor entry with its
-// inclusion proof / signed entry timestamp, DSSE signature) for exactly the identity in signer-identity.json
-// ({subjectAlternativeName, issuer}); and each must be refused for other identities, with its DSSE payload
+// inclusion proof / signed entry timestamp, DSSE signature) for exactly its identity in signer-identity.json
+// ({issuer, subjectAlternativeNames: {FILE NAME: SAN}}: each platform job and the aggregate sign with
+// identities of their own); and each must be refused for other identities, with its DSSE payload
 // changed, and (with --foreign-root) under another trusted root. sigstore-js treats
 // the policy's subjectAlternativeName as a regular expression, so it is escaped and anchored here, and the
 // identity sigstore-js returns is compared again byte for byte.
@@ -41,7 +42,7 @@ function parseArgs(argv) {
 const exactly = (text) => `^${text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`;
 
 const options = parseArgs(process.argv.slice(2));
-const { subjectAlternativeName: san, issuer } = readJSON(options.identity);
+const { subjectAlternativeNames: sans, issuer } = readJSON(options.identity);
 const trustMaterial = toTrustMaterial(TrustedRoot.fromJSON(readJSON(options.trustedRoot)));
 const thresholds = { tlogThreshold: 1, ctlogThreshold: 1 };
 const verifier = new Verifier(trustMaterial, thresholds);
@@ -51,20 +52,30 @@ const policy = (who, from) => ({ subjectAlternativeName: exactly(who), extension
 
 // Identities that must be refused: another workflow, a longer SAN that an unanchored regex would accept,
 // a shorter one, another repository, a tag ref, another OIDC issuer.
-const others = [
+// Every other job's identity too: no job's bundle passes for another's (one signer per platform).
+const othersFor = (san) => [
   ['another workflow', policy(san.replace(/\/[^/@]+@/, '/release.yml@'), issuer)],
   ['SAN with a suffix', policy(`${san}-evil`, issuer)],
   ['SAN prefix only', policy(san.slice(0, san.lastIndexOf('@')), issuer)],
   ['another repository', policy(san.replace(/^(https:\/\/github\.com\/[^/]+\/[^/]+)/, '$1-evil'), issuer)],
   ['a tag ref', policy(san.replace(/@.*$/, '@refs/tags/v1.0'), issuer)],
   ['another issuer', policy(san, 'https://accounts.google.com')],
+  ...Object.entries(sans).filter(([, other]) => other !== san)
+    .map(([file, other]) => [`the signer of ${file}`, policy(other, issuer)]),
 ];
 
 console.log(`sigstore-js ${versions.join(' ')} on node ${process.version}`);
-console.log(`identity: SAN ${san}, issuer ${issuer}`);
+console.log(`issuer ${issuer}; identities: ${JSON.stringify(sans)}`);
 let failures = 0;
 for (const path of options.bundles) {
   const name = basename(path);
+  const san = sans?.[name];
+  if (typeof san !== 'string') {
+    failures++;
+    console.log(`FAILED   ${name}: signer-identity.json names no identity for it`);
+    continue;
+  }
+  const others = othersFor(san);
   const bundle = bundleFromJSON(readJSON(path));
   const entity = toSignedEntity(bundle);
   try {
@@ -114,6 +125,6 @@ for (const path of options.bundles) {
   }
 }
 console.log(failures === 0
-  ? `sigstore-js: all ${options.bundles.length} bundles verified for exactly the producer identity`
+  ? `sigstore-js: all ${options.bundles.length} bundles verified for exactly their own job's identity`
   : `sigstore-js: ${failures} failure(s)`);
 process.exit(failures === 0 ? 0 : 1);

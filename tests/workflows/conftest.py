@@ -1,0 +1,1 @@
+"""The workflow tests import their rules from workflow_rules beside this file."""

@@ -1,0 +1,142 @@
+"""The workflows' own `qualify` commands, in order, on this machine: `nox -s workflow-dry-run`.
+
+The commands are read from the workflow files themselves (the producer of this
+machine's platform, then the aggregate job, then the release gate's verify and
+read-back), and run with what a runner would give filled from the local state:
+the local policy instead of the release policy, one output folder instead of
+the uploaded and downloaded artifacts, this checkout's HEAD as the commit, one
+run id for all jobs. Only those values change; the subcommands and flags are
+the YAML's (tests/workflows/test_dry_run.py compares the two lists). A token
+this file does not know how to fill (a new `$VARIABLE` in a workflow) stops the
+dry run, so the YAML cannot drift away from what is run here unnoticed.
+
+Producers of other platforms are reported as skipped: each builds only on its
+own platform. Exits with the first failing command's status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = ROOT / ".github" / "workflows"
+RELEASE_POLICY, LOCAL_POLICY = "policies/release.toml", "policies/local.toml"
+# The jobs that run `qualify`, in the order a release runs them.
+JOBS = (("produce-linux.yml", "produce"), ("produce-macos.yml", "produce"), ("produce-windows.yml", "produce"),
+        ("qualify.yml", "aggregate"), ("release.yml", "gate"))
+_EVIDENCE = {"downloaded/evidence", "evidence-bundle/downloaded/evidence"}
+
+
+@dataclass(frozen=True)
+class WorkflowCommand:
+    workflow: str
+    job: str
+    argv: tuple[str, ...]
+
+    @property
+    def platform(self) -> str | None:
+        return self.argv[self.argv.index("--platform") + 1] if "--platform" in self.argv else None
+
+
+@dataclass(frozen=True)
+class Local:
+    """The local state that stands in for a runner's."""
+
+    out: Path
+    sha: str
+    host: str
+    artifacts: Callable[[], list[Path]]
+
+
+def workflow_commands(folder: Path = WORKFLOWS) -> list[WorkflowCommand]:
+    """Every `qualify ...` line of the release jobs' run: scripts, in job order and step order."""
+    found = []
+    for name, job in JOBS:
+        data: dict[Any, Any] = yaml.safe_load((folder / name).read_text(encoding="utf-8"))
+        for step in data["jobs"][job]["steps"]:
+            script = str(step.get("run", "")).replace("\\\n", " ")
+            for line in script.splitlines():
+                if line.strip().startswith("qualify "):
+                    found.append(WorkflowCommand(name, job, tuple(shlex.split(line))))
+    return found
+
+
+def _fill(word: str, previous: str, local: Local) -> list[str]:
+    values = {
+        ("--policy", RELEASE_POLICY): [LOCAL_POLICY],
+        ("--out", "out"): [str(local.out)],
+        ("--json", "decision.json"): [str(local.out / "decision.json")],
+        ("--sha", "$GITHUB_SHA"): [local.sha],
+        ("--sha", "$CANDIDATE_SHA"): [local.sha],
+        ("--summary", "$GITHUB_STEP_SUMMARY"): [str(local.out / "summary.md")],
+    }
+    if (previous, word) in values:
+        return values[(previous, word)]
+    if previous in ("--evidence", "--out") and word in _EVIDENCE:
+        return [str(local.out / "evidence")]
+    if word == "${args[@]}":  # the candidate files the job found
+        return [arg for path in local.artifacts() for arg in ("--artifact", str(path))]
+    if "$" in word or ("/" in word and not word.startswith("--")):
+        raise SystemExit(f"workflow-dry-run: no local value for {word!r} (after {previous!r}); teach "
+                         "tools/workflow_dry_run.py what a runner would give here")
+    return [word]
+
+
+def localize(command: WorkflowCommand, local: Local) -> list[str] | None:
+    """The command as this machine runs it, or None for another platform's producer."""
+    if command.platform is not None and command.platform != local.host:
+        return None
+    argv: list[str] = []
+    for index, token in enumerate(command.argv):
+        argv += _fill(token, command.argv[index - 1] if index else "", local)
+    return argv
+
+
+def plan(local: Local, commands: Sequence[WorkflowCommand] | None = None) -> list[tuple[WorkflowCommand, list[str]]]:
+    return [(c, argv) for c in (commands or workflow_commands())
+            if (argv := localize(c, local)) is not None]
+
+
+def _host() -> str:
+    return {"darwin": "macos", "win32": "windows"}.get(sys.platform, "linux")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--out", type=Path, default=ROOT / "qualification-out-dry-run")
+    options = parser.parse_args(argv)
+    out: Path = options.out.resolve()
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    local = Local(out, sha, _host(), lambda: sorted((out / "artifacts").iterdir()))
+    run_id = f"local-dry-run-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
+    env = {**os.environ, "QUALIFY_RUN_ID": run_id, "GITHUB_SHA": sha}
+    subprocess.run(["qualify", "keygen", "--policy", LOCAL_POLICY], cwd=ROOT, env=env, check=False)
+    for command in workflow_commands():
+        local_argv = localize(command, local)
+        where = f"{command.workflow} job {command.job}"
+        if local_argv is None:
+            print(f"workflow-dry-run: {where}: skipped, it builds on {command.platform}", flush=True)
+            continue
+        print(f"workflow-dry-run: {where}: {shlex.join(local_argv)}", flush=True)
+        code = subprocess.run(local_argv, cwd=ROOT, env=env, check=False).returncode
+        if code != 0:
+            print(f"workflow-dry-run: {where} exited {code}", flush=True)
+            return code
+    print(f"workflow-dry-run: every workflow command passed; evidence in {out / 'evidence'}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
