@@ -20,9 +20,11 @@ def default_steps() -> list[str]:
         return list(tomllib.load(handle)["journey"]["steps"])
 
 
-def evidence(tmp: Path, *, steps: list[str] | None = None) -> Evidence:
+def evidence(tmp: Path, *, steps: list[str] | None = None, committed_layout: bool = False) -> Evidence:
     tmp.mkdir(parents=True, exist_ok=True)
-    return make_evidence(tmp, required_steps=steps) if steps else make_evidence(tmp)
+    if steps:
+        return make_evidence(tmp, required_steps=steps, committed_layout=committed_layout)
+    return make_evidence(tmp, committed_layout=committed_layout)
 
 
 __all__ = ["Evidence", "default_steps", "evidence"]

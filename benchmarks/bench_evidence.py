@@ -18,6 +18,8 @@ Figures (modules alongside this file):
   `Verifier.verify_dsse` over each bundle (<= 1.5x);
 - bench_startup: `qualify --help` vs `python3 -c pass` (<= 4x), one local
   `qualify verify` process (<= 0.5 s), the frozen bundle's worker start (<= 150 ms);
+- bench_bundles: 1,000 local bundles audited in one call (parallel across cores) vs
+  one `qualify audit --bundle` process each (>= 50x);
 - bench_sizes: bytes of each statement vs `max_statement_bytes`;
 - bench_parse: bounded `load_json` vs `json.loads`, `verify_envelope` vs raw Ed25519.
 """
@@ -35,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_bundles
 import bench_digest
 import bench_parse
 import bench_sigstore
@@ -105,6 +108,7 @@ def main() -> int:
     run("start-up", lambda: [bench_startup.bench_help(),
                              *([bench_startup.verify_row(per_process[0])] if per_process else [])])
     run("sigstore verify", bench_sigstore.bench)
+    run("bundles", bench_bundles.bench)
     run("worker", lambda: [bench_startup.bench_worker()])
     run("sizes", bench_sizes.bench)
     run("parse", bench_parse.bench)

@@ -83,6 +83,8 @@ def _fill(word: str, previous: str, local: Local) -> list[str]:
     }
     if (previous, word) in values:
         return values[(previous, word)]
+    if previous == "--out" and word == "qualification-$GITHUB_SHA.qualify-bundle.zip":
+        return [str(local.out / f"qualification-{local.sha}.qualify-bundle.zip")]
     if previous in ("--evidence", "--out") and word in _EVIDENCE:
         return [str(local.out / "evidence")]
     if word == "${args[@]}":  # the candidate files the job found
@@ -93,9 +95,19 @@ def _fill(word: str, previous: str, local: Local) -> list[str]:
     return [word]
 
 
-def localize(command: WorkflowCommand, local: Local) -> list[str] | None:
-    """The command as this machine runs it, or None for another platform's producer."""
+def skip_reason(command: WorkflowCommand, local: Local) -> str | None:
+    """Why this machine cannot run the command at all, or None."""
     if command.platform is not None and command.platform != local.host:
+        return f"it builds on {command.platform}"
+    if command.argv[1:2] == ("readback",):
+        # It reads a *published* GitHub release; tests/unit/test_readback.py runs it against the loopback emulator.
+        return "it reads back a published GitHub release"
+    return None
+
+
+def localize(command: WorkflowCommand, local: Local) -> list[str] | None:
+    """The command as this machine runs it, or None when it cannot run here (see ``skip_reason``)."""
+    if skip_reason(command, local) is not None:
         return None
     argv: list[str] = []
     for index, token in enumerate(command.argv):
@@ -127,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         local_argv = localize(command, local)
         where = f"{command.workflow} job {command.job}"
         if local_argv is None:
-            print(f"workflow-dry-run: {where}: skipped, it builds on {command.platform}", flush=True)
+            print(f"workflow-dry-run: {where}: skipped, {skip_reason(command, local)}", flush=True)
             continue
         print(f"workflow-dry-run: {where}: {shlex.join(local_argv)}", flush=True)
         code = subprocess.run(local_argv, cwd=ROOT, env=env, check=False).returncode

@@ -45,7 +45,9 @@ ALLOWED_INPUTS = {"release.yml": {"tag"}}
 _FORBIDDEN_INPUT = re.compile(r"ref|sha|commit|branch|workflow|policy|path|repo", re.IGNORECASE)
 _SHA_PIN = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}")
 _EXPRESSION = re.compile(r"\$\{\{")
-_QUALIFY = re.compile(r"\bqualify\s+(produce|aggregate|verify|audit|keygen|schemas)\b")
+_QUALIFY = re.compile(r"\bqualify\s+(produce|aggregate|verify|audit|keygen|schemas|bundle|readback)\b")
+# The one write besides publishing: the run's bundle, attached to the draft once it verified.
+ATTACH_BUNDLE = 'gh release upload "$TAG" "evidence-bundle/qualification-$CANDIDATE_SHA.qualify-bundle.zip"'
 _POLICY_ARG = re.compile(r"--policy(?:\s+|=)(\S+)")
 
 
@@ -179,19 +181,25 @@ def aggregate_needs_every_producer(workflows: Workflows, _: Policy) -> list[str]
 
 def release_only_verifies_publishes_reads_back(workflows: Workflows, _: Policy) -> list[str]:
     lines = [line for _, _, line in runs(workflows, "release.yml")]
-    bad = [f"release.yml: runs qualify {m}" for line in lines for m in _QUALIFY.findall(line) if m != "verify"]
-    bad += [f"release.yml: writes with {line[:80]!r}" for line in lines
-            if re.search(r"\bgh\s+(api|release\s+(create|upload|delete)|workflow|secret|variable)\b|\bgit\s+push\b",
-                         line)]
+    bad = [f"release.yml: runs qualify {m}" for line in lines for m in _QUALIFY.findall(line)
+           if m not in ("verify", "readback")]
+    bad += [f"release.yml: writes with {line[:80]!r}" for line in lines if line != ATTACH_BUNDLE and
+            re.search(r"\bgh\s+(api|release\s+(create|upload|delete)|workflow|secret|variable)\b|\bgit\s+push\b",
+                      line)]
     edits = [i for i, line in enumerate(lines) if re.search(r"\bgh\s+release\s+edit\b", line)]
     verifies = [i for i, line in enumerate(lines) if "qualify verify" in line]
+    attaches = [i for i, line in enumerate(lines) if line == ATTACH_BUNDLE]
     if len(edits) != 1 or lines[edits[0]] != 'gh release edit "$TAG" --draft=false':
         return [*bad, "release.yml: exactly one publish, gh release edit \"$TAG\" --draft=false, expected"]
     if not any(i < edits[0] for i in verifies):
         bad.append("release.yml: publishes before it verifies")
+    if len(attaches) != 1 or not verifies or not verifies[0] < attaches[0] < edits[0]:
+        bad.append("release.yml: the run's bundle is attached once, after the verify and before the publish")
     after = lines[edits[0] + 1:]
     if not (any("gh release download" in line for line in after) and any("qualify verify" in line for line in after)):
         bad.append("release.yml: does not read the published release back and verify it")
+    if not any(line.startswith("qualify readback ") for line in after):
+        bad.append("release.yml: does not run qualify readback after publishing")
     return bad
 
 
