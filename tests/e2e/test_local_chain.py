@@ -152,6 +152,19 @@ def test_audit_checks_the_historical_run_offline(chain: Chain, tmp_path: Path) -
     assert "QUALIFIED" in html.read_text()
 
 
+def test_a_bundle_of_the_real_chain_audits_offline_to_a_pass(chain: Chain, tmp_path: Path) -> None:
+    bundle = tmp_path / f"qualification-{chain.sha}.qualify-bundle.zip"
+    done = qualify("bundle", "--policy", chain.policy, "--evidence", chain.evidence, "--out", bundle)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The auditor holds the bundle and the checkout's policy; the evidence folder is gone.
+    report = tmp_path / "audit.json"
+    done = qualify("audit", "--policy", chain.policy, "--bundle", bundle, "--json", report)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run] = json.loads(report.read_text())["runs"]
+    assert run["decision"] == "QUALIFIED"
+    assert run["candidate_sha"] == chain.sha
+
+
 def test_empty_evidence_folder_is_refused(chain: Chain, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
