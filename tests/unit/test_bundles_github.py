@@ -34,7 +34,8 @@ def test_a_github_mode_bundle_carries_its_pinned_root_and_audits_offline(tmp_pat
     finally:
         world.emulator.stop()
     bundle = tmp_path / "run.qualify-bundle.zip"
-    done = qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir), "--out", str(bundle)])
+    done = qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
+                    "--out", str(bundle)])
     assert done.status == 0, done.text
     with zipfile.ZipFile(bundle) as archive:
         names = sorted(archive.namelist())
