@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -10,11 +10,17 @@ from ._limits import MAX_LIST, MAX_STATEMENT_BYTES
 from ._predicates import AggregatePredicate, PlatformPredicate
 from ._types import FileName, KeyId, Record, Sha256Hex
 
-IN_TOTO_STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+# Each fixed value once, as the type the models check and as the constant code writes (mypy holds the two equal).
+InTotoStatementType = Literal["https://in-toto.io/Statement/v1"]
+PlatformPredicateType = Literal["https://desktop-qualify.invalid/evidence/platform-qualification/v1"]
+AggregatePredicateType = Literal["https://desktop-qualify.invalid/evidence/aggregate-qualification/v1"]
+IN_TOTO_STATEMENT_TYPE: Final[InTotoStatementType] = "https://in-toto.io/Statement/v1"
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 PREDICATE_PREFIX = "https://desktop-qualify.invalid/evidence/"  # one prefix, a versioned type per kind
-PLATFORM_PREDICATE_TYPE = PREDICATE_PREFIX + "platform-qualification/v1"
-AGGREGATE_PREDICATE_TYPE = PREDICATE_PREFIX + "aggregate-qualification/v1"
+PLATFORM_PREDICATE_TYPE: Final[PlatformPredicateType] = (
+    "https://desktop-qualify.invalid/evidence/platform-qualification/v1")
+AGGREGATE_PREDICATE_TYPE: Final[AggregatePredicateType] = (
+    "https://desktop-qualify.invalid/evidence/aggregate-qualification/v1")
 KNOWN_PREDICATE_TYPES = frozenset({PLATFORM_PREDICATE_TYPE, AGGREGATE_PREDICATE_TYPE})
 
 # Base64 of the largest statement we accept, plus slack for padding.
@@ -49,16 +55,16 @@ class _StatementHead(Record):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
 
-    type_: Literal["https://in-toto.io/Statement/v1"] = Field(alias="_type")
+    type_: InTotoStatementType = Field(alias="_type")
     subject: list[Subject] = Field(min_length=1, max_length=MAX_LIST)
     predicateType: Annotated[str, Field(max_length=256)]  # noqa: N815 - in-toto field name
 
 
 class PlatformStatement(_StatementHead):
-    predicateType: Literal["https://desktop-qualify.invalid/evidence/platform-qualification/v1"]  # noqa: N815
+    predicateType: PlatformPredicateType  # noqa: N815
     predicate: PlatformPredicate
 
 
 class AggregateStatement(_StatementHead):
-    predicateType: Literal["https://desktop-qualify.invalid/evidence/aggregate-qualification/v1"]  # noqa: N815
+    predicateType: AggregatePredicateType  # noqa: N815
     predicate: AggregatePredicate

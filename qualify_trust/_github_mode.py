@@ -21,10 +21,10 @@ from desktop_qualify.evidence_schemas import (
 )
 from sigstore.models import Bundle
 
+from ._github_identity import GitHubIdentity
 from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
 from ._keyring import Role
 from ._sigstore_expected import ExpectedWorkflow, check_platform_signer, cross_check_claims
-from ._sigstore_identity import GitHubIdentity
 from ._sigstore_root import PinnedTrustedRoot
 from ._sigstore_sign import sign_dsse_statement
 from ._sigstore_verify import verify_artifact_bundle, verify_dsse_bundle

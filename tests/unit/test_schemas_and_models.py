@@ -201,3 +201,11 @@ def test_parse_envelope_bounds() -> None:
         with pytest.raises(QualificationError) as caught:
             parse_envelope(json.dumps(bad).encode(), what="e")
         assert caught.value.code is Code.SCHEMA_INVALID
+
+
+def test_every_predicate_type_is_one_versioned_name_under_the_one_prefix() -> None:
+    from desktop_qualify.evidence_schemas import AGGREGATE_PREDICATE_TYPE, PLATFORM_PREDICATE_TYPE, PREDICATE_PREFIX
+
+    for predicate_type in (PLATFORM_PREDICATE_TYPE, AGGREGATE_PREDICATE_TYPE):
+        assert predicate_type.startswith(PREDICATE_PREFIX)
+        assert predicate_type.removeprefix(PREDICATE_PREFIX).endswith("-qualification/v1")
