@@ -154,6 +154,8 @@ CHANGES: list[tuple[str, str, Change]] = [
     ("policy signers are these files", "another build config workflow",
      lambda w, p: _set(p["producer"], "workflow", ".github/workflows/release.yml")),
     # installs
+    ("installs hash-pinned", "ci installs nox unpinned",
+     lambda w, p: _set(_step(w, "ci.yml", "tests", "pip install"), "run", "python -m pip install nox")),
     ("installs hash-pinned", "an unpinned install",
      lambda w, p: _set(_step(w, *PRODUCE_LINUX, "pip install"), "run", "python -m pip install .")),
     ("installs hash-pinned", "the lock without hashes",

@@ -23,6 +23,7 @@ PLATFORMS = ("linux", "macos", "windows")
 RUNNERS = {"linux": "ubuntu-", "macos": "macos-", "windows": "windows-"}
 PRODUCERS = {p: f"produce-{p}.yml" for p in PLATFORMS}
 POLICY_PATH = "policies/release.toml"
+CI_LOCK = "requirements/ci.txt"
 LOCK = "requirements/pipeline.txt"
 # The least each job needs, and no more (a job not named here may not exist).
 LEAST: dict[tuple[str, str], dict[str, str]] = {
@@ -230,6 +231,10 @@ def installs_hash_pinned(workflows: Workflows, _: Policy) -> list[str]:
         if re.search(r"\bpip\s+install\b", line) and not (
                 f"--require-hashes --only-binary :all: -r {LOCK}" in line or line.endswith("--no-deps "
                                                                                            "--no-build-isolation .")):
+            bad.append(f"{name}: {job_id}: an install that is not hash-pinned: {line[:80]!r}")
+    # The test runner's own tooling: nox from its lock; nox then installs the project and its test extras.
+    for name, job_id, line in runs(workflows, "ci.yml"):
+        if re.search(r"\bpip\s+install\b", line) and f"--require-hashes --only-binary :all: -r {CI_LOCK}" not in line:
             bad.append(f"{name}: {job_id}: an install that is not hash-pinned: {line[:80]!r}")
     return bad
 
