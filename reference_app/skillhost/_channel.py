@@ -22,6 +22,9 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
+
+from skillhost._os_sandbox import launch_plan, worker_read_roots
 
 MAX_FRAME = 64 * 1024
 _CHUNK = 64 * 1024
@@ -48,6 +51,33 @@ def harden_host() -> bool:
         return False
 
 
+def spawn_confined(argv: Sequence[str], env: dict[str, str], cwd: str, **popen: Any) -> subprocess.Popen[bytes]:
+    """Start a worker the way this platform confines it (``_os_sandbox.launch_plan``), in a group of its own.
+
+    A worker the host could not confine is killed before it runs a single instruction of its
+    own (Windows: it is still suspended) and the ``OSError`` propagates.
+    """
+    plan = launch_plan(argv, cwd, worker_read_roots())
+    flags = int(popen.pop("creationflags", 0)) | int(plan.popen_kwargs.get("creationflags", 0))  # type: ignore[call-overload]
+    proc = subprocess.Popen(  # noqa: S603 - fixed worker entry point, no shell
+        plan.argv,
+        shell=False,
+        env=env,
+        cwd=cwd,
+        creationflags=flags,
+        start_new_session=not _WINDOWS,
+        **popen,
+    )
+    if plan.after_spawn is not None:
+        try:
+            plan.after_spawn(proc)
+        except OSError:
+            proc.kill()
+            proc.wait()
+            raise
+    return proc
+
+
 class Worker:
     """A started worker: the ``Popen`` plus the host's two raw pipe ends."""
 
@@ -57,17 +87,15 @@ class Worker:
         # A group of its own: one kill reaches everything the worker started inside it.
         creationflags: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if _WINDOWS else 0
         try:
-            self.proc = subprocess.Popen(
-                list(argv),
-                shell=False,
-                env=env,
-                cwd=cwd,
+            self.proc = spawn_confined(
+                argv,
+                env,
+                cwd,
                 stdin=child_in,
                 stdout=child_out,
                 stderr=subprocess.DEVNULL,
                 close_fds=True,
                 creationflags=creationflags,
-                start_new_session=not _WINDOWS,
             )
         except BaseException:
             for fd in (child_in, child_out, self.stdin_fd, self.stdout_fd):
