@@ -11,6 +11,7 @@ from skillhost import __version__
 from skillhost._canon import sha256_file
 from skillhost._catalog import verify
 from skillhost._errors import SkillError
+from skillhost._os_sandbox import Layer, missing_layers
 from skillhost._runner import WorkerSelfTest, self_test
 from skillhost._runtime import (
     build_info,
@@ -34,6 +35,7 @@ class ProbeReport(TypedDict):
     worker_entry_resolvable: bool
     catalog_verified: bool
     isolation_available: bool
+    isolation_layers: list[Layer]
 
 
 def _worker_entry_resolvable() -> None:
@@ -57,6 +59,10 @@ def _isolation() -> WorkerSelfTest:
     # Linux must cap the worker's address space; macOS may refuse RLIMIT_AS and only reports it.
     if sys.platform.startswith("linux") and answer.get("memory_limited") is not True:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker could not limit its memory (RLIMIT_AS)")
+    missing = missing_layers(answer.get("isolation_layers", []), platform_name())
+    if missing:
+        # Fail closed (README, "Operating-system sandbox"): the app does not start without its sandbox.
+        raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", f"required sandbox layer(s) not applied: {missing}")
     if answer.get("frozen") is not is_frozen():
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker is not the same build as the host")
     extra = unexpected_worker_env_keys(dict.fromkeys(answer.get("_env_passed", [])), answer.get("env_keys", []))
@@ -68,7 +74,7 @@ def _isolation() -> WorkerSelfTest:
 def run_probe() -> tuple[ProbeReport, int]:
     info = build_info()
     _worker_entry_resolvable()
-    _isolation()
+    answer = _isolation()
     try:
         verify(package_dir())
     except SkillError as exc:
@@ -85,5 +91,6 @@ def run_probe() -> tuple[ProbeReport, int]:
         "worker_entry_resolvable": True,
         "catalog_verified": True,
         "isolation_available": True,
+        "isolation_layers": answer.get("isolation_layers", []),
     }
     return report, 0
