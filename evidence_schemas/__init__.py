@@ -18,6 +18,7 @@ from ._records import (
     BuildRecord,
     InstalledFile,
     InstallRecord,
+    IsolationLayer,
     JourneyRecord,
     JourneyStep,
     LaunchProbeRecord,
@@ -39,14 +40,16 @@ from ._statement import (
     PlatformStatement,
     Subject,
 )
-from ._types import GIT_SHA_PATTERN, PLATFORMS, GitSha, Platform, Record, Sha256Hex
+from ._types import GIT_SHA_PATTERN, PLATFORMS, ErrnoName, GitSha, LayerName, Platform, Record, Sha256Hex
 
 __all__ = [
     "AGGREGATE_PREDICATE_TYPE",
     "IN_TOTO_PAYLOAD_TYPE",
     "IN_TOTO_STATEMENT_TYPE",
     "GIT_SHA_PATTERN",
+    "ErrnoName",
     "GitSha",
+    "LayerName",
     "Record",
     "Sha256Hex",
     "PLATFORMS",
@@ -68,6 +71,7 @@ __all__ = [
     "DsseSignature",
     "InstallRecord",
     "InstalledFile",
+    "IsolationLayer",
     "JourneyRecord",
     "JourneyStep",
     "JsonBounds",

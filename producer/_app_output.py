@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeVar
 
-from desktop_qualify.evidence_schemas import GitSha, JsonBounds, Record, Sha256Hex, load_json, validate_model
+from desktop_qualify.evidence_schemas import (
+    ErrnoName,
+    GitSha,
+    JsonBounds,
+    LayerName,
+    Record,
+    Sha256Hex,
+    load_json,
+    validate_model,
+)
 from desktop_qualify.evidence_schemas._limits import MAX_APP_OUTPUT_BYTES, MAX_LIST
 from pydantic import BaseModel, Field
 
@@ -18,6 +27,19 @@ _StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
 _SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
 
 
+class AppLayer(Record):
+    name: LayerName
+    applied: bool
+    detail: Annotated[str, Field(max_length=120)]
+
+
+class AppError(Record):
+    """What the app prints when it refuses (exit 3): its stable code and a bounded message."""
+
+    kind: Literal["skillhost-error"]
+    version: Literal[1]
+    code: _SkillCode
+    message: Annotated[str, Field(max_length=300)]
 
 
 class AppProbe(Record):
@@ -32,6 +54,7 @@ class AppProbe(Record):
     worker_entry_resolvable: bool
     catalog_verified: bool
     isolation_available: bool
+    isolation_layers: list[AppLayer] = Field(max_length=16)
 
 
 class AppJourneyStep(Record):
@@ -42,6 +65,7 @@ class AppJourneyStep(Record):
     observed_code: _SkillCode | None
     passed: bool
     detail: Annotated[str, Field(max_length=400)]
+    errno: ErrnoName | None
 
 
 class AppJourney(Record):
@@ -54,6 +78,7 @@ class AppJourney(Record):
     duration_ms: Annotated[int, Field(ge=0)]
     passed: bool
     steps: list[AppJourneyStep] = Field(max_length=MAX_LIST)
+    isolation_layers: list[AppLayer] = Field(max_length=16)
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -59,15 +59,15 @@ def _isolation() -> WorkerSelfTest:
     # Linux must cap the worker's address space; macOS may refuse RLIMIT_AS and only reports it.
     if sys.platform.startswith("linux") and answer.get("memory_limited") is not True:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker could not limit its memory (RLIMIT_AS)")
-    missing = missing_layers(answer.get("isolation_layers", []), platform_name())
-    if missing:
-        # Fail closed (README, "Operating-system sandbox"): the app does not start without its sandbox.
-        raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", f"required sandbox layer(s) not applied: {missing}")
     if answer.get("frozen") is not is_frozen():
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker is not the same build as the host")
     extra = unexpected_worker_env_keys(dict.fromkeys(answer.get("_env_passed", [])), answer.get("env_keys", []))
     if extra:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", f"worker environment not minimal: {extra[:5]}")
+    missing = missing_layers(answer.get("isolation_layers", []), platform_name())
+    if missing:
+        # Fail closed (README, "Operating-system sandbox"): the app does not start without its sandbox.
+        raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", f"required sandbox layer(s) not applied: {missing}")
     return answer
 
 
