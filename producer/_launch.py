@@ -121,5 +121,6 @@ def journey(*, prefix: Path, install: InstallRecord, gate_sha: str, expected: Ma
         exit_code=result.exit_code, timed_out=result.timed_out, duration_ms=result.duration_ms,
         app_build_sha=app.build_sha if app else None, host_pid=app.host_pid if app else None, steps=steps,
         required_steps=list(facts.required), missing_steps=list(facts.missing), failed_steps=list(facts.failed),
-        isolation_layers=layers, stderr_excerpt=(problem + "\n" + excerpt(result.stderr, 1500)).strip()[:2000], passed=facts.passed,
+        isolation_layers=layers, stderr_excerpt=(problem + "\n" + excerpt(result.stderr, 1500)).strip()[:2000],
+        passed=facts.passed,
     )

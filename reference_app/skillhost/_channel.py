@@ -59,7 +59,7 @@ def spawn_confined(argv: Sequence[str], env: dict[str, str], cwd: str, **popen: 
     """
     plan = launch_plan(argv, cwd, worker_read_roots())
     flags = int(popen.pop("creationflags", 0)) | int(plan.popen_kwargs.get("creationflags", 0))  # type: ignore[call-overload]
-    proc = subprocess.Popen(  # noqa: S603 - fixed worker entry point, no shell
+    proc = subprocess.Popen(  # fixed worker entry point, no shell
         plan.argv,
         shell=False,
         env=env,

@@ -90,7 +90,9 @@ def kernel_steps(tmp: Path) -> tuple[list[Step], list[Layer]]:
         lines, why = _run_hostile(targets)
     answer = lines[0] if lines and isinstance(lines[0], dict) else {}
     attempts = answer.get("attempts") if answer.get("kind") == "skillhost-worker-hostile" else None
-    by_op = {a.get("op"): a for a in attempts if isinstance(a, dict)} if isinstance(attempts, list) else {}
+    by_op: dict[object, object] = (
+        {a.get("op"): a for a in attempts if isinstance(a, dict)} if isinstance(attempts, list) else {}
+    )
     if len(lines) > 1:
         # The worker's own refusal, or EXEC_OK_LINE printed by the shell that replaced it.
         by_op["exec-shell"] = lines[1]

@@ -21,6 +21,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypedDict
 
 __all__ = [
@@ -64,7 +65,7 @@ def valid_layers(reported: Sequence[object]) -> list[Layer]:
         if not isinstance(name, str) or not 0 < len(name) <= 32 or not isinstance(applied, bool):
             raise ValueError("a layer has a bad name or applied flag")
         if not isinstance(detail, str):
-            raise ValueError(f"layer {name}: detail is not text")
+            raise ValueError(f"layer {name}: detail is not text")  # noqa: TRY004 - one error type for the host
         out.append(layer(name, applied=applied, detail=detail))
     if len({e["name"] for e in out}) != len(out):
         raise ValueError("a layer is reported twice")
@@ -115,9 +116,9 @@ def launch_plan(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str]) ->
 def worker_read_roots() -> list[str]:
     """What a worker may read: the installed bundle (frozen) or the interpreter and the app source."""
     if getattr(sys, "frozen", False):
-        roots = [os.path.dirname(os.path.realpath(sys.executable))]
+        roots = [str(Path(sys.executable).resolve().parent)]
     else:
-        app_src = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+        app_src = str(Path(__file__).resolve().parent.parent)
         roots = [app_src, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     return sorted({os.path.realpath(r) for r in roots})
 

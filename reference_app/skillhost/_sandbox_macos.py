@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import os
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 
 from skillhost._os_sandbox import Layer, layer
 
@@ -36,7 +37,7 @@ _FORBIDDEN = ("\x00", "\n", "\r")
 
 
 def _param(name: str, value: str) -> list[str]:
-    if not os.path.isabs(value) or any(c in value for c in _FORBIDDEN):
+    if not PurePosixPath(value).is_absolute() or any(c in value for c in _FORBIDDEN):
         raise ValueError(f"{name} must be an absolute path without control characters")
     return ["-D", f"{name}={value}"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from skillhost._os_sandbox import Layer, LaunchPlan, layer
+from skillhost._os_sandbox import LaunchPlan, Layer, layer
 
 __all__ = ["JOB_LIMIT_FLAGS", "MEMORY_LIMIT", "Win32", "job_limits", "job_plan", "self_report"]
 
@@ -122,9 +122,11 @@ def self_report(k32: Any = None) -> list[Layer]:
     info, got = ExtendedLimits(), ctypes.c_uint32(0)
     ok = lib.QueryInformationJobObject(None, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION, ctypes.byref(info),
                                        ctypes.sizeof(info), ctypes.byref(got))
-    flags = info.BasicLimitInformation.LimitFlags
-    held = bool(ok) and flags & JOB_LIMIT_FLAGS == JOB_LIMIT_FLAGS and info.BasicLimitInformation.ActiveProcessLimit == 1
-    detail = f"limit flags {flags:#x}, active processes {info.BasicLimitInformation.ActiveProcessLimit}"
-    return [layer("job-object", applied=held, detail=detail if ok else "not in a job"),
-            layer("restricted-token", applied=False, detail="not implemented: subprocess cannot pass a token")]  # fmt: skip
+    flags, active = info.BasicLimitInformation.LimitFlags, info.BasicLimitInformation.ActiveProcessLimit
+    held = bool(ok) and flags & JOB_LIMIT_FLAGS == JOB_LIMIT_FLAGS and active == 1
+    detail = f"limit flags {flags:#x}, active processes {active}"
+    return [
+        layer("job-object", applied=held, detail=detail if ok else "not in a job"),
+        layer("restricted-token", applied=False, detail="not implemented: subprocess cannot pass a token"),
+    ]
 

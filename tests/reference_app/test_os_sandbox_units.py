@@ -44,7 +44,8 @@ def _run(prog: list[tuple[int, int, int, int]], arch: int, nr: int, arg0: int = 
 def test_the_program_denies_the_list_kills_foreign_arches_and_allows_the_rest(machine: str) -> None:
     arch, numbers = ARCHES[machine]
     prog = build_program(machine)
-    assert len(prog) < 256 and prog[-1] == (0x06, 0, 0, RET_ALLOW)
+    assert len(prog) < 256
+    assert prog[-1] == (0x06, 0, 0, RET_ALLOW)
     for name in DENIED:
         assert _run(prog, arch, numbers[name]) == RET_ERRNO | errno.EPERM, name
     assert _run(prog, arch ^ 1, numbers["execve"]) == RET_KILL_PROCESS
@@ -82,7 +83,8 @@ def test_each_layer_says_why_it_was_not_applied(monkeypatch: pytest.MonkeyPatch,
     assert [e["name"] for e in layers] == list(linux.LINUX_LAYERS)
     assert not any(e["applied"] for e in layers)
     details = {e["name"]: e["detail"] for e in layers}
-    assert "ENOSYS" in details["no-new-privs"] and "ENOSYS" in details["landlock-fs"]
+    assert "ENOSYS" in details["no-new-privs"]
+    assert "ENOSYS" in details["landlock-fs"]
     assert details["seccomp"] == "needs no-new-privs"
     assert missing_layers(layers, "linux") == list(REQUIRED_LAYERS["linux"])
 
@@ -205,7 +207,8 @@ def test_windows_worker_that_cannot_be_confined_is_never_resumed(step: str) -> N
     with pytest.raises(OSError):  # noqa: PT011
         windows.confine_started(_Proc(), api)  # type: ignore[arg-type]
     names = [name for name, _ in api.calls]
-    assert "resume" not in names and names[-1] == "close"
+    assert "resume" not in names
+    assert names[-1] == "close"
 
 
 def test_windows_plan_starts_the_worker_suspended_in_its_own_group() -> None:
@@ -224,7 +227,8 @@ def test_windows_self_report_reads_the_job_limits_back() -> None:
             return 1
 
     report = windows.self_report(K32())
-    assert report[0]["name"] == "job-object" and report[0]["applied"]
+    assert report[0]["name"] == "job-object"
+    assert report[0]["applied"]
     assert report[1] == layer("restricted-token", applied=False,
                               detail="not implemented: subprocess cannot pass a token")
 
@@ -232,4 +236,5 @@ def test_windows_self_report_reads_the_job_limits_back() -> None:
 def test_linux_plan_starts_the_worker_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("skillhost._os_sandbox.platform_key", lambda: "linux")
     plan = launch_plan(["/opt/skillhost/skillhost", "worker"], "/tmp/w", ["/opt/skillhost"])
-    assert plan.argv == ["/opt/skillhost/skillhost", "worker"] and plan.after_spawn is None
+    assert plan.argv == ["/opt/skillhost/skillhost", "worker"]
+    assert plan.after_spawn is None

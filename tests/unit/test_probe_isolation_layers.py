@@ -38,7 +38,8 @@ def _installed(tmp_path: Path, stdout: str, exit_code: int) -> tuple[Path, Insta
 
 def _probe_line(exe_sha: str, layers: list[dict[str, object]]) -> str:
     return json.dumps({"kind": "skillhost-probe", "version": 1, "app_version": "0.1.0", "build_sha": SHA,
-                       "built_at": "2026-12-02T00:00:00Z", "platform": "linux", "frozen": True, "executable_sha256": exe_sha,
+                       "built_at": "2026-12-02T00:00:00Z", "platform": "linux", "frozen": True,
+                       "executable_sha256": exe_sha,
                        "worker_entry_resolvable": True, "catalog_verified": True, "isolation_available": True,
                        "isolation_layers": layers})
 
@@ -64,7 +65,8 @@ def test_a_required_layer_not_applied_fails_the_probe_and_says_which() -> None:
     whole = probe_facts(report=report.model_copy(update={"isolation_layers": [
         IsolationLayer(**entry) for entry in _layers()]}), exit_code=0, timed_out=False, platform="linux",  # type: ignore[arg-type]
         sha=SHA, installed_executable_sha256="0" * 64, required_layers=LINUX)
-    assert whole.passed and whole.layer_problems == ()
+    assert whole.passed
+    assert whole.layer_problems == ()
 
 
 def test_the_producer_records_the_missing_layer(tmp_path: Path) -> None:
@@ -79,5 +81,7 @@ def test_the_producer_records_the_apps_own_refusal_code(tmp_path: Path) -> None:
     prefix, install = _installed(tmp_path, refusal, 3)
     record = launch_probe(prefix=prefix, install=install, platform="linux", gate_sha=SHA, timeout=30,
                           required_layers=LINUX)
-    assert not record.passed and record.exit_code == 3 and record.report is None
+    assert not record.passed
+    assert record.exit_code == 3
+    assert record.report is None
     assert record.stderr_excerpt.startswith("the app refused: CC_SKILL_ISOLATION_UNAVAILABLE: required sandbox")
