@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import skillhost._runner as runner
-from conftest import APP_DIR
 from skillhost._errors import SkillError
 from skillhost._hostile import EXEC_OK_LINE, OPERATIONS
 from skillhost._journey_kernel import DENIED_CODE, kernel_steps
 from skillhost._os_sandbox import REQUIRED_LAYERS
 from skillhost._sandbox_linux import LINUX_LAYERS
+from skillhost_testutil import APP_DIR
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux sandbox")
 
