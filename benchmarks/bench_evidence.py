@@ -16,6 +16,8 @@ Figures (modules alongside this file):
 - bench_startup: `qualify --help` vs `python3 -c pass` (<= 4x), one local
   `qualify verify` process (<= 0.5 s), the frozen bundle's worker start (<= 150 ms);
 - bench_sizes: bytes of each statement vs `max_statement_bytes`;
+- bench_worker_sandbox: the worker sandbox's cost, layer by layer, and the source worker's start
+  with and without it;
 - bench_parse: bounded `load_json` vs `json.loads`, `verify_envelope` vs raw Ed25519.
 """
 
@@ -37,6 +39,7 @@ import bench_parse
 import bench_sizes
 import bench_startup
 import bench_verify
+import bench_worker_sandbox
 from _common import ROOT, Row
 
 OUTPUT = ROOT / "bench.json"
@@ -105,6 +108,7 @@ def main() -> int:
     rows.append(Row("verify_release under a GitHub-mode policy", "sigstore Verifier.verify_dsse", None, "x",
                     "-", None, SIGSTORE_NOTE))
     run("worker", lambda: [bench_startup.bench_worker()])
+    run("worker sandbox", bench_worker_sandbox.bench)
     run("sizes", bench_sizes.bench)
     run("parse", bench_parse.bench)
     print()
