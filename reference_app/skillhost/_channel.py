@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from skillhost._os_sandbox import launch_plan, worker_read_roots
@@ -51,11 +51,17 @@ def harden_host() -> bool:
         return False
 
 
-def spawn_confined(argv: Sequence[str], env: dict[str, str], cwd: str, **popen: Any) -> subprocess.Popen[bytes]:
+def _nothing() -> None:
+    return None
+
+
+def spawn_confined(argv: Sequence[str], env: dict[str, str], cwd: str,
+                   **popen: Any) -> tuple[subprocess.Popen[bytes], Callable[[], None]]:
     """Start a worker the way this platform confines it (``_os_sandbox.launch_plan``), in a group of its own.
 
-    A worker the host could not confine is killed before it runs a single instruction of its
-    own (Windows: it is still suspended) and the ``OSError`` propagates.
+    Returns the process and what to call once it is reaped. A worker the host could not confine is
+    killed before it runs a single instruction of its own (Windows: it is still suspended) and the
+    ``OSError`` propagates.
     """
     plan = launch_plan(argv, cwd, worker_read_roots())
     flags = int(popen.pop("creationflags", 0)) | int(plan.popen_kwargs.get("creationflags", 0))  # type: ignore[call-overload]
@@ -68,14 +74,14 @@ def spawn_confined(argv: Sequence[str], env: dict[str, str], cwd: str, **popen: 
         start_new_session=not _WINDOWS,
         **popen,
     )
-    if plan.after_spawn is not None:
-        try:
-            plan.after_spawn(proc)
-        except OSError:
-            proc.kill()
-            proc.wait()
-            raise
-    return proc
+    if plan.after_spawn is None:
+        return proc, _nothing
+    try:
+        return proc, plan.after_spawn(proc)
+    except OSError:
+        proc.kill()
+        proc.wait()
+        raise
 
 
 class Worker:
@@ -87,7 +93,7 @@ class Worker:
         # A group of its own: one kill reaches everything the worker started inside it.
         creationflags: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if _WINDOWS else 0
         try:
-            self.proc = spawn_confined(
+            self.proc, self._release = spawn_confined(
                 argv,
                 env,
                 cwd,
@@ -252,6 +258,8 @@ class Worker:
         self.close_stdin()
         if not self._closed:
             self._closed = True
+            if self.proc.poll() is not None:
+                self._release()
             if self._queue is None:
                 with contextlib.suppress(OSError):
                     os.close(self.stdout_fd)

@@ -38,7 +38,7 @@ def _run_hostile(targets: dict[str, object], timeout: float = 20.0) -> tuple[lis
     cwd = tempfile.mkdtemp(prefix="skillhost-worker-")
     try:
         host_hardened()
-        proc = spawn_confined(
+        proc, release = spawn_confined(
             [*worker_command(), "--hostile-self-test"],
             worker_env(),
             cwd,
@@ -52,6 +52,9 @@ def _run_hostile(targets: dict[str, object], timeout: float = 20.0) -> tuple[lis
             proc.kill()
             proc.wait()
             return [], "the hostile worker did not finish"
+        finally:
+            if proc.poll() is not None:
+                release()
         if len(out) > MAX_FRAME:
             return [], "the hostile worker wrote too much"
         try:

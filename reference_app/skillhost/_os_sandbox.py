@@ -97,7 +97,8 @@ class LaunchPlan:
     argv: list[str]
     popen_kwargs: dict[str, object] = field(default_factory=dict)
     # Given the started ``Popen``; raises ``OSError`` when the worker could not be confined (then killed).
-    after_spawn: Callable[[object], None] | None = None
+    # Returns what to call once the worker is reaped (Windows: close the job handle).
+    after_spawn: Callable[[object], Callable[[], None]] | None = None
 
 
 def launch_plan(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str]) -> LaunchPlan:

@@ -74,7 +74,7 @@ def self_test(timeout: float = 20.0) -> WorkerSelfTest:
     try:
         env = worker_env()
         host_hardened()
-        proc = spawn_confined(
+        proc, release = spawn_confined(
             [*worker_command(), "--self-test"],
             env,
             cwd,
@@ -88,6 +88,7 @@ def self_test(timeout: float = 20.0) -> WorkerSelfTest:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            release()
         if proc.returncode != 0 or len(out) > MAX_FRAME:
             raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", f"worker self-test exited {proc.returncode}")
         try:

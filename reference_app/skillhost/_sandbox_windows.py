@@ -12,6 +12,7 @@ reports ``restricted-token`` as not applied (README, "what remains outside").
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from skillhost._os_sandbox import LaunchPlan, Layer, layer
@@ -101,12 +102,14 @@ def confine_started(proc: object, api: Win32) -> int:
     return job
 
 
-def job_plan(argv: list[str] | tuple[str, ...] | Any, api_factory: type[Win32] = Win32) -> LaunchPlan:
-    jobs: list[int] = []
+def job_plan(argv: Sequence[str], api_factory: Callable[[], Win32] = Win32) -> LaunchPlan:
+    """Start suspended in a group of its own; ``after_spawn`` confines, resumes, and returns the job's release."""
 
-    def after_spawn(proc: object) -> None:
-        # The handle lives as long as the host process: closing it would kill the worker (kill-on-close).
-        jobs.append(confine_started(proc, api_factory()))
+    def after_spawn(proc: object) -> Callable[[], None]:
+        api = api_factory()
+        job = confine_started(proc, api)
+        # Closed only once the worker is reaped: closing it earlier kills the worker (kill-on-close).
+        return lambda: api.close(job)
 
     flags = CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP
     return LaunchPlan(list(argv), {"creationflags": flags}, after_spawn)

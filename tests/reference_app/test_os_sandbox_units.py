@@ -211,10 +211,15 @@ def test_windows_worker_that_cannot_be_confined_is_never_resumed(step: str) -> N
     assert names[-1] == "close"
 
 
-def test_windows_plan_starts_the_worker_suspended_in_its_own_group() -> None:
-    plan = windows.job_plan(["C:\\app\\skillhost.exe", "worker"])
+def test_windows_plan_starts_the_worker_suspended_and_closes_the_job_once_reaped() -> None:
+    api = _RecordingWin32()
+    plan = windows.job_plan(["C:\\app\\skillhost.exe", "worker"], api_factory=lambda: api)  # type: ignore[arg-type,return-value]
     assert plan.popen_kwargs == {"creationflags": 0x4 | 0x200}
     assert plan.after_spawn is not None
+    release = plan.after_spawn(_Proc())
+    assert [name for name, _ in api.calls] == ["create_job", "set_limits", "assign", "resume"]
+    release()
+    assert api.calls[-1] == ("close", 77)
 
 
 def test_windows_self_report_reads_the_job_limits_back() -> None:
