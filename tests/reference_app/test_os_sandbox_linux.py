@@ -178,3 +178,40 @@ def test_the_probe_reports_the_applied_layers(capsys):
     assert [entry["name"] for entry in layers] == list(LINUX_LAYERS)
     assert all(entry["applied"] for entry in layers if entry["name"] in REQUIRED_LAYERS["linux"])
 
+
+
+_ONE_LAYER = """
+import ctypes, json, os, socket, sys
+import skillhost._sandbox_linux as L
+libc = L._libc()
+nnp = L._no_new_privs(libc)
+if sys.argv[1] == "landlock":
+    applied = [e["applied"] for e in L._landlock(libc, [sys.argv[2]], os.getcwd())]
+else:
+    applied = [L._seccomp(libc, no_new_privs=nnp["applied"])["applied"]]
+res = {"applied": all(applied)}
+for name, fn in (("read-outside", lambda: open(sys.argv[3], "rb").read()),
+                 ("socket", lambda: socket.socket(socket.AF_INET).close())):
+    try:
+        fn(); res[name] = "ok"
+    except OSError as exc:
+        res[name] = exc.errno
+print(json.dumps(res))
+"""
+
+
+@pytest.mark.parametrize(("only", "expected"), [
+    ("landlock", {"applied": True, "read-outside": 13, "socket": "ok"}),
+    ("seccomp", {"applied": True, "read-outside": "ok", "socket": 1}),
+])
+def test_each_refusal_comes_from_the_layer_its_errno_names(tmp_path: Path, only: str, expected: dict[str, object]):
+    """Landlock alone refuses the file (EACCES) and not the socket; seccomp alone the socket (EPERM), not the file.
+
+    The file is this test's own, so no permission check but the sandbox's can refuse it."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("host data", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    out = subprocess.run([sys.executable, "-c", _ONE_LAYER, only, str(APP_DIR), str(outside)], cwd=work,
+                         env={"PYTHONPATH": str(APP_DIR)}, capture_output=True, timeout=30, check=True).stdout
+    assert json.loads(out) == expected
