@@ -3,7 +3,8 @@
 Each sample is a fresh interpreter (the layers are irreversible) that times, with ``perf_counter``, the
 import of the sandbox modules and then each Linux layer in the order the worker applies them. A second
 figure is the whole source worker start (``python -m skillhost worker --self-test``, spawn to reaped) with
-the sandbox and with ``confine`` replaced by a no-op, interleaved run by run. The frozen bundle's whole
+the sandbox and with ``confine`` replaced by a no-op (the sandbox modules are still imported; ``ctypes``
+and the layers are not), interleaved run by run. The frozen bundle's whole
 start is ``bench_startup.bench_worker``. Runnable alone: ``python benchmarks/bench_worker_sandbox.py``.
 """
 

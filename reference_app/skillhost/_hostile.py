@@ -15,10 +15,8 @@ it listens on. The host to trace is the worker's parent.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
-import socket
 import sys
 from typing import TypedDict
 
@@ -55,11 +53,15 @@ def _write(path: str) -> None:
 
 
 def _connect(port: int) -> None:
+    import socket  # noqa: PLC0415 - only this operation needs it, and every worker imports this module
+
     with socket.create_connection(("127.0.0.1", port), timeout=2.0):
         pass
 
 
 def _ptrace_parent() -> None:
+    import ctypes  # noqa: PLC0415 - only this operation needs it
+
     libc = ctypes.CDLL(None, use_errno=True)
     request = _PT_ATTACHEXC if sys.platform == "darwin" else _PTRACE_SEIZE
     # The tracer's exit detaches: a seized host is never left stopped.
