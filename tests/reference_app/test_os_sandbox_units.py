@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import os
 import struct
 
 import pytest
@@ -121,30 +122,47 @@ def test_a_malformed_layer_report_is_refused(bad: list[object]) -> None:
 
 
 def test_macos_command_line_puts_paths_in_parameters_not_in_the_profile() -> None:
-    argv = macos.wrap_command(["/Applications/S kill (x).app/skillhost", "worker"], "/tmp/w\"k", ["/ignored"])
+    exe = "/Applications/S kill (x).app/skillhost"
+    argv = macos.wrap_command([exe, "worker"], "/tmp/w\"k", ["/Applications/S kill (x).app"], home="/Users/u")
     assert argv[0] == "/usr/bin/sandbox-exec"
-    assert argv[-2:] == ["/Applications/S kill (x).app/skillhost", "worker"]
+    assert argv[-2:] == [exe, "worker"]
     assert argv[argv.index("-p") + 1] == macos.PROFILE
-    params = [argv[i + 1] for i, a in enumerate(argv) if a == "-D"]
-    assert [p.split("=", 1)[0] for p in params] == ["WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL"]
-    assert params[1] == "WORKER_EXE=/Applications/S kill (x).app/skillhost"
+    params = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-D")
+    assert list(params) == ["HOST_HOME", "HOST_TMP", "READ_ROOT_0", "WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL"]
+    assert params["WORKER_EXE"] == exe
+    assert params["HOST_HOME"] == os.path.realpath("/Users/u")
+    for path in params.values():
+        assert path not in macos.PROFILE
 
 
-def test_macos_profile_denies_network_writes_exec_and_fork() -> None:
+def test_macos_profile_denies_network_host_reads_writes_exec_and_fork() -> None:
     lines = macos.PROFILE.splitlines()
-    for rule in ("(deny network*)", "(deny file-write*)", "(deny process-exec*)", "(deny process-fork)"):
+    for rule in ("(deny network*)", "(deny file-write*)", "(deny process-exec*)", "(deny process-fork)",
+                 '(deny file-read-data (subpath (param "HOST_HOME")) (subpath (param "HOST_TMP")))'):
         assert rule in lines
-    # The only writes allowed are the worker's tmp and /dev/null; the only exec, the worker itself.
-    assert [ln for ln in lines if ln.startswith("(allow") and ln != "(allow default)"] == [
+    # A later rule wins: the bundle and the worker's tmp are readable again, after the home/tmp deny.
+    allows = [ln for ln in lines if ln.startswith("(allow") and ln != "(allow default)"]
+    assert allows == [
+        '(allow file-read-data (subpath (param "READ_ROOT_0")) (subpath (param "WORKER_TMP")))',
         '(allow file-write* (subpath (param "WORKER_TMP")) (literal "/dev/null"))',
         '(allow process-exec (literal (param "WORKER_EXE")) (literal (param "WORKER_EXE_REAL")))',
     ]
+    assert lines.index(allows[0]) > lines.index('(deny file-read-data (subpath (param "HOST_HOME")) '
+                                                 '(subpath (param "HOST_TMP")))')
+
+
+def test_macos_profile_names_one_parameter_per_read_root() -> None:
+    assert macos.profile(3).count("READ_ROOT_") == 3
+    with pytest.raises(ValueError):  # noqa: PT011
+        macos.profile(0)
+    with pytest.raises(ValueError):  # noqa: PT011
+        macos.profile(macos.MAX_READ_ROOTS + 1)
 
 
 @pytest.mark.parametrize(("exe", "tmp"), [("relative/skillhost", "/tmp/w"), ("/a/skillhost", "/tmp/w\nx")])
 def test_macos_refuses_a_path_it_cannot_pass_safely(exe: str, tmp: str) -> None:
     with pytest.raises(ValueError):  # noqa: PT011
-        macos.wrap_command([exe, "worker"], tmp, [])
+        macos.wrap_command([exe, "worker"], tmp, ["/a"])
 
 
 def test_macos_self_report_reads_sandbox_check() -> None:
