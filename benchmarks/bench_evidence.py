@@ -21,6 +21,8 @@ Figures (modules alongside this file):
 - bench_bundles: 1,000 local bundles audited in one call (parallel across cores) vs
   one `qualify audit --bundle` process each (>= 50x);
 - bench_sizes: bytes of each statement vs `max_statement_bytes`;
+- bench_worker_sandbox: the worker sandbox's cost, layer by layer, and the source worker's start
+  with and without it;
 - bench_parse: bounded `load_json` vs `json.loads`, `verify_envelope` vs raw Ed25519.
 """
 
@@ -44,6 +46,7 @@ import bench_sigstore
 import bench_sizes
 import bench_startup
 import bench_verify
+import bench_worker_sandbox
 from _common import ROOT, Row
 
 OUTPUT = ROOT / "bench.json"
@@ -110,6 +113,7 @@ def main() -> int:
     run("sigstore verify", bench_sigstore.bench)
     run("bundles", bench_bundles.bench)
     run("worker", lambda: [bench_startup.bench_worker()])
+    run("worker sandbox", bench_worker_sandbox.bench)
     run("sizes", bench_sizes.bench)
     run("parse", bench_parse.bench)
     print()

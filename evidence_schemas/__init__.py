@@ -29,6 +29,7 @@ from ._records import (
     BuildRecord,
     InstalledFile,
     InstallRecord,
+    IsolationLayer,
     JourneyRecord,
     JourneyStep,
     LaunchProbeRecord,
@@ -51,14 +52,27 @@ from ._statement import (
     PlatformStatement,
     Subject,
 )
-from ._types import GIT_SHA_PATTERN, PLATFORMS, GitSha, Platform, Record, Sha256Hex, TrustMode, utc_now
+from ._types import (
+    GIT_SHA_PATTERN,
+    PLATFORMS,
+    ErrnoName,
+    GitSha,
+    LayerName,
+    Platform,
+    Record,
+    Sha256Hex,
+    TrustMode,
+    utc_now,
+)
 
 __all__ = [
     "AGGREGATE_PREDICATE_TYPE",
     "IN_TOTO_PAYLOAD_TYPE",
     "IN_TOTO_STATEMENT_TYPE",
     "GIT_SHA_PATTERN",
+    "ErrnoName",
     "GitSha",
+    "LayerName",
     "Record",
     "Sha256Hex",
     "TrustMode",
@@ -87,6 +101,7 @@ __all__ = [
     "DsseSignature",
     "InstallRecord",
     "InstalledFile",
+    "IsolationLayer",
     "JourneyRecord",
     "JourneyStep",
     "JsonBounds",

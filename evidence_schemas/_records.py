@@ -13,10 +13,12 @@ from pydantic import Field
 from ._limits import MAX_BUNDLE_TEXT, MAX_LIST
 from ._types import (
     Count,
+    ErrnoName,
     Excerpt,
     FileName,
     GitSha,
     KeyId,
+    LayerName,
     Millis,
     Platform,
     Record,
@@ -131,6 +133,17 @@ class InstallRecord(Record):
     failure: Excerpt | None = None
 
 
+class IsolationLayer(Record):
+    """One layer of the worker's operating-system sandbox, as the worker reported it."""
+
+    name: LayerName
+    applied: bool
+    detail: Annotated[str, Field(max_length=120)]
+
+
+MAX_LAYERS = 16
+
+
 class ProbeReport(Record):
     """What the installed app said about itself (bounded, re-validated)."""
 
@@ -141,6 +154,7 @@ class ProbeReport(Record):
     worker_entry_resolvable: bool
     catalog_verified: bool
     isolation_available: bool
+    isolation_layers: list[IsolationLayer] = Field(max_length=MAX_LAYERS)
 
 
 class LaunchProbeRecord(Record):
@@ -164,6 +178,8 @@ class JourneyStep(Record):
     observed_code: SkillCode | None
     passed: bool
     detail: Annotated[str, Field(max_length=400)]
+    # The kernel's refusal of a kernel-refusal step; None for every other step.
+    errno: ErrnoName | None
 
 
 class JourneyRecord(Record):
@@ -178,6 +194,8 @@ class JourneyRecord(Record):
     required_steps: list[StepId] = Field(max_length=MAX_LIST)
     missing_steps: list[StepId] = Field(max_length=MAX_LIST)
     failed_steps: list[StepId] = Field(max_length=MAX_LIST)
+    # The layers the journey's sandboxed worker reported (the hostile self-test's worker).
+    isolation_layers: list[IsolationLayer] = Field(max_length=MAX_LAYERS)
     stderr_excerpt: Excerpt
     passed: bool
 

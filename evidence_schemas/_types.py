@@ -33,6 +33,10 @@ Count = Annotated[int, Field(ge=0, le=2**53)]
 Millis = Annotated[int, Field(ge=0, le=7 * 24 * 3600 * 1000)]
 StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
 SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
+# An isolation layer's name as the app reports it (``no-new-privs``, ``landlock-fs``, ``sandbox-exec``...).
+LayerName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
+# A POSIX errno name (``EACCES``, ``EPERM``), as the kernel refused a journey step's operation.
+ErrnoName = Annotated[str, Field(pattern=r"^E[A-Z0-9]{1,15}$")]
 
 Platform = Literal["linux", "macos", "windows"]
 def utc_now() -> str:

@@ -12,8 +12,10 @@ from typing import Annotated, Literal, TypeVar
 from desktop_qualify.evidence_schemas import (
     MAX_APP_OUTPUT_BYTES,
     MAX_LIST,
+    ErrnoName,
     GitSha,
     JsonBounds,
+    LayerName,
     Record,
     Sha256Hex,
     load_json,
@@ -26,6 +28,19 @@ _StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
 _SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
 
 
+class AppLayer(Record):
+    name: LayerName
+    applied: bool
+    detail: Annotated[str, Field(max_length=120)]
+
+
+class AppError(Record):
+    """What the app prints when it refuses (exit 3): its stable code and a bounded message."""
+
+    kind: Literal["skillhost-error"]
+    version: Literal[1]
+    code: _SkillCode
+    message: Annotated[str, Field(max_length=300)]
 
 
 class AppProbe(Record):
@@ -40,6 +55,7 @@ class AppProbe(Record):
     worker_entry_resolvable: bool
     catalog_verified: bool
     isolation_available: bool
+    isolation_layers: list[AppLayer] = Field(max_length=16)
 
 
 class AppJourneyStep(Record):
@@ -50,6 +66,7 @@ class AppJourneyStep(Record):
     observed_code: _SkillCode | None
     passed: bool
     detail: Annotated[str, Field(max_length=400)]
+    errno: ErrnoName | None
 
 
 class AppJourney(Record):
@@ -62,6 +79,7 @@ class AppJourney(Record):
     duration_ms: Annotated[int, Field(ge=0)]
     passed: bool
     steps: list[AppJourneyStep] = Field(max_length=MAX_LIST)
+    isolation_layers: list[AppLayer] = Field(max_length=16)
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -8,11 +8,12 @@ working folder, a timeout and bounded capture.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
     InstallRecord,
+    IsolationLayer,
     JourneyRecord,
     JourneyStep,
     LaunchProbeRecord,
@@ -25,7 +26,7 @@ from desktop_qualify.qualify_policy import StepExpectation
 from desktop_qualify.qualify_verify import journey_facts, probe_facts
 from pydantic import ValidationError
 
-from ._app_output import AppJourney, AppProbe, parse_app_output
+from ._app_output import AppError, AppJourney, AppProbe, parse_app_output
 from ._process import ProcessResult, excerpt, minimal_environment, run_bounded
 
 
@@ -53,8 +54,17 @@ def _run_installed(prefix: Path, install: InstallRecord, command: str, timeout: 
         shutil.rmtree(home, ignore_errors=True)
 
 
-def launch_probe(*, prefix: Path, install: InstallRecord, platform: str, gate_sha: str,
-                 timeout: int) -> LaunchProbeRecord:
+def _refusal(stdout: bytes) -> str:
+    """The app's own refusal (its ``CC_SKILL_*`` code and message), for the record's excerpt; else ''."""
+    try:
+        said = parse_app_output(AppError, stdout, what="probe refusal")
+    except QualificationError:
+        return ""
+    return f"the app refused: {said.code}: {said.message}"
+
+
+def launch_probe(*, prefix: Path, install: InstallRecord, platform: str, gate_sha: str, timeout: int,
+                 required_layers: Sequence[str]) -> LaunchProbeRecord:
     result = _run_installed(prefix, install, "probe", timeout)
     if isinstance(result, str):
         return LaunchProbeRecord(exit_code=None, timed_out=False, duration_ms=0, report=None,
@@ -69,11 +79,16 @@ def launch_probe(*, prefix: Path, install: InstallRecord, platform: str, gate_sh
                 app_version=app.app_version, build_sha=app.build_sha, platform=app.platform,
                 executable_sha256=app.executable_sha256, worker_entry_resolvable=app.worker_entry_resolvable,
                 catalog_verified=app.catalog_verified, isolation_available=app.isolation_available,
+                isolation_layers=[IsolationLayer(**entry.model_dump()) for entry in app.isolation_layers],
             )
         except QualificationError as exc:
             problem = exc.diagnostics()
+    elif not result.timed_out:
+        problem = _refusal(result.stdout)
     facts = probe_facts(report=report, exit_code=result.exit_code, timed_out=result.timed_out, platform=platform,
-                        sha=gate_sha, installed_executable_sha256=install.executable_sha256)
+                        sha=gate_sha, installed_executable_sha256=install.executable_sha256,
+                        required_layers=required_layers)
+    problem = "\n".join([problem, *facts.layer_problems]).strip()
     return LaunchProbeRecord(
         exit_code=result.exit_code, timed_out=result.timed_out, duration_ms=result.duration_ms, report=report,
         build_sha_matches=facts.build_sha_matches, executable_matches_install=facts.executable_matches_install,
@@ -82,13 +97,13 @@ def launch_probe(*, prefix: Path, install: InstallRecord, platform: str, gate_sh
 
 
 def journey(*, prefix: Path, install: InstallRecord, gate_sha: str, expected: Mapping[str, StepExpectation],
-            timeout: int) -> JourneyRecord:
+            timeout: int, required_layers: Sequence[str], probe: LaunchProbeRecord) -> JourneyRecord:
     """The installed app's journey, judged against the policy's step table (never the app's own expectations)."""
     result = _run_installed(prefix, install, "journey", timeout)
     if isinstance(result, str):
         return JourneyRecord(exit_code=None, timed_out=False, duration_ms=0, app_build_sha=None, host_pid=None,
                              steps=[], required_steps=list(expected), missing_steps=list(expected),
-                             failed_steps=[], stderr_excerpt=result, passed=False)
+                             failed_steps=[], isolation_layers=[], stderr_excerpt=result, passed=False)
     app: AppJourney | None = None
     problem = ""
     if not result.timed_out:
@@ -97,11 +112,15 @@ def journey(*, prefix: Path, install: InstallRecord, gate_sha: str, expected: Ma
         except QualificationError as exc:
             problem = exc.diagnostics()
     steps = [JourneyStep(**step.model_dump()) for step in app.steps] if app else []
+    layers = [IsolationLayer(**entry.model_dump()) for entry in app.isolation_layers] if app else []
     facts = journey_facts(steps=steps, expected=expected, exit_code=result.exit_code, timed_out=result.timed_out,
-                          app_build_sha=app.build_sha if app else None, sha=gate_sha)
+                          app_build_sha=app.build_sha if app else None, sha=gate_sha, layers=layers,
+                          required_layers=required_layers,
+                          probe_layers=probe.report.isolation_layers if probe.report else None)
     return JourneyRecord(
         exit_code=result.exit_code, timed_out=result.timed_out, duration_ms=result.duration_ms,
         app_build_sha=app.build_sha if app else None, host_pid=app.host_pid if app else None, steps=steps,
         required_steps=list(facts.required), missing_steps=list(facts.missing), failed_steps=list(facts.failed),
-        stderr_excerpt=(problem + "\n" + excerpt(result.stderr, 1500)).strip()[:2000], passed=facts.passed,
+        isolation_layers=layers, stderr_excerpt=(problem + "\n" + excerpt(result.stderr, 1500)).strip()[:2000],
+        passed=facts.passed,
     )

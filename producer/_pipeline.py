@@ -220,17 +220,19 @@ def _install(job: _Job, built: BuildOutput) -> InstallRecord:
 def _probe(job: _Job, installed: InstallRecord, sha: str) -> LaunchProbeRecord:
     with job.progress.stage("launch probe") as said:
         record = launch_probe(prefix=job.install_prefix, install=installed, platform=job.platform, gate_sha=sha,
-                              timeout=job.policy.file.limits.probe_timeout_seconds)
+                              timeout=job.policy.file.limits.probe_timeout_seconds,
+                              required_layers=getattr(job.policy.file.isolation, job.platform))
         said.append(f"exit={record.exit_code} passed={record.passed}")
     job.record("launch-probe", record)
     return record
 
 
-def _journey(job: _Job, installed: InstallRecord, sha: str) -> JourneyRecord:
+def _journey(job: _Job, installed: InstallRecord, sha: str, probe: LaunchProbeRecord) -> JourneyRecord:
     with job.progress.stage("journey") as said:
         record = journey(prefix=job.install_prefix, install=installed, gate_sha=sha,
                          expected=job.policy.file.journey.steps,
-                         timeout=job.policy.file.limits.journey_timeout_seconds)
+                         timeout=job.policy.file.limits.journey_timeout_seconds,
+                         required_layers=getattr(job.policy.file.isolation, job.platform), probe=probe)
         said.append(f"{sum(s.passed for s in record.steps)}/{len(record.steps)} steps passed, "
                     f"missing={len(record.missing_steps)} passed={record.passed}")
     job.record("journey", record)
@@ -251,7 +253,7 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     signature = _sign(job, built)
     installed = _install(job, built)
     probe = _probe(job, installed, gate_record.sha)
-    walked = _journey(job, installed, gate_record.sha)
+    walked = _journey(job, installed, gate_record.sha, probe)
     predicate = PlatformPredicate(platform=platform, arch=job.arch, run=run, produced_at=utc_now(),
                                   source_gate=gate_record, build=built.record, signature=signature,
                                   install=installed, launch_probe=probe, journey=walked)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from desktop_qualify.evidence_schemas import Record
+from desktop_qualify.evidence_schemas import ErrnoName, LayerName, Record
 from pydantic import Field, model_validator
 
 _Name = Annotated[str, Field(min_length=1, max_length=256)]
@@ -104,19 +104,30 @@ class StepExpectation(Record):
 
     expect: Literal["allow", "reject"]
     code: _SkillCode | None = None
+    # A step the operating system must refuse names the errno names it may refuse with; the step's
+    # recorded errno must be one of them. A step without this list must record no errno.
+    errno: list[ErrnoName] | None = Field(default=None, min_length=1, max_length=4)
 
     @model_validator(mode="after")
     def _code_iff_reject(self) -> StepExpectation:
         if self.expect == "reject" and self.code is None:
             raise ValueError("a step that must refuse names the CC_SKILL_* code it must refuse with")
-        if self.expect == "allow" and self.code is not None:
-            raise ValueError("an allow step names no refusal code")
+        if self.expect == "allow" and (self.code is not None or self.errno is not None):
+            raise ValueError("an allow step names no refusal code and no errno")
         return self
 
 
 class JourneyPolicy(Record):
     # Insertion order is the policy's order (TOML tables keep it); the records list steps in it.
     steps: dict[_StepId, StepExpectation] = Field(min_length=1, max_length=64)
+
+
+class IsolationPolicy(Record):
+    """The worker sandbox layers each platform's probe and journey must report as applied (fail closed)."""
+
+    linux: list[LayerName] = Field(min_length=1, max_length=16)
+    macos: list[LayerName] = Field(min_length=1, max_length=16)
+    windows: list[LayerName] = Field(min_length=1, max_length=16)
 
 
 class SigningPolicy(Record):
@@ -149,6 +160,7 @@ class PolicyFile(Record):
     artifact: ArtifactPolicy
     platforms: PlatformPolicy
     journey: JourneyPolicy
+    isolation: IsolationPolicy
     signing: SigningPolicy
     limits: LimitsPolicy
 

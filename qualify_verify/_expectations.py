@@ -23,6 +23,8 @@ class Expectations:
     # Each required journey step and what it must show, in the policy's order.
     steps: Mapping[str, StepExpectation]
     accepted_signing: Mapping[str, frozenset[str]]
+    # The sandbox layers each platform's worker must report as applied, in the policy's order.
+    isolation: Mapping[str, tuple[str, ...]]
     require_clean_worktree: bool
     max_statement_bytes: int
     policy_sha256: str
@@ -52,6 +54,8 @@ class Expectations:
             accepted_signing=MappingProxyType({"linux": frozenset(f.signing.linux),
                                                "macos": frozenset(f.signing.macos),
                                                "windows": frozenset(f.signing.windows)}),
+            isolation=MappingProxyType({"linux": tuple(f.isolation.linux), "macos": tuple(f.isolation.macos),
+                                        "windows": tuple(f.isolation.windows)}),
             require_clean_worktree=f.source.require_clean_worktree,
             max_statement_bytes=f.limits.max_statement_bytes,
             policy_sha256=policy.sha256,

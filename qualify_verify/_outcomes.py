@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from desktop_qualify.evidence_schemas import (
     Code,
+    IsolationLayer,
     JourneyStep,
     PlatformPredicate,
     ProbeReport,
@@ -196,30 +197,53 @@ def assess_install(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
 # -- launch probe -------------------------------------------------------------------------------------------
 
 
+def layer_problems(layers: Sequence[IsolationLayer], required: Sequence[str]) -> list[str]:
+    """Why a worker's layer report falls short of the policy's layers for its platform (fail closed).
+
+    Derived from the recorded layers alone: the app's ``isolation_available`` is its own claim against its
+    own list, never a substitute for the policy's.
+    """
+    names = [entry.name for entry in layers]
+    problems = [f"layer {name!r} is reported {names.count(name)} times" for name in sorted(set(names))
+                if names.count(name) > 1]
+    applied = {entry.name for entry in layers if entry.applied}
+    missing = [name for name in required if name not in applied]
+    if missing:
+        problems.append(f"required isolation layer(s) not applied: {', '.join(missing)}")
+    return problems
+
+
+def _layer_pairs(layers: Sequence[IsolationLayer]) -> list[tuple[str, bool]]:
+    return [(entry.name, entry.applied) for entry in layers]
+
+
 @dataclass(frozen=True)
 class ProbeFacts:
     build_sha_matches: bool
     executable_matches_install: bool
+    layer_problems: tuple[str, ...]
     passed: bool
 
 
 def probe_facts(*, report: ProbeReport | None, exit_code: int | None, timed_out: bool, platform: str, sha: str,
-                installed_executable_sha256: str) -> ProbeFacts:
+                installed_executable_sha256: str, required_layers: Sequence[str]) -> ProbeFacts:
     """The probe's verdict from what the app reported: the producer writes it, the verifier re-derives it."""
     sha_ok = report is not None and report.build_sha == sha
     exe_ok = report is not None and report.executable_sha256 == installed_executable_sha256
+    layers = tuple(layer_problems(report.isolation_layers, required_layers)) if report is not None else ()
     passed = (exit_code == 0 and not timed_out and report is not None and sha_ok and exe_ok
               and report.platform == platform and report.worker_entry_resolvable and report.catalog_verified
-              and report.isolation_available)
-    return ProbeFacts(sha_ok, exe_ok, passed)
+              and report.isolation_available and not layers)
+    return ProbeFacts(sha_ok, exe_ok, layers, passed)
 
 
-def assess_probe(p: PlatformPredicate) -> StageOutcome:
+def assess_probe(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     probe = p.launch_probe
     report = probe.report
     out = _Collect("launch probe", Code.PROBE_FAILED)
     facts = probe_facts(report=report, exit_code=probe.exit_code, timed_out=probe.timed_out, platform=p.platform,
-                        sha=p.source_gate.sha, installed_executable_sha256=p.install.executable_sha256)
+                        sha=p.source_gate.sha, installed_executable_sha256=p.install.executable_sha256,
+                        required_layers=exp.isolation[p.platform])
     if probe.timed_out:
         out.fail("the launch probe timed out")
     elif probe.exit_code != 0:
@@ -236,6 +260,8 @@ def assess_probe(p: PlatformPredicate) -> StageOutcome:
         for flag in ("worker_entry_resolvable", "catalog_verified", "isolation_available"):
             if not getattr(report, flag):
                 out.fail(f"the app reports {flag} = false")
+        for problem in facts.layer_problems:
+            out.fail(f"the probe's worker sandbox: {problem}")
     out.claim("build_sha_matches", probe.build_sha_matches, facts.build_sha_matches)
     out.claim("executable_matches_install", probe.executable_matches_install, facts.executable_matches_install)
     out.claim("passed", probe.passed, facts.passed)
@@ -255,6 +281,15 @@ class JourneyFacts:
     passed: bool
 
 
+def _errno_problem(step: JourneyStep, want: StepExpectation) -> str | None:
+    """A kernel-refusal step must carry an errno the policy accepts; every other step carries none."""
+    if want.errno is None:
+        return None if step.errno is None else f"{step.id}: records errno {step.errno}, the policy expects none"
+    if step.errno not in want.errno:
+        return f"{step.id}: refused with errno {step.errno}, the policy accepts {', '.join(want.errno)}"
+    return None
+
+
 def _step_problem(step: JourneyStep, want: StepExpectation | None) -> str | None:
     """Why one reported step does not count as passed, or None."""
     own = step.observed == step.expected and step.observed_code == step.expected_code
@@ -270,11 +305,13 @@ def _step_problem(step: JourneyStep, want: StepExpectation | None) -> str | None
     if (step.observed, step.observed_code) != (want.expect, want.code):
         return (f"{step.id}: observed {step.observed} {step.observed_code or ''}".rstrip()
                 + f", the policy requires {want.expect} {want.code or ''}".rstrip())
-    return None
+    return _errno_problem(step, want)
 
 
 def journey_facts(*, steps: Sequence[JourneyStep], expected: Mapping[str, StepExpectation],
-                  exit_code: int | None, timed_out: bool, app_build_sha: str | None, sha: str) -> JourneyFacts:
+                  exit_code: int | None, timed_out: bool, app_build_sha: str | None, sha: str,
+                  layers: Sequence[IsolationLayer], required_layers: Sequence[str],
+                  probe_layers: Sequence[IsolationLayer] | None) -> JourneyFacts:
     """The journey's verdict against the policy's step table: the producer writes it, the verifier re-derives it."""
     ids = [s.id for s in steps]
     repeated = {step for step in ids if ids.count(step) > 1}
@@ -299,6 +336,10 @@ def journey_facts(*, steps: Sequence[JourneyStep], expected: Mapping[str, StepEx
         problems.append(f"the journey exited {exit_code}")
     if app_build_sha != sha:
         problems.append(f"the journey ran build {str(app_build_sha)[:12]}, not {sha[:12]}")
+    problems += [f"the journey's worker sandbox: {why}" for why in layer_problems(layers, required_layers)]
+    if probe_layers is not None and _layer_pairs(probe_layers) != _layer_pairs(layers):
+        # One build on one machine: its probe's worker and its journey's cannot have been confined differently.
+        problems.append("the journey's worker reports other isolation layers than the probe's")
     return JourneyFacts(tuple(expected), missing, tuple(failed), tuple(problems), not problems)
 
 
@@ -306,11 +347,14 @@ def assess_journey(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     j = p.journey
     out = _Collect("journey", Code.JOURNEY_INCOMPLETE)
     facts = journey_facts(steps=j.steps, expected=exp.steps, exit_code=j.exit_code, timed_out=j.timed_out,
-                          app_build_sha=j.app_build_sha, sha=p.source_gate.sha)
-    if facts.problems:
+                          app_build_sha=j.app_build_sha, sha=p.source_gate.sha, layers=j.isolation_layers,
+                          required_layers=exp.isolation[p.platform],
+                          probe_layers=p.launch_probe.report.isolation_layers if p.launch_probe.report else None)
+    problems = facts.problems
+    if problems:
         # One reason for the journey, however many steps: each step's why, in the order reported, bounded.
-        listed = "; ".join(facts.problems)
-        out.fail(f"{len(facts.problems)} problem(s): {listed[:1500]}{' ...' if len(listed) > 1500 else ''}")
+        listed = "; ".join(problems)
+        out.fail(f"{len(problems)} problem(s): {listed[:1500]}{' ...' if len(listed) > 1500 else ''}")
     out.claim("required_steps", tuple(j.required_steps), facts.required)
     out.claim("missing_steps", tuple(j.missing_steps), facts.missing)
     out.claim("failed_steps", tuple(j.failed_steps), facts.failed)

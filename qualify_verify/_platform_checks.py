@@ -188,7 +188,7 @@ def stage_outcomes(vp: VerifiedPlatform, exp: Expectations, verifier: StatementV
         assess_build(p, exp),
         assess_signature(p, exp, signature_verifies=check_artifact_signer(vp, verifier, findings)),
         assess_install(p, exp),
-        assess_probe(p),
+        assess_probe(p, exp),
         assess_journey(p, exp),
     ]
 

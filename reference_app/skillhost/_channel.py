@@ -21,7 +21,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from skillhost._os_sandbox import launch_plan, worker_read_roots
 
 MAX_FRAME = 64 * 1024
 _CHUNK = 64 * 1024
@@ -48,6 +51,39 @@ def harden_host() -> bool:
         return False
 
 
+def _nothing() -> None:
+    return None
+
+
+def spawn_confined(argv: Sequence[str], env: dict[str, str], cwd: str,
+                   **popen: Any) -> tuple[subprocess.Popen[bytes], Callable[[], None]]:
+    """Start a worker the way this platform confines it (``_os_sandbox.launch_plan``), in a group of its own.
+
+    Returns the process and what to call once it is reaped. A worker the host could not confine is
+    killed before it runs a single instruction of its own (Windows: it is still suspended) and the
+    ``OSError`` propagates.
+    """
+    plan = launch_plan(argv, cwd, worker_read_roots())
+    flags = int(popen.pop("creationflags", 0)) | int(plan.popen_kwargs.get("creationflags", 0))  # type: ignore[call-overload]
+    proc = subprocess.Popen(  # fixed worker entry point, no shell
+        plan.argv,
+        shell=False,
+        env=env,
+        cwd=cwd,
+        creationflags=flags,
+        start_new_session=not _WINDOWS,
+        **popen,
+    )
+    if plan.after_spawn is None:
+        return proc, _nothing
+    try:
+        return proc, plan.after_spawn(proc)
+    except OSError:
+        proc.kill()
+        proc.wait()
+        raise
+
+
 class Worker:
     """A started worker: the ``Popen`` plus the host's two raw pipe ends."""
 
@@ -57,17 +93,15 @@ class Worker:
         # A group of its own: one kill reaches everything the worker started inside it.
         creationflags: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if _WINDOWS else 0
         try:
-            self.proc = subprocess.Popen(
-                list(argv),
-                shell=False,
-                env=env,
-                cwd=cwd,
+            self.proc, self._release = spawn_confined(
+                argv,
+                env,
+                cwd,
                 stdin=child_in,
                 stdout=child_out,
                 stderr=subprocess.DEVNULL,
                 close_fds=True,
                 creationflags=creationflags,
-                start_new_session=not _WINDOWS,
             )
         except BaseException:
             for fd in (child_in, child_out, self.stdin_fd, self.stdout_fd):
@@ -224,6 +258,8 @@ class Worker:
         self.close_stdin()
         if not self._closed:
             self._closed = True
+            if self.proc.poll() is not None:
+                self._release()
             if self._queue is None:
                 with contextlib.suppress(OSError):
                     os.close(self.stdout_fd)

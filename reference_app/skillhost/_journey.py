@@ -21,7 +21,9 @@ from skillhost._catalog import verify
 from skillhost._errors import SkillError
 from skillhost._journey_brokers import broker_steps
 from skillhost._journey_external import external_steps
+from skillhost._journey_kernel import kernel_steps
 from skillhost._journey_util import Step, _step
+from skillhost._os_sandbox import Layer
 from skillhost._runner import self_test
 from skillhost._runtime import build_info, package_dir, platform_name, unexpected_worker_env_keys
 from skillhost._signing import TrustStore, new_key
@@ -39,6 +41,7 @@ class JourneyReport(TypedDict):
     duration_ms: int
     passed: bool
     steps: list[Step]
+    isolation_layers: list[Layer]
 
 
 def _catalog_step(pkg: Path) -> Step:
@@ -103,7 +106,7 @@ def _worker_env_step() -> Step:
     return _step("worker-environment-minimal", "allow", None, "allow", None, detail, ok)
 
 
-def _steps(tmp: Path) -> list[Step]:
+def _steps(tmp: Path) -> tuple[list[Step], list[Layer]]:
     pkg = package_dir()
     steps = [_catalog_step(pkg), _bundled_in_host_step(pkg)]
     # Keys and trust for this run only; the rogue key signs but is not trusted.
@@ -115,7 +118,9 @@ def _steps(tmp: Path) -> list[Step]:
     steps += broker_steps(tmp, trust, keys)  # brokers, package validation, safe mode, protocol hardening
     steps.append(_host_boundary_step())
     steps.append(_worker_env_step())
-    return steps
+    # Last: what only the operating system can refuse, and the layers the worker reported.
+    refused, layers = kernel_steps(tmp)
+    return steps + refused, layers
 
 
 def run_journey() -> tuple[JourneyReport, int]:
@@ -124,7 +129,7 @@ def run_journey() -> tuple[JourneyReport, int]:
     os.environ[SECRET_CANARY] = "host-only-secret"  # must never reach a worker
     tmp = Path(tempfile.mkdtemp(prefix="skillhost-journey-"))
     try:
-        steps = _steps(tmp)
+        steps, layers = _steps(tmp)
     finally:
         os.environ.pop(SECRET_CANARY, None)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -139,5 +144,6 @@ def run_journey() -> tuple[JourneyReport, int]:
         "duration_ms": int((time.monotonic() - t0) * 1000),
         "passed": passed,
         "steps": steps,
+        "isolation_layers": layers,
     }
     return report, (0 if passed else 1)

@@ -33,6 +33,8 @@ class Step(TypedDict):
     observed_code: str | None
     passed: bool
     detail: str
+    # The operating system's refusal (``EACCES``, ``EPERM``...) where a step is one; else None.
+    errno: str | None
 
 
 def _caps_yaml(caps: Iterable[str]) -> str:
@@ -76,6 +78,7 @@ def _step(  # noqa: PLR0917
     observed_code: str | None,
     detail: object,
     extra_ok: bool = True,
+    errno: str | None = None,
 ) -> Step:
     passed = expected == observed and expected_code == observed_code and extra_ok
     return {
@@ -86,6 +89,7 @@ def _step(  # noqa: PLR0917
         "observed_code": observed_code,
         "passed": bool(passed),
         "detail": str(detail)[:MAX_DETAIL],
+        "errno": errno,
     }
 
 

@@ -11,6 +11,7 @@ from skillhost import __version__
 from skillhost._canon import sha256_file
 from skillhost._catalog import verify
 from skillhost._errors import SkillError
+from skillhost._os_sandbox import Layer, missing_layers
 from skillhost._runner import WorkerSelfTest, self_test
 from skillhost._runtime import (
     build_info,
@@ -34,6 +35,7 @@ class ProbeReport(TypedDict):
     worker_entry_resolvable: bool
     catalog_verified: bool
     isolation_available: bool
+    isolation_layers: list[Layer]
 
 
 def _worker_entry_resolvable() -> None:
@@ -62,13 +64,17 @@ def _isolation() -> WorkerSelfTest:
     extra = unexpected_worker_env_keys(dict.fromkeys(answer.get("_env_passed", [])), answer.get("env_keys", []))
     if extra:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", f"worker environment not minimal: {extra[:5]}")
+    missing = missing_layers(answer.get("isolation_layers", []), platform_name())
+    if missing:
+        # Fail closed (README, "Operating-system sandbox"): the app does not start without its sandbox.
+        raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", f"required sandbox layer(s) not applied: {missing}")
     return answer
 
 
 def run_probe() -> tuple[ProbeReport, int]:
     info = build_info()
     _worker_entry_resolvable()
-    _isolation()
+    answer = _isolation()
     try:
         verify(package_dir())
     except SkillError as exc:
@@ -85,5 +91,6 @@ def run_probe() -> tuple[ProbeReport, int]:
         "worker_entry_resolvable": True,
         "catalog_verified": True,
         "isolation_available": True,
+        "isolation_layers": answer.get("isolation_layers", []),
     }
     return report, 0

@@ -6,7 +6,6 @@ import json
 import secrets
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -15,8 +14,9 @@ from typing import Any, TypedDict
 
 from skillhost._broker import MAX_REQUESTS, AuditEvent, Broker
 from skillhost._canon import canonical_bytes
-from skillhost._channel import Worker, harden_host
+from skillhost._channel import Worker, harden_host, spawn_confined
 from skillhost._errors import SkillError
+from skillhost._os_sandbox import Layer, valid_layers
 from skillhost._package import VerifiedSkill
 from skillhost._runtime import worker_command, worker_env
 
@@ -54,6 +54,7 @@ class WorkerSelfTest(TypedDict):
     memory_limited: object
     frozen: object
     env_keys: list[str]
+    isolation_layers: list[Layer]
     _env_passed: list[str]
 
 
@@ -73,15 +74,13 @@ def self_test(timeout: float = 20.0) -> WorkerSelfTest:
     try:
         env = worker_env()
         host_hardened()
-        proc = subprocess.Popen(
+        proc, release = spawn_confined(
             [*worker_command(), "--self-test"],
-            shell=False,
-            env=env,
-            cwd=cwd,
+            env,
+            cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            start_new_session=sys.platform != "win32",
         )
         try:
             out, _ = proc.communicate(timeout=timeout)
@@ -89,6 +88,7 @@ def self_test(timeout: float = 20.0) -> WorkerSelfTest:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            release()
         if proc.returncode != 0 or len(out) > MAX_FRAME:
             raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", f"worker self-test exited {proc.returncode}")
         try:
@@ -100,8 +100,12 @@ def self_test(timeout: float = 20.0) -> WorkerSelfTest:
         env_keys = answer.get("env_keys", [])
         if not isinstance(env_keys, list) or not all(isinstance(k, str) for k in env_keys):
             raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker self-test env_keys is not a list of names")
+        layers = answer.get("isolation_layers")
+        if not isinstance(layers, list):
+            raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker self-test reports no isolation layers")
         return {
             "kind": "skillhost-worker-self-test",
+            "isolation_layers": _layers(layers),
             "pid": answer.get("pid"),
             "limits_applied": answer.get("limits_applied"),
             "memory_limited": answer.get("memory_limited"),
@@ -111,6 +115,13 @@ def self_test(timeout: float = 20.0) -> WorkerSelfTest:
         }
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
+
+
+def _layers(reported: list[object]) -> list[Layer]:
+    try:
+        return valid_layers(reported)
+    except ValueError as exc:
+        raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", f"worker layer report: {exc}") from None
 
 
 _POLL = 0.05

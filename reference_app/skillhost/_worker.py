@@ -1,11 +1,14 @@
 """One-shot worker: fixed entry point, JSONL frames on stdin/stdout.
 
-Imports only the standard library and two stdlib-only policy modules
-(``_handler_rules``, ``_sandbox``): no host modules, no crypto, no database.
-It applies resource limits to itself first thing, then receives the verified
-handler source snapshot (never a path) in the ``start`` frame, re-checks it
-with the host's static rules and runs it with allow-listed builtins and module
-views. None of this is an OS sandbox (README, "Known boundaries").
+Imports only the standard library and stdlib-only policy modules
+(``_handler_rules``, ``_sandbox``, ``_os_sandbox`` and its platform modules,
+``_hostile``): no host modules, no crypto, no database. It applies resource
+limits to itself first thing, then its operating-system sandbox
+(``_os_sandbox.confine``), both before it reads its first frame; only then it
+receives the verified handler source snapshot (never a path) in the ``start``
+frame, re-checks it with the host's static rules and runs it with allow-listed
+builtins and module views. A required sandbox layer that is not applied stops
+it before any handler code runs (``CC_SKILL_ISOLATION_UNAVAILABLE``).
 """
 
 import builtins
@@ -16,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Protocol, TypedDict
 
 from skillhost._handler_rules import ALLOWED_HANDLER_IMPORTS, check_source
+from skillhost._hostile import OPERATIONS, attempt, exec_shell
+from skillhost._os_sandbox import Layer, confine, missing_layers, platform_key
 from skillhost._sandbox import ImportDeniedError, handler_builtins
 
 __all__ = ["ALLOWED_HANDLER_IMPORTS", "apply_limits", "main"]
@@ -192,8 +197,19 @@ class _Sink:
         pass
 
 
-def self_test() -> int:
+def _confine() -> tuple[LimitsReport, list[Layer]]:
+    """Limits, then the OS sandbox: the order every worker mode starts with, before any input is read."""
     limits = apply_limits()
+    return limits, confine(os.getcwd())  # noqa: PTH109 - the host made the cwd the worker's tmp
+
+
+def _write_line(obj: object) -> None:
+    sys.stdout.write(json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def self_test() -> int:
+    limits, layers = _confine()
     answer = {
         "kind": "skillhost-worker-self-test",
         "version": 1,
@@ -205,14 +221,31 @@ def self_test() -> int:
         "env_keys": sorted(os.environ)[:64],
         "frozen": bool(getattr(sys, "frozen", False)),
         "protocol_version": PROTOCOL_VERSION,
+        "isolation_layers": layers,
     }
-    sys.stdout.write(json.dumps(answer, sort_keys=True, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+    _write_line(answer)
+    return 0
+
+
+def hostile_self_test() -> int:
+    """Confine, read the host's targets (one bounded JSON line), try each escape, report, try exec last."""
+    _limits, layers = _confine()
+    line = sys.stdin.buffer.readline(4096)
+    try:
+        targets = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return 76
+    if not isinstance(targets, dict):
+        return 76
+    attempts = [attempt(op, targets) for op in OPERATIONS if op != "exec-shell"]
+    _write_line({"kind": "skillhost-worker-hostile", "version": 1, "pid": os.getpid(),
+                 "isolation_layers": layers, "attempts": attempts})  # fmt: skip
+    _write_line(exec_shell())
     return 0
 
 
 def serve() -> int:
-    limits = apply_limits()
+    limits, layers = _confine()
     out = sys.stdout.buffer
     inp = sys.stdin.buffer
     sys.stdout = _Sink()
@@ -228,6 +261,12 @@ def serve() -> int:
     proto.exec_id = exec_id
     if os.name == "posix" and not limits["applied"]:
         proto.send({"type": "error", "code": "CC_SKILL_ISOLATION_UNAVAILABLE", "message": "limits not applied"})
+        return 75
+    missing = missing_layers(layers, platform_key())
+    if missing:
+        # Fail closed: without every required layer no external code runs (bundled skills are unaffected).
+        message = f"sandbox layers not applied: {', '.join(missing)}"
+        proto.send({"type": "error", "code": "CC_SKILL_ISOLATION_UNAVAILABLE", "message": message[:200]})
         return 75
     found = check_source(source)
     if found is not None:
@@ -271,10 +310,12 @@ def _run_handler(proto: _Protocol, source: str, args: object, limits_applied: bo
 def main(argv: Sequence[str]) -> int:
     if argv == ["--self-test"]:
         return self_test()
+    if argv == ["--hostile-self-test"]:
+        return hostile_self_test()
     if argv:
         sys.stdout.write(
             '{"code":"CC_SKILL_USAGE","kind":"skillhost-error","message":"worker takes no '
-            'arguments except --self-test","version":1}\n'
+            'arguments except --self-test or --hostile-self-test","version":1}\n'
         )
         return 2
     return serve()

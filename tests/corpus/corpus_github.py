@@ -144,7 +144,8 @@ def github_predicate(site: GitHubSite, artifact: Path, sha: str, artifact_signin
     ])
     data["journey"]["steps"] = [
         {"id": step, "expected": want.expect, "expected_code": want.code, "observed": want.expect,
-         "observed_code": want.code, "passed": True, "detail": f"{step}: as expected"}
+         "observed_code": want.code, "passed": True, "detail": f"{step}: as expected",
+         "errno": want.errno[0] if want.errno else None}
         for step, want in steps.items()
     ]
     build = data["build"]["artifact"]

@@ -458,6 +458,41 @@ def repeat_step(step_id: str, **changes: Any) -> PredicateEdit:
     return apply
 
 
+def _section(pred: dict[str, Any], section: str) -> dict[str, Any]:
+    for part in section.split("."):
+        pred = pred[part]
+    return pred
+
+
+def layer_off(section: str, name: str, *, applied: bool = False) -> PredicateEdit:
+    """The layer ``name`` of ``section``'s ``isolation_layers`` reported with ``applied``."""
+
+    def apply(pred: dict[str, Any]) -> None:
+        for entry in _section(pred, section)["isolation_layers"]:
+            if entry["name"] == name:
+                entry["applied"] = applied
+
+    return apply
+
+
+def layer_drop(section: str, name: str) -> PredicateEdit:
+    def apply(pred: dict[str, Any]) -> None:
+        target = _section(pred, section)
+        target["isolation_layers"] = [e for e in target["isolation_layers"] if e["name"] != name]
+
+    return apply
+
+
+def layer_twice(section: str) -> PredicateEdit:
+    """The first layer reported a second time, not applied: a report that cannot be read one way."""
+
+    def apply(pred: dict[str, Any]) -> None:
+        layers = _section(pred, section)["isolation_layers"]
+        layers.append({**layers[0], "applied": False})
+
+    return apply
+
+
 def set_(section: str, **changes: Any) -> PredicateEdit:
     def apply(pred: dict[str, Any]) -> None:
         target = pred

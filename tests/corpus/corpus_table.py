@@ -74,6 +74,9 @@ from corpus_local import (
     in_macos_of_three,
     invoked,
     keyring_removed,
+    layer_drop,
+    layer_off,
+    layer_twice,
     named,
     nested,
     observations_of,
@@ -216,6 +219,18 @@ CORPUS: list[Row] = [
     Row("probe-no-report", one(set_("launch_probe", report=None, exit_code=3)), C.PROBE_FAILED),
     Row("probe-timed-out", one(set_("launch_probe", timed_out=True, exit_code=None)), C.PROBE_FAILED),
     Row("probe-no-isolation", one(set_("launch_probe.report", isolation_available=False)), C.PROBE_FAILED),
+    # The worker's sandbox layers: the policy's list per platform, judged from the recorded layers alone.
+    Row("probe-required-layer-not-applied", one(layer_off("launch_probe.report", "seccomp")), C.PROBE_FAILED),
+    Row("probe-required-layer-dropped", one(layer_drop("launch_probe.report", "no-new-privs")), C.PROBE_FAILED),
+    Row("probe-layer-reported-twice", one(layer_twice("launch_probe.report")), C.PROBE_FAILED),
+    Row("probe-no-layers-but-isolation-claimed", one(set_("launch_probe.report", isolation_layers=[])),
+        C.PROBE_FAILED),
+    Row("journey-required-layer-not-applied", one(layer_off("journey", "seccomp")), C.JOURNEY_INCOMPLETE),
+    Row("journey-layers-differ-from-probe", one(layer_off("journey", "user-net-namespace", applied=True)),
+        C.JOURNEY_INCOMPLETE),
+    Row("kernel-step-without-errno", one(step("kernel-refuses-exec-shell", errno=None)), C.JOURNEY_INCOMPLETE),
+    Row("kernel-step-other-errno", one(step("kernel-refuses-exec-shell", errno="ENOENT")), C.JOURNEY_INCOMPLETE),
+    Row("ordinary-step-with-errno", one(step("bundled-skill-runs", errno="EPERM")), C.JOURNEY_INCOMPLETE),
     Row("probe-catalog-unverified", one(set_("launch_probe.report", catalog_verified=False)), C.PROBE_FAILED),
     Row("probe-other-executable", one(set_("launch_probe.report", executable_sha256="1" * 64)), C.PROBE_FAILED),
     Row("probe-other-platform", one(set_("launch_probe.report", platform="windows")), C.PROBE_FAILED),
@@ -591,7 +606,7 @@ CORPUS: list[Row] = [
         one(set_("journey", steps=[], missing_steps=list(DEFAULT_STEPS), stderr_excerpt=LOG)), C.JOURNEY_INCOMPLETE),
     Row("journey-log-as-a-single-step", one(set_("journey", steps=[
         {"id": "journey-log", "expected": "allow", "expected_code": None, "observed": "allow",
-         "observed_code": None, "passed": True, "detail": LOG[:400]}])), C.JOURNEY_INCOMPLETE),
+         "observed_code": None, "passed": True, "detail": LOG[:400], "errno": None}])), C.JOURNEY_INCOMPLETE),
     Row("probe-log-instead-of-report", one(set_("launch_probe", report=None, stderr_excerpt=(
         f"skillhost 0.1.0 build {DEFAULT_SHA} platform linux isolation ok catalog ok"))), C.PROBE_FAILED),
     #
@@ -611,7 +626,7 @@ CORPUS: list[Row] = [
     Row("step-failed-but-observed-as-expected", one(step("bundled-skill-runs", passed=False)), C.JOURNEY_INCOMPLETE),
     Row("unrequired-step-failed", one(lambda p: p["journey"]["steps"].append(
         {"id": "extra-check", "expected": "allow", "expected_code": None, "observed": "reject",
-         "observed_code": "CC_SKILL_ABORTED", "passed": False, "detail": ""})), C.JOURNEY_INCOMPLETE),
+         "observed_code": "CC_SKILL_ABORTED", "passed": False, "detail": "", "errno": None})), C.JOURNEY_INCOMPLETE),
     Row("journey-failed-steps-listed-but-passed", one(set_("journey", failed_steps=["bundled-skill-runs"])),
         C.JOURNEY_INCOMPLETE),
     Row("journey-missing-steps-listed-but-passed", one(set_("journey", missing_steps=["catalog-verified"])),

@@ -66,6 +66,25 @@ def test_statement_binds_the_built_artifact_and_the_gated_sha(chain: Chain) -> N
     assert p.launch_probe.report.isolation_available
 
 
+def test_the_frozen_worker_is_confined_and_the_kernel_refused_each_escape(chain: Chain) -> None:
+    """On this machine (Linux 6.18, Landlock ABI 7) every Linux layer applies, in the probe and the journey."""
+    envelope = json.loads((chain.evidence / "platform-linux.dsse.json").read_bytes())
+    p = PlatformStatement.model_validate_json(base64.b64decode(envelope["payload"])).predicate
+    assert p.launch_probe.report is not None
+    for layers in (p.launch_probe.report.isolation_layers, p.journey.isolation_layers):
+        assert [(entry.name, entry.applied) for entry in layers] == [
+            ("no-new-privs", True), ("user-net-namespace", True), ("landlock-fs", True), ("landlock-net", True),
+            ("landlock-scope", True), ("seccomp", True)]
+    kernel = {s.id: (s.observed_code, s.errno) for s in p.journey.steps if s.id.startswith("kernel-refuses-")}
+    assert kernel == {
+        "kernel-refuses-read-outside-bundle": ("CC_SKILL_SANDBOX_DENIED", "EACCES"),
+        "kernel-refuses-write-outside-tmp": ("CC_SKILL_SANDBOX_DENIED", "EACCES"),
+        "kernel-refuses-tcp-connect-loopback": ("CC_SKILL_SANDBOX_DENIED", "EPERM"),
+        "kernel-refuses-ptrace-host": ("CC_SKILL_SANDBOX_DENIED", "EPERM"),
+        "kernel-refuses-exec-shell": ("CC_SKILL_SANDBOX_DENIED", "EPERM"),
+    }
+
+
 def test_flipped_artifact_byte_is_refused(chain: Chain, tmp_path: Path) -> None:
     (artifact,) = chain.artifacts
     copy = tmp_path / artifact.name

@@ -52,6 +52,11 @@ required = ["linux", "macos", "windows"]
 [journey.steps]
 catalog-verified = {{ expect = "allow" }}
 
+[isolation]
+linux = ["no-new-privs", "landlock-fs", "landlock-net", "seccomp"]
+macos = ["sandbox-exec"]
+windows = ["job-object"]
+
 [signing]
 linux = ["unsigned"]
 macos = ["signed"]

@@ -43,6 +43,11 @@ JOURNEY_IDS = [
     "safe-mode-external-refused",
     "host-boundary-external-not-loaded",
     "worker-environment-minimal",
+    "kernel-refuses-read-outside-bundle",
+    "kernel-refuses-write-outside-tmp",
+    "kernel-refuses-tcp-connect-loopback",
+    "kernel-refuses-ptrace-host",
+    "kernel-refuses-exec-shell",
 ]
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 CODE = re.compile(r"^CC_SKILL_[A-Z_]{1,64}$")
@@ -63,6 +68,7 @@ def test_probe_shape():
         "worker_entry_resolvable",
         "catalog_verified",
         "isolation_available",
+        "isolation_layers",
     }
     assert out["kind"] == "skillhost-probe"
     assert out["version"] == 1
@@ -122,16 +128,17 @@ def test_journey_all_steps_pass():
         "duration_ms",
         "passed",
         "steps",
+        "isolation_layers",
     }
     for step in out["steps"]:
-        assert set(step) == {"id", "expected", "expected_code", "observed", "observed_code", "passed", "detail"}
+        assert set(step) == {"id", "expected", "expected_code", "observed", "observed_code", "passed", "detail",
+                             "errno"}
         assert STEP_ID.match(step["id"])
         assert len(step["detail"]) <= 400
         for key in ("expected_code", "observed_code"):
             assert step[key] is None or CODE.match(step[key])
     assert out["duration_ms"] < 20000
     for s in out["steps"]:
-        assert set(s) == {"id", "expected", "expected_code", "observed", "observed_code", "passed", "detail"}
         assert len(s["detail"]) <= 200
         assert (s["expected_code"] is None) == (s["expected"] == "allow")
     worker_step = out["steps"][2]

@@ -40,3 +40,27 @@ def test_every_step_the_journey_observes_is_what_the_policy_requires(policy_path
 def test_the_two_policies_require_the_same_journey():
     local, release = (load_policy(p).file.journey.steps for p in POLICIES)
     assert dict(local) == dict(release)
+
+
+@pytest.mark.parametrize("policy_path", POLICIES, ids=lambda p: Path(p).name)
+def test_each_kernel_step_records_an_errno_the_policy_accepts_and_no_other_step_does(policy_path, journey_steps):
+    from skillhost._journey_kernel import KERNEL_ERRNOS, STEP_IDS
+
+    table = load_policy(policy_path).file.journey.steps
+    for s in journey_steps:
+        want = table[s["id"]].errno
+        if s["id"] in STEP_IDS.values():
+            assert want == list(KERNEL_ERRNOS)
+            assert s["errno"] in want, s
+        else:
+            assert want is None, s
+            assert s["errno"] is None, s
+
+
+@pytest.mark.parametrize("policy_path", POLICIES, ids=lambda p: Path(p).name)
+def test_the_app_fails_closed_on_the_layers_the_policy_requires(policy_path):
+    from skillhost._os_sandbox import REQUIRED_LAYERS
+
+    isolation = load_policy(policy_path).file.isolation
+    assert {platform: list(layers) for platform, layers in REQUIRED_LAYERS.items()} == {
+        "linux": isolation.linux, "macos": isolation.macos, "windows": isolation.windows}

@@ -61,11 +61,29 @@ DEFAULT_STEPS: tuple[str, ...] = (
     "bundled-skill-runs",
     "external-signed-runs-in-worker",
     "external-unsigned-rejected",
+    "kernel-refuses-exec-shell",
 )
-# What each default step must show: the first three are allow paths, the last
-# a fail-closed path with the skill host's code. A step named in a test that is
-# not here is an allow path.
-REJECT_CODES = {"external-unsigned-rejected": "CC_SKILL_SIGNATURE_MISSING"}
+# What each default step must show: the first three are allow paths, then a
+# fail-closed path with the skill host's code and a kernel-refusal step with its
+# errno. A step named in a test that is not here is an allow path.
+REJECT_CODES = {"external-unsigned-rejected": "CC_SKILL_SIGNATURE_MISSING",
+                "kernel-refuses-exec-shell": "CC_SKILL_SANDBOX_DENIED"}
+# A kernel-refusal step names the errno names it accepts in the policy; a passing one records the first.
+KERNEL_ERRNO_CHOICES = {"kernel-refuses-exec-shell": ("EPERM", "EACCES")}
+KERNEL_ERRNOS = {step: choices[0] for step, choices in KERNEL_ERRNO_CHOICES.items()}
+
+# The policy's required sandbox layers per platform (policies/*.toml), and what a passing worker reports:
+# every required layer applied, and on Linux one optional layer that this machine could not apply.
+ISOLATION = {"linux": ["no-new-privs", "landlock-fs", "landlock-net", "seccomp"], "macos": ["sandbox-exec"],
+             "windows": ["job-object"]}
+
+
+def isolation_layers(platform: str) -> list[dict[str, Any]]:
+    layers = [{"name": name, "applied": True, "detail": f"{name} applied"} for name in ISOLATION[platform]]
+    if platform == "linux":
+        layers.append({"name": "user-net-namespace", "applied": False, "detail": "unshare: EPERM"})
+    return layers
+
 
 KeyChoice = Literal["platform", "aggregate", "stranger"]
 PredicateEdit = Callable[[dict[str, Any]], None]
@@ -115,7 +133,8 @@ def _journey_table(steps: Sequence[str]) -> str:
     lines = []
     for step in steps:
         code = REJECT_CODES.get(step)
-        lines.append(f'{step} = {{ expect = "reject", code = "{code}" }}' if code else
+        errno = f", errno = {_toml_list(KERNEL_ERRNO_CHOICES[step])}" if step in KERNEL_ERRNO_CHOICES else ""
+        lines.append(f'{step} = {{ expect = "reject", code = "{code}"{errno} }}' if code else
                      f'{step} = {{ expect = "allow" }}')
     return "\n".join(lines)
 
@@ -164,6 +183,11 @@ required = {_toml_list(required)}
 [journey.steps]
 {_journey_table(required_steps)}
 
+[isolation]
+linux = {_toml_list(ISOLATION["linux"])}
+macos = {_toml_list(ISOLATION["macos"])}
+windows = {_toml_list(ISOLATION["windows"])}
+
 [signing]
 linux = {_toml_list(signing["linux"])}
 macos = {_toml_list(signing["macos"])}
@@ -196,7 +220,8 @@ def _journey_steps(steps: Sequence[str]) -> list[dict[str, Any]]:
         code = REJECT_CODES.get(step)
         verdict = "reject" if code else "allow"
         out.append({"id": step, "expected": verdict, "expected_code": code, "observed": verdict,
-                    "observed_code": code, "passed": True, "detail": f"{step}: as expected"})
+                    "observed_code": code, "passed": True, "detail": f"{step}: as expected",
+                    "errno": KERNEL_ERRNOS.get(step)})
     return out
 
 
@@ -247,14 +272,14 @@ def predicate_data(*, platform: Platform, artifact: Path, sha: str, run_id: str,
             "kind": "launch-probe", "version": 1, "exit_code": 0, "timed_out": False, "duration_ms": 100,
             "report": {"app_version": "0.1.0", "build_sha": sha, "platform": platform,
                        "executable_sha256": exe_digest, "worker_entry_resolvable": True, "catalog_verified": True,
-                       "isolation_available": True},
+                       "isolation_available": True, "isolation_layers": isolation_layers(platform)},
             "build_sha_matches": True, "executable_matches_install": True, "stderr_excerpt": "", "passed": True,
         },
         "journey": {
             "kind": "journey", "version": 1, "exit_code": 0, "timed_out": False, "duration_ms": 900,
             "app_build_sha": sha, "host_pid": 4242, "steps": _journey_steps(required_steps),
             "required_steps": list(required_steps), "missing_steps": [], "failed_steps": [],
-            "stderr_excerpt": "", "passed": True,
+            "isolation_layers": isolation_layers(platform), "stderr_excerpt": "", "passed": True,
         },
     }
 

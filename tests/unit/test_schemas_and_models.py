@@ -156,8 +156,11 @@ def test_timestamps_are_utc_with_z(stamp: str) -> None:
 
 def test_step_codes_and_ids() -> None:
     good = {"id": "step-1", "expected": "reject", "expected_code": "CC_SKILL_TIMEOUT", "observed": "reject",
-            "observed_code": "CC_SKILL_TIMEOUT", "passed": True, "detail": ""}
+            "observed_code": "CC_SKILL_TIMEOUT", "passed": True, "detail": "", "errno": None}
     assert validate_model(JourneyStep, good, what="s").id == "step-1"
+    assert validate_model(JourneyStep, {**good, "errno": "EACCES"}, what="s").errno == "EACCES"
+    _invalid(JourneyStep, {**good, "errno": "eacces"})
+    _invalid(JourneyStep, {**good, "errno": "13"})
     _invalid(JourneyStep, {**good, "id": "Step"})
     _invalid(JourneyStep, {**good, "expected_code": "QE_SCHEMA_INVALID"})
     _invalid(JourneyStep, {**good, "detail": "d" * 401})

@@ -1,0 +1,109 @@
+"""The hostile-worker self-test: what an escaped handler would try, done by the worker's own trusted code.
+
+Standard library only (the worker imports it). Each operation is the real
+thing, not a probe of a Python guard: no handler, no allow-listed builtins, no
+module views are in the way, so only the operating system can refuse it. The
+journey runs it in a sandboxed worker and requires every operation to be
+refused with ``EACCES`` or ``EPERM``; the tests run the same function in an
+unconfined process and require every operation to succeed, so a step that
+passes proves the kernel refused.
+
+The targets come from the host: a file it wrote outside the bundle (the host's
+data), a path outside the worker's temporary folder, and a loopback TCP port
+it listens on. The host to trace is the worker's parent.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from typing import TypedDict
+
+__all__ = ["EXEC_OK_LINE", "OPERATIONS", "Attempt", "attempt", "exec_shell"]
+
+OPERATIONS = ("read-outside-bundle", "write-outside-tmp", "tcp-connect-loopback", "ptrace-host", "exec-shell")
+# What /bin/sh prints when the exec was allowed: the shell, not the worker, wrote it.
+EXEC_OK_LINE = '{"op":"exec-shell","ok":true,"errno":null}'
+_PTRACE_SEIZE = 0x4206
+_PT_ATTACHEXC = 14  # macOS
+
+
+class Attempt(TypedDict):
+    op: str
+    ok: bool
+    errno: str | None
+
+
+def _result(op: str, exc: OSError | None) -> Attempt:
+    if exc is None:
+        return {"op": op, "ok": True, "errno": None}
+    code = exc.errno if isinstance(exc.errno, int) else 0
+    return {"op": op, "ok": False, "errno": errno.errorcode.get(code, f"E{code}")}
+
+
+def _read(path: str) -> None:
+    with open(path, "rb") as fh:  # noqa: PTH123 - the plain system call is the point
+        fh.read(64)
+
+
+def _write(path: str) -> None:
+    with open(path, "xb") as fh:  # noqa: PTH123
+        fh.write(b"written by the worker\n")
+
+
+def _connect(port: int) -> None:
+    import socket  # noqa: PLC0415 - only this operation needs it, and every worker imports this module
+
+    with socket.create_connection(("127.0.0.1", port), timeout=2.0):
+        pass
+
+
+def _ptrace_parent() -> None:
+    import ctypes  # noqa: PLC0415 - only this operation needs it
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    request = _PT_ATTACHEXC if sys.platform == "darwin" else _PTRACE_SEIZE
+    # The tracer's exit detaches: a seized host is never left stopped.
+    if libc.ptrace(request, os.getppid(), None, None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def attempt(op: str, targets: dict[str, object]) -> Attempt:
+    """Run one operation (never ``exec-shell``, see ``exec_shell``); the outcome with its errno name."""
+    try:
+        if op == "read-outside-bundle":
+            _read(str(targets["read_path"]))
+        elif op == "write-outside-tmp":
+            _write(str(targets["write_path"]))
+        elif op == "tcp-connect-loopback":
+            port = targets["tcp_port"]
+            if not isinstance(port, int):
+                raise OSError(errno.EINVAL, "no port")  # noqa: TRY301 - one reporting path
+            _connect(port)
+        elif op == "ptrace-host":
+            _ptrace_parent()
+        else:
+            raise OSError(errno.EINVAL, f"unknown operation {op}")  # noqa: TRY301
+    except OSError as exc:
+        return _result(op, exc)
+    return _result(op, None)
+
+
+def exec_shell() -> Attempt:
+    """Replace this process with ``/bin/sh`` (``cmd.exe`` on Windows); returns only when refused.
+
+    It must come last: when it succeeds, the shell prints ``EXEC_OK_LINE`` in the worker's place.
+    """
+    if os.name == "nt":
+        shell = os.path.join(os.environ.get("SYSTEMROOT", r"C:\Windows"), "System32", "cmd.exe")  # noqa: PTH118
+        argv = [shell, "/c", "echo " + EXEC_OK_LINE]
+    else:
+        shell = "/bin/sh"
+        argv = [shell, "-c", 'printf "%s\\n" "$0"', EXEC_OK_LINE]
+    try:
+        os.execv(shell, argv)  # noqa: S606 - the operation the sandbox must refuse
+    except OSError as exc:
+        return _result("exec-shell", exc)
+    return _result("exec-shell", None)  # not reached: execv returns only by raising

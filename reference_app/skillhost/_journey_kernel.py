@@ -1,0 +1,109 @@
+"""Journey steps only the operating system can pass: a hostile worker's escapes, refused by the kernel.
+
+One sandboxed worker runs ``worker --hostile-self-test`` (``_hostile``): after
+its sandbox is applied, its own trusted code reads a host file outside the
+bundle, writes outside its temporary folder, connects to a loopback TCP port
+the host listens on, seizes the host with ``ptrace`` and finally executes
+``/bin/sh``. No handler and no Python guard stands in the way, so each step
+passes only when the kernel refused with ``EACCES`` or ``EPERM``; the errno
+is recorded in the step. The same answer carries the worker's layer report,
+which the journey records beside its steps.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+from skillhost._channel import spawn_confined
+from skillhost._hostile import OPERATIONS
+from skillhost._journey_util import Step, _step
+from skillhost._os_sandbox import Layer, valid_layers
+from skillhost._runner import MAX_FRAME, host_hardened
+from skillhost._runtime import worker_command, worker_env
+
+DENIED_CODE = "CC_SKILL_SANDBOX_DENIED"
+# Refused, but not as a sandbox refuses (ENOENT, ECONNREFUSED...): the step cannot tell who stopped it.
+INCONCLUSIVE_CODE = "CC_SKILL_SANDBOX_INCONCLUSIVE"
+KERNEL_ERRNOS = ("EACCES", "EPERM")
+STEP_IDS = {op: f"kernel-refuses-{op}" for op in OPERATIONS}
+
+
+def _run_hostile(targets: dict[str, object], timeout: float = 20.0) -> tuple[list[object], str]:
+    """The worker's output lines (at most two), or ``[]`` and why not."""
+    cwd = tempfile.mkdtemp(prefix="skillhost-worker-")
+    try:
+        host_hardened()
+        proc, release = spawn_confined(
+            [*worker_command(), "--hostile-self-test"],
+            worker_env(),
+            cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            out, _ = proc.communicate(json.dumps(targets).encode() + b"\n", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return [], "the hostile worker did not finish"
+        finally:
+            if proc.poll() is not None:
+                release()
+        if len(out) > MAX_FRAME:
+            return [], "the hostile worker wrote too much"
+        try:
+            return [json.loads(line) for line in out.decode("utf-8").splitlines()[:2]], ""
+        except (UnicodeDecodeError, ValueError):
+            return [], f"the hostile worker's output is not JSON (exit {proc.returncode})"
+    finally:
+        shutil.rmtree(cwd, ignore_errors=True)
+
+
+def _attempt_step(op: str, found: object, write_path: Path) -> Step:
+    sid = STEP_IDS[op]
+    if not isinstance(found, dict) or found.get("op") != op or not isinstance(found.get("ok"), bool):
+        return _step(sid, "reject", DENIED_CODE, "reject", INCONCLUSIVE_CODE, f"{op}: no result from the worker")
+    if found["ok"]:
+        return _step(sid, "reject", DENIED_CODE, "allow", None, f"{op}: the operating system allowed it")
+    errno = found.get("errno")
+    errno = errno if isinstance(errno, str) and errno.isalnum() and len(errno) <= 16 else None
+    code = DENIED_CODE if errno in KERNEL_ERRNOS else INCONCLUSIVE_CODE
+    # A refused write must have left nothing behind, whatever the worker says.
+    untouched = op != "write-outside-tmp" or not write_path.exists()
+    detail = f"{op}: refused with {errno}" + ("" if op != "write-outside-tmp" else f"; file absent={untouched}")
+    return _step(sid, "reject", DENIED_CODE, "reject", code, detail, untouched, errno=errno)
+
+
+def kernel_steps(tmp: Path) -> tuple[list[Step], list[Layer]]:
+    """The five kernel-refusal steps, in ``OPERATIONS`` order, and the hostile worker's layer report."""
+    host_data = tmp / "host-data"
+    host_data.mkdir()
+    secret = host_data / "host-secret.txt"
+    secret.write_text("host data the worker must not read\n", encoding="utf-8")
+    write_path = host_data / "written-by-worker.txt"
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        targets = {"read_path": str(secret), "write_path": str(write_path), "tcp_port": port}
+        lines, why = _run_hostile(targets)
+    answer = lines[0] if lines and isinstance(lines[0], dict) else {}
+    attempts = answer.get("attempts") if answer.get("kind") == "skillhost-worker-hostile" else None
+    by_op: dict[object, object] = (
+        {a.get("op"): a for a in attempts if isinstance(a, dict)} if isinstance(attempts, list) else {}
+    )
+    if len(lines) > 1:
+        # The worker's own refusal, or EXEC_OK_LINE printed by the shell that replaced it.
+        by_op["exec-shell"] = lines[1]
+    steps = [_attempt_step(op, by_op.get(op), write_path) for op in OPERATIONS]
+    for step in steps if why else ():
+        step["detail"] = f"{step['detail']}; {why}"[:400]
+    try:
+        layers = valid_layers(answer.get("isolation_layers") or [])
+    except ValueError:
+        layers = []
+    return steps, layers

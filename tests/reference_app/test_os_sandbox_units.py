@@ -1,0 +1,263 @@
+"""The sandbox pieces as logic, on every platform: the seccomp program, the layer reports when the kernel
+says no, the macOS command line and profile, the Windows job-object calls, and the fail-closed layer check."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import struct
+
+import pytest
+import skillhost._sandbox_linux as linux
+import skillhost._sandbox_macos as macos
+import skillhost._sandbox_windows as windows
+from skillhost._os_sandbox import REQUIRED_LAYERS, launch_plan, layer, missing_layers, valid_layers
+from skillhost._seccomp_bpf import ARCHES, DENIED, RET_ALLOW, RET_ERRNO, RET_KILL_PROCESS, build_program, describe
+
+# -- seccomp program ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("machine", sorted(ARCHES))
+def test_every_denied_call_has_a_number_on_every_architecture(machine: str) -> None:
+    _, numbers = ARCHES[machine]
+    assert set(DENIED) <= set(numbers)
+    assert len(set(numbers.values())) == len(numbers), "two names share one syscall number"
+
+
+def _run(prog: list[tuple[int, int, int, int]], arch: int, nr: int, arg0: int = 0) -> int:
+    """A classic-BPF interpreter for the four opcodes the program uses, over one struct seccomp_data."""
+    data = struct.pack("=iIQQ", nr, arch, 0, arg0)
+    acc, pc = 0, 0
+    while True:
+        code, jt, jf, k = prog[pc]
+        if code == 0x20:
+            acc = struct.unpack_from("=I", data, k)[0]
+            pc += 1
+        elif code == 0x06:
+            return k
+        else:
+            taken = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
+            pc += 1 + (jt if taken else jf)
+
+
+@pytest.mark.parametrize("machine", sorted(ARCHES))
+def test_the_program_denies_the_list_kills_foreign_arches_and_allows_the_rest(machine: str) -> None:
+    arch, numbers = ARCHES[machine]
+    prog = build_program(machine)
+    assert len(prog) < 256
+    assert prog[-1] == (0x06, 0, 0, RET_ALLOW)
+    for name in DENIED:
+        assert _run(prog, arch, numbers[name]) == RET_ERRNO | errno.EPERM, name
+    assert _run(prog, arch ^ 1, numbers["execve"]) == RET_KILL_PROCESS
+    assert _run(prog, arch, 0) == RET_ALLOW  # read (x86_64) / io_setup (aarch64): not on the list
+    assert _run(prog, arch, numbers["clone3"]) == RET_ERRNO | errno.ENOSYS
+    assert _run(prog, arch, numbers["clone"], arg0=0x01200011) == RET_ALLOW  # fork's flags
+    assert _run(prog, arch, numbers["clone"], arg0=0x10000000) == RET_ERRNO | errno.EPERM  # CLONE_NEWUSER
+    assert len(describe(prog)) == len(prog)
+
+
+def test_x32_calls_are_killed_on_x86_64() -> None:
+    arch, numbers = ARCHES["x86_64"]
+    assert _run(build_program("x86_64"), arch, 0x40000000 | numbers["clone"]) == RET_KILL_PROCESS
+
+
+# -- Linux layer reports when the kernel refuses --------------------------------------------------------------
+
+
+class _RefusingLibc:
+    """Every call fails with ``err``, as an old or locked-down kernel answers."""
+
+    def __init__(self, err: int) -> None:
+        self.err = err
+
+    def _fail(self, *_args: object) -> int:
+        ctypes.set_errno(self.err)
+        return -1
+
+    prctl = syscall = unshare = _fail
+
+
+def test_each_layer_says_why_it_was_not_applied(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setattr(linux, "_libc", lambda: _RefusingLibc(errno.ENOSYS))
+    layers = linux.apply([str(tmp_path)], str(tmp_path))
+    assert [e["name"] for e in layers] == list(linux.LINUX_LAYERS)
+    assert not any(e["applied"] for e in layers)
+    details = {e["name"]: e["detail"] for e in layers}
+    assert "ENOSYS" in details["no-new-privs"]
+    assert "ENOSYS" in details["landlock-fs"]
+    assert details["seccomp"] == "needs no-new-privs"
+    assert missing_layers(layers, "linux") == list(REQUIRED_LAYERS["linux"])
+
+
+def test_landlock_handles_every_fs_right_its_abi_knows() -> None:
+    assert linux._fs_access(1) == (1 << 13) - 1
+    assert linux._fs_access(7) == (1 << 16) - 1
+
+
+# -- the fail-closed check ------------------------------------------------------------------------------------
+
+
+def test_missing_layers_counts_only_applied_reports() -> None:
+    reported = [layer("no-new-privs", applied=True, detail=""), layer("seccomp", applied=False, detail="x"),
+                "not a layer", layer("landlock-fs", applied=True, detail=""),
+                layer("landlock-net", applied=True, detail="")]
+    assert missing_layers(reported, "linux") == ["seccomp"]
+    assert missing_layers([], "plan9") == ["unknown-platform"]
+
+
+@pytest.mark.parametrize("bad", [
+    [{"name": "seccomp", "applied": "yes", "detail": ""}],
+    [{"name": "seccomp", "applied": True}],
+    [{"name": "", "applied": True, "detail": ""}],
+    [{"name": "seccomp", "applied": True, "detail": ""}] * 2,
+    [{"name": f"l{i}", "applied": True, "detail": ""} for i in range(17)],
+])
+def test_a_malformed_layer_report_is_refused(bad: list[object]) -> None:
+    with pytest.raises(ValueError):  # noqa: PT011 - the message is for the host's error text
+        valid_layers(bad)
+
+
+# -- macOS ------------------------------------------------------------------------------------------------
+
+
+def test_macos_command_line_puts_paths_in_parameters_not_in_the_profile() -> None:
+    exe = "/Applications/S kill (x).app/skillhost"
+    argv = macos.wrap_command([exe, "worker"], "/tmp/w\"k", ["/Applications/S kill (x).app"], home="/Users/u")
+    assert argv[0] == "/usr/bin/sandbox-exec"
+    assert argv[-2:] == [exe, "worker"]
+    assert argv[argv.index("-p") + 1] == macos.PROFILE
+    params = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-D")
+    assert list(params) == ["HOST_HOME", "HOST_TMP", "READ_ROOT_0", "WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL"]
+    assert params["WORKER_EXE"] == exe
+    assert params["HOST_HOME"] == os.path.realpath("/Users/u")
+    for path in params.values():
+        assert path not in macos.PROFILE
+
+
+def test_macos_profile_denies_network_host_reads_writes_exec_and_fork() -> None:
+    lines = macos.PROFILE.splitlines()
+    for rule in ("(deny network*)", "(deny file-write*)", "(deny process-exec*)", "(deny process-fork)",
+                 '(deny file-read-data (subpath (param "HOST_HOME")) (subpath (param "HOST_TMP")))'):
+        assert rule in lines
+    # A later rule wins: the bundle and the worker's tmp are readable again, after the home/tmp deny.
+    allows = [ln for ln in lines if ln.startswith("(allow") and ln != "(allow default)"]
+    assert allows == [
+        '(allow file-read-data (subpath (param "READ_ROOT_0")) (subpath (param "WORKER_TMP")))',
+        '(allow file-write* (subpath (param "WORKER_TMP")) (literal "/dev/null"))',
+        '(allow process-exec (literal (param "WORKER_EXE")) (literal (param "WORKER_EXE_REAL")))',
+    ]
+    assert lines.index(allows[0]) > lines.index('(deny file-read-data (subpath (param "HOST_HOME")) '
+                                                 '(subpath (param "HOST_TMP")))')
+
+
+def test_macos_profile_names_one_parameter_per_read_root() -> None:
+    assert macos.profile(3).count("READ_ROOT_") == 3
+    with pytest.raises(ValueError):  # noqa: PT011
+        macos.profile(0)
+    with pytest.raises(ValueError):  # noqa: PT011
+        macos.profile(macos.MAX_READ_ROOTS + 1)
+
+
+@pytest.mark.parametrize(("exe", "tmp"), [("relative/skillhost", "/tmp/w"), ("/a/skillhost", "/tmp/w\nx")])
+def test_macos_refuses_a_path_it_cannot_pass_safely(exe: str, tmp: str) -> None:
+    with pytest.raises(ValueError):  # noqa: PT011
+        macos.wrap_command([exe, "worker"], tmp, ["/a"])
+
+
+def test_macos_self_report_reads_sandbox_check() -> None:
+    class Lib:
+        class sandbox_check:  # noqa: N801 - mimics a ctypes function
+            restype = None
+
+            def __new__(cls, pid: int, kind: object, flags: int) -> int:  # type: ignore[misc]
+                return 1
+
+    assert macos.self_report(Lib()) == [layer("sandbox-exec", applied=True, detail="sandbox_check=1")]  # type: ignore[arg-type]
+
+
+# -- Windows ----------------------------------------------------------------------------------------------
+
+
+class _RecordingWin32:
+    def __init__(self, fail_on: str = "") -> None:
+        self.calls: list[tuple[str, object]] = []
+        self.fail_on = fail_on
+
+    def _call(self, name: str, arg: object) -> None:
+        self.calls.append((name, arg))
+        if name == self.fail_on:
+            raise OSError(name)
+
+    def create_job(self) -> int:
+        self._call("create_job", None)
+        return 77
+
+    def set_limits(self, job: int, info: windows.ExtendedLimits) -> None:
+        basic = info.BasicLimitInformation
+        self._call("set_limits", (job, basic.LimitFlags, basic.ActiveProcessLimit, info.ProcessMemoryLimit))
+
+    def assign(self, job: int, process: int) -> None:
+        self._call("assign", (job, process))
+
+    def resume(self, process: int) -> None:
+        self._call("resume", process)
+
+    def close(self, handle: int) -> None:
+        self._call("close", handle)
+
+
+class _Proc:
+    _handle = 5
+
+
+def test_windows_worker_is_in_its_job_before_it_runs() -> None:
+    api = _RecordingWin32()
+    assert windows.confine_started(_Proc(), api) == 77  # type: ignore[arg-type]
+    flags = 0x2000 | 0x8 | 0x100 | 0x400
+    assert api.calls == [("create_job", None), ("set_limits", (77, flags, 1, 1 << 30)), ("assign", (77, 5)),
+                         ("resume", 5)]
+
+
+@pytest.mark.parametrize("step", ["set_limits", "assign"])
+def test_windows_worker_that_cannot_be_confined_is_never_resumed(step: str) -> None:
+    api = _RecordingWin32(fail_on=step)
+    with pytest.raises(OSError):  # noqa: PT011
+        windows.confine_started(_Proc(), api)  # type: ignore[arg-type]
+    names = [name for name, _ in api.calls]
+    assert "resume" not in names
+    assert names[-1] == "close"
+
+
+def test_windows_plan_starts_the_worker_suspended_and_closes_the_job_once_reaped() -> None:
+    api = _RecordingWin32()
+    plan = windows.job_plan(["C:\\app\\skillhost.exe", "worker"], api_factory=lambda: api)  # type: ignore[arg-type,return-value]
+    assert plan.popen_kwargs == {"creationflags": 0x4 | 0x200}
+    assert plan.after_spawn is not None
+    release = plan.after_spawn(_Proc())
+    assert [name for name, _ in api.calls] == ["create_job", "set_limits", "assign", "resume"]
+    release()
+    assert api.calls[-1] == ("close", 77)
+
+
+def test_windows_self_report_reads_the_job_limits_back() -> None:
+    class K32:
+        @staticmethod
+        def QueryInformationJobObject(job, cls, info_ref, size, got_ref) -> int:  # noqa: N802
+            info = ctypes.cast(info_ref, ctypes.POINTER(windows.ExtendedLimits)).contents
+            info.BasicLimitInformation.LimitFlags = windows.JOB_LIMIT_FLAGS
+            info.BasicLimitInformation.ActiveProcessLimit = 1
+            return 1
+
+    report = windows.self_report(K32())
+    assert report[0]["name"] == "job-object"
+    assert report[0]["applied"]
+    assert report[1] == layer("restricted-token", applied=False,
+                              detail="not implemented: subprocess cannot pass a token")
+
+
+def test_linux_plan_starts_the_worker_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("skillhost._os_sandbox.platform_key", lambda: "linux")
+    plan = launch_plan(["/opt/skillhost/skillhost", "worker"], "/tmp/w", ["/opt/skillhost"])
+    assert plan.argv == ["/opt/skillhost/skillhost", "worker"]
+    assert plan.after_spawn is None
