@@ -31,5 +31,7 @@ def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argpars
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.add_argument("--evidence", type=Path, nargs="+", required=True, help="one folder per run (one or more)")
     parser.add_argument("--json", type=Path, help="write the audit report (JSON) to this file, replacing it")
-    parser.add_argument("--html", type=Path, help="write an HTML report to this file, replacing it")
+    parser.add_argument("--html", type=Path,
+                        help="write the report as one self-contained HTML page to this file, replacing it")
+    parser.add_argument("--markdown", type=Path, help="write the report as Markdown to this file, replacing it")
     return parser

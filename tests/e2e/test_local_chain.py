@@ -148,7 +148,7 @@ def test_audit_checks_the_historical_run_offline(chain: Chain, tmp_path: Path) -
     done = qualify("audit", "--policy", chain.policy, "--evidence", chain.evidence, "--json", report,
                    "--html", html)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert json.loads(report.read_text())["runs"][0]["decision"] == "QUALIFIED"
+    assert json.loads(report.read_text())["runs"][0]["decision"]["decision"] == "QUALIFIED"
     assert "QUALIFIED" in html.read_text()
 
 
