@@ -142,7 +142,8 @@ def _artifacts(platforms: list[PlatformChecks]) -> list[str]:
     known = [p for p in platforms if p.artifact is not None]
     if not known:
         return ["<p>No verified statement names an artifact.</p>"]
-    out = ["<table><thead><tr><th>platform</th><th>artifact</th><th>bytes</th><th>sha256</th></tr></thead><tbody>"]
+    out = ["<table class='artifacts'><thead><tr><th>platform</th><th>artifact</th><th>bytes</th><th>sha256</th></tr>"
+           "</thead><tbody>"]
     out += [f"<tr><td>{_e(p.platform)}</td><td class='mono'>{_e(p.artifact.name)}</td><td>{p.artifact.size}</td>"
             f"<td class='mono'>{_e(p.artifact.sha256)}</td></tr>" for p in known if p.artifact is not None]
     return [*out, "</tbody></table>"]

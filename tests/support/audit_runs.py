@@ -20,6 +20,8 @@ from support.evidence_factory import DEFAULT_RUN_ID, OTHER_SHA, PlatformSpec, ma
 
 PLATFORMS = ("linux", "macos", "windows")
 FAILING_STEP = "external-unsigned-rejected"
+# Markup for an evidence field the reports print (run2's Linux install method): it must show as text.
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>|`**x**`"
 
 
 @dataclass(frozen=True)
