@@ -17,7 +17,16 @@ from html import escape
 
 from desktop_qualify.evidence_schemas import AuditReport, AuditRun, Cell, PlatformChecks
 
-from ._render import CHECK_LABELS, SUMMARY_COLUMNS, expectation, reason_codes, summary_cells, totals_line, who
+from ._render import (
+    CHECK_LABELS,
+    SUMMARY_COLUMNS,
+    expectation,
+    reason_codes,
+    step_observed,
+    summary_cells,
+    totals_line,
+    who,
+)
 
 _WORDS: dict[str, str] = {"pass": "PASS", "fail": "FAIL", "missing": "MISSING", "n/a": "N/A",
                           "QUALIFIED": "QUALIFIED", "REJECTED": "REJECTED"}
@@ -130,8 +139,8 @@ def _matrix(platforms: list[PlatformChecks]) -> list[str]:
             if step is None:
                 cells.append(_cell("n/a", "not reported" if p.steps else "not reached"))
                 continue
-            seen = expectation(step.observed, step.observed_code) if step.observed else "not reported"
-            cells.append(_cell(step.outcome, f"observed {seen}" + (f"; {step.problem}" if step.problem else "")))
+            seen, why = step_observed(step)
+            cells.append(_cell(step.outcome, f"observed {seen}" + (f"; {why}" if why else "")))
         required = "" if wanted.required else " (not required by the policy)"
         wants = expectation(wanted.expected, wanted.expected_code) + required
         out.append(f"<tr><th class='mono'>{_e(step_id)}</th><td>{_e(wants)}</td>{''.join(cells)}</tr>")

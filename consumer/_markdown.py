@@ -11,7 +11,7 @@ import re
 
 from desktop_qualify.evidence_schemas import AuditReport, AuditRun, CheckCell, PlatformChecks
 
-from ._render import CHECK_LABELS, SUMMARY_COLUMNS, expectation, summary_cells, totals_line, who
+from ._render import CHECK_LABELS, SUMMARY_COLUMNS, expectation, step_observed, summary_cells, totals_line, who
 
 _WORDS = {"pass": "✅ PASS", "fail": "❌ FAIL", "missing": "⚠️ MISSING", "n/a": "N/A"}
 
@@ -58,9 +58,8 @@ def _matrix(platforms: list[PlatformChecks]) -> list[str]:
             if step is None:
                 cells.append("N/A")
                 continue
-            seen = expectation(step.observed, step.observed_code) if step.observed else "not reported"
-            cells.append(f"{_WORDS[step.outcome]}: observed {_code(seen)}"
-                         + (f"; {_md(step.problem)}" if step.problem else ""))
+            seen, why = step_observed(step)
+            cells.append(f"{_WORDS[step.outcome]}: observed {_code(seen)}" + (f"; {_md(why)}" if why else ""))
         required = "" if wanted.required else " (not required)"
         rows.append([f"step {_code(step_id)}", _code(expectation(wanted.expected, wanted.expected_code)) + required,
                      *cells])

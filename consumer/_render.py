@@ -10,7 +10,15 @@ prints the notes on what was not observed.
 
 from __future__ import annotations
 
-from desktop_qualify.evidence_schemas import AuditReport, AuditRun, Check, ConsumerDecision, Reason, Signer
+from desktop_qualify.evidence_schemas import (
+    AuditReport,
+    AuditRun,
+    Check,
+    ConsumerDecision,
+    Reason,
+    Signer,
+    StepCell,
+)
 
 _STAGES = ("gate", "build", "signature", "install", "probe", "journey", "candidate")
 _COLUMNS = ("platform", "artifact", "sha256", *_STAGES)
@@ -127,6 +135,13 @@ def reason_codes(decision: ConsumerDecision) -> list[str]:
 
 def expectation(expected: str, code: str | None) -> str:
     return f"{expected} {code}" if code else expected
+
+
+def step_observed(step: StepCell) -> tuple[str, str | None]:
+    """What a step showed, and why it does not pass (without repeating what it showed)."""
+    seen = expectation(step.observed, step.observed_code) if step.observed else "not reported"
+    why = step.problem.removeprefix(f"observed {seen}, ") if step.problem else None
+    return seen, why
 
 
 def summary_cells(run: AuditRun) -> list[str]:

@@ -132,8 +132,7 @@ def test_markdown_has_the_summary_the_matrix_and_the_reasons_with_evidence_text_
     assert "`QE_INSTALL_FAILED, QE_JOURNEY_INCOMPLETE`" in summary
     assert f"| step `{FAILING_STEP}` | `reject CC_SKILL_SIGNATURE_MISSING` |" in md
     # Evidence text outside code spans is escaped for Markdown (underscores included).
-    assert ("❌ FAIL: observed `allow`; observed allow, the policy requires reject "
-            "CC\\_SKILL\\_SIGNATURE\\_MISSING") in md
+    assert "❌ FAIL: observed `allow`; the policy requires reject CC\\_SKILL\\_SIGNATURE\\_MISSING" in md
     # A matrix row keeps its five columns whatever the evidence says: no unescaped pipe from the hostile text.
     rows = [line for line in md.splitlines() if line.startswith(("| statement", "| install", "| step "))]
     assert len(rows) == 3 * (2 + 4)

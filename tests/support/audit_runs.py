@@ -2,7 +2,7 @@
 
 The folders are written in run order ``run1``, ``run2``, ``run10`` (a text sort
 would give run1, run10, run2), each a whole three-platform run with its own run
-id; ``run2``'s macOS journey observed an unsigned skill being allowed, a
+id; ``run2``'s (or ``failing``'s) macOS journey observed an unsigned skill being allowed, a
 failure the verifier must report as ``QE_JOURNEY_INCOMPLETE`` with the step's
 expected and observed outcome. ``hostile`` text can be planted in run2's Linux install record (a
 failed install whose reason quotes it) to check that the report escapes it.
@@ -45,8 +45,10 @@ def allow_unsigned(pred: dict[str, Any]) -> None:
     journey["passed"] = False
 
 
-def make_audit_runs(tmp_path: Path, *, hostile: str | None = None) -> AuditRuns:
-    ev = make_evidence(tmp_path, platforms=list(PLATFORMS), run_id=f"{DEFAULT_RUN_ID}-1")
+def make_audit_runs(tmp_path: Path, *, hostile: str | None = None, failing: str = "run2") -> AuditRuns:
+    first_specs = [PlatformSpec(p, edit=allow_unsigned if failing == "run1" and p == "macos" else None)
+                   for p in PLATFORMS]
+    ev = make_evidence(tmp_path, platforms=first_specs, run_id=f"{DEFAULT_RUN_ID}-1")
     first = tmp_path / "runs" / "run1"
     first.parent.mkdir(parents=True)
     shutil.move(ev.evidence_dir, first)
@@ -58,7 +60,7 @@ def make_audit_runs(tmp_path: Path, *, hostile: str | None = None) -> AuditRuns:
         ev.evidence_dir, ev.sha, ev.run_id = folder, sha, f"{DEFAULT_RUN_ID}-{name[3:]}"
         ev.platforms = []
         for platform in PLATFORMS:
-            edit = allow_unsigned if name == "run2" and platform == "macos" else None
+            edit = allow_unsigned if name == failing and platform == "macos" else None
             if hostile is not None and name == "run2" and platform == "linux":
                 def plant(pred: dict[str, Any], text: str = hostile) -> None:
                     pred["install"]["method"] = text[:256]
@@ -67,4 +69,5 @@ def make_audit_runs(tmp_path: Path, *, hostile: str | None = None) -> AuditRuns:
         ev.write_aggregate()
         folders.append(folder)
         run_ids.append(ev.run_id)
-    return AuditRuns(policy=ev.policy_path, folders=folders, run_ids=run_ids, failing=folders[1])
+    return AuditRuns(policy=ev.policy_path, folders=folders, run_ids=run_ids,
+                     failing=next(f for f in folders if f.name == failing))

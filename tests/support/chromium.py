@@ -160,11 +160,13 @@ class Browser:
     def media(self, media: str) -> None:
         self.call("Emulation.setEmulatedMedia", {"media": media})
 
-    def screenshot(self, out: Path, *, width: int) -> None:
-        """The whole page at ``width`` CSS pixels, as PNG."""
-        height = int(self.evaluate("Math.ceil(document.documentElement.scrollHeight)"))
-        self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
+    def screenshot(self, out: Path, *, width: int, until: str | None = None) -> None:
+        """The page from its top at ``width`` CSS pixels, as PNG: all of it, or down to the end of ``until``."""
+        self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": 900, "deviceScaleFactor": 1,
                                                          "mobile": False})
+        bottom = (f"document.querySelector({json.dumps(until)}).getBoundingClientRect().bottom + 16" if until
+                  else "document.documentElement.scrollHeight")
+        height = int(self.evaluate(f"Math.ceil({bottom})"))
         shot = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
                                                     "clip": {"x": 0, "y": 0, "width": width, "height": height,
                                                              "scale": 1}})
