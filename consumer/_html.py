@@ -132,7 +132,7 @@ def _matrix(platforms: list[PlatformChecks]) -> list[str]:
         out.append(f"<tr><th class='group' colspan='{2 + len(platforms)}'>journey steps: expected and observed"
                    "</th></tr>")
     for step_id in step_ids:
-        wanted = next(s for p in platforms for s in p.steps if s.id == step_id)
+        first = next(s for p in platforms for s in p.steps if s.id == step_id)
         cells = []
         for p in platforms:
             step = next((s for s in p.steps if s.id == step_id), None)
@@ -141,8 +141,8 @@ def _matrix(platforms: list[PlatformChecks]) -> list[str]:
                 continue
             seen, why = step_observed(step)
             cells.append(_cell(step.outcome, f"observed {seen}" + (f"; {why}" if why else "")))
-        required = "" if wanted.required else " (not required by the policy)"
-        wants = expectation(wanted.expected, wanted.expected_code) + required
+        required = "" if first.required else " (not required by the policy)"
+        wants = expectation(first.expected, first.expected_code) + required
         out.append(f"<tr><th class='mono'>{_e(step_id)}</th><td>{_e(wants)}</td>{''.join(cells)}</tr>")
     return [*out, "</tbody></table>"]
 

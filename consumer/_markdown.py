@@ -51,7 +51,7 @@ def _matrix(platforms: list[PlatformChecks]) -> list[str]:
         rows.append([label, _md(wanted), *(_cell(next((c for c in p.checks if c.check == check), None))
                                            for p in platforms)])
     for step_id in dict.fromkeys(s.id for p in platforms for s in p.steps):
-        wanted = next(s for p in platforms for s in p.steps if s.id == step_id)
+        first = next(s for p in platforms for s in p.steps if s.id == step_id)
         cells = []
         for p in platforms:
             step = next((s for s in p.steps if s.id == step_id), None)
@@ -60,8 +60,8 @@ def _matrix(platforms: list[PlatformChecks]) -> list[str]:
                 continue
             seen, why = step_observed(step)
             cells.append(f"{_WORDS[step.outcome]}: observed {_code(seen)}" + (f"; {_md(why)}" if why else ""))
-        required = "" if wanted.required else " (not required)"
-        rows.append([f"step {_code(step_id)}", _code(expectation(wanted.expected, wanted.expected_code)) + required,
+        required = "" if first.required else " (not required)"
+        rows.append([f"step {_code(step_id)}", _code(expectation(first.expected, first.expected_code)) + required,
                      *cells])
     return _table(["check", "expected", *(_md(p.platform) for p in platforms)], rows)
 
