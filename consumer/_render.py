@@ -52,11 +52,16 @@ def _reason_line(reason: Reason) -> str:
     return f"{reason.code.value}{where}: {reason.message}"
 
 
-def render_text(decision: ConsumerDecision) -> str:
-    rows = [list(_COLUMNS), *_cells(decision)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """A header row and its rows in aligned columns, a rule under the header."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def render_text(decision: ConsumerDecision) -> str:
+    lines = _aligned([list(_COLUMNS), *_cells(decision)])
     sha = decision.candidate_sha or "unknown"
     run = f"{decision.run_id}#{decision.attempt}" if decision.run_id else "unknown"
     out = [f"candidate {sha}  run {run}", _context(decision)]
@@ -108,7 +113,11 @@ def totals_line(report: AuditReport) -> str:
 
 
 def render_audit_text(report: AuditReport) -> str:
-    parts = [f"== {run.evidence}\n{render_text(run.decision)}" for run in report.runs]
+    """The summary of every run first (by run time), then each run's decision, then the overall line."""
+    summary = _aligned([["#", *SUMMARY_COLUMNS], *([str(n), *summary_cells(run)]
+                                                  for n, run in enumerate(report.runs, 1))])
+    parts = ["runs, by run time:\n", *(f"{line}\n" for line in summary), "\n"]
+    parts += [f"== {run.evidence}\n{render_text(run.decision)}" for run in report.runs]
     parts.append(totals_line(report) + "\n")
     parts += [f"note: {note}\n" for note in report.notes]
     return "".join(parts)

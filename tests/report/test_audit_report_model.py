@@ -157,3 +157,17 @@ def test_copies_of_a_run_are_still_counted_once_after_sorting(runs: AuditRuns, q
     assert [Path(r.evidence).name for r in report.runs][1:3] == ["copy-of-run2", "run2"]
     (note,) = report.notes
     assert "appears in 2 folders" in note
+
+
+def test_the_terminal_output_opens_with_the_summary_in_run_time_order(runs: AuditRuns,
+                                                                      audit: Callable[..., CliRun]) -> None:
+    result = audit()
+    lines = result.out.splitlines()
+    assert lines[0] == "runs, by run time:"
+    rows = lines[3:6]
+    assert [row.split()[1] for row in rows] == [f"{run_id}#1" for run_id in runs.run_ids]
+    assert [row.split()[5] for row in rows] == ["QUALIFIED", "REJECTED", "QUALIFIED"]
+    assert rows[1].split()[-1] == str(runs.folders[1])
+    # Then each run in the same order, and the overall line last but the notes.
+    assert [line[3:] for line in lines if line.startswith("== ")] == [str(f) for f in runs.folders]
+    assert lines[-1].startswith("audit REJECTED: 3 run(s) in 3 folder(s)")
