@@ -56,7 +56,8 @@ dl.facts dt{font-weight:bold}dl.facts dd{margin:0;overflow-wrap:anywhere}
 .meta{color:#424a53}
 @page{size:A4 landscape;margin:12mm}
 @media print{
-body{margin:0;font-size:10pt}
+body{margin:0;font-size:9.5pt}
+h2,h3{break-after:avoid}
 *{-webkit-print-color-adjust:exact;print-color-adjust:exact}
 section.run{break-before:page}
 tr,dl.facts,li{break-inside:avoid}

@@ -113,8 +113,10 @@ def test_the_print_sheet_keeps_the_colours_and_starts_each_run_on_a_page(
         browser.media("print")
         styles: list[dict[str, Any]] = browser.evaluate(
             "[...document.querySelectorAll('section.run')].map(s => ({brk: getComputedStyle(s).breakBefore, "
-            "adjust: getComputedStyle(s.querySelector('td.fail, td.pass')).printColorAdjust}))")
+            "adjust: getComputedStyle(s.querySelector('td.fail, td.pass')).printColorAdjust, "
+            "keep: getComputedStyle(s.querySelector('h3')).breakAfter}))")
         fail_bg = browser.evaluate(_BACKGROUND.format(n=1, cls="fail"))
     assert [s["brk"] for s in styles] == ["page"] * 3
     assert {s["adjust"] for s in styles} == {"exact"}
+    assert {s["keep"] for s in styles} == {"avoid"}  # a heading stays with what it heads
     assert fail_bg == "rgb(255, 235, 233)"

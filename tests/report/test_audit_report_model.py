@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from desktop_qualify.consumer._html import render_audit_html
+from desktop_qualify.consumer._markdown import render_audit_markdown
 from desktop_qualify.evidence_schemas import AuditReport, PlatformChecks
 from support.audit_runs import FAILING_STEP, PLATFORMS, AuditRuns
 from support.cli import CliRun
@@ -171,3 +175,20 @@ def test_the_terminal_output_opens_with_the_summary_in_run_time_order(runs: Audi
     # Then each run in the same order, and the overall line last but the notes.
     assert [line[3:] for line in lines if line.startswith("== ")] == [str(f) for f in runs.folders]
     assert lines[-1].startswith("audit REJECTED: 3 run(s) in 3 folder(s)")
+
+
+def test_a_certificate_signer_shows_its_identity_and_issuer_escaped(runs: AuditRuns, audit: Callable[..., CliRun],
+                                                                   tmp_path: Path) -> None:
+    """GitHub mode's signer (certificate SAN and issuer), through the same renderers as a key's."""
+    data = _report(audit, tmp_path).model_dump(mode="json")
+    san = "https://github.com/o/r/.github/workflows/produce-linux.yml@refs/heads/main<b>x</b>"
+    data["runs"][0]["decision"]["signers"][0] = {
+        "statement": "platform-linux.sigstore.json", "platform": "linux", "kind": "sigstore", "keyid": "ab" * 32,
+        "key_name": None, "keyring": None, "san": san, "issuer": "https://token.actions.githubusercontent.com",
+        "run_uri": "https://github.com/o/r/actions/runs/7/attempts/1"}
+    report = AuditReport.model_validate_json(json.dumps(data))
+    page, md = render_audit_html(report), render_audit_markdown(report)
+    assert f"certificate {html.escape(san)}, issuer https://token.actions.githubusercontent.com" in page
+    assert "<b>x</b>" not in page
+    assert "signed by certificate https://github.com/o/r/.github/workflows/produce-linux.yml@refs/heads/main" in md
+    assert "\\<b\\>x\\</b\\>" in md
