@@ -62,7 +62,8 @@ def test_the_same_artifact_twice_is_refused(tmp_path: Path, qualify: Any) -> Non
 
 
 @pytest.mark.parametrize(("command", "first", "second"), [("verify", "--json", "--summary"),
-                                                          ("audit", "--json", "--html")])
+                                                          ("audit", "--json", "--html"),
+                                                          ("audit", "--html", "--markdown")])
 def test_two_outputs_naming_one_file_are_refused(tmp_path: Path, qualify: Any, command: str, first: str,
                                                  second: str) -> None:
     ev = make_evidence(tmp_path)
