@@ -20,6 +20,7 @@ from desktop_qualify.evidence_schemas import AuditReport, AuditRun, Cell, Platfo
 from ._render import (
     CHECK_LABELS,
     SUMMARY_COLUMNS,
+    absent_step,
     expectation,
     reason_codes,
     step_observed,
@@ -138,7 +139,7 @@ def _matrix(platforms: list[PlatformChecks]) -> list[str]:
         for p in platforms:
             step = next((s for s in p.steps if s.id == step_id), None)
             if step is None:
-                cells.append(_cell("n/a", "not reported" if p.steps else "not reached"))
+                cells.append(_cell(*absent_step(p)))
                 continue
             seen, why = step_observed(step)
             cells.append(_cell(step.outcome, f"observed {seen}" + (f"; {why}" if why else "")))

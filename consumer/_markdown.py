@@ -11,7 +11,16 @@ import re
 
 from desktop_qualify.evidence_schemas import AuditReport, AuditRun, CheckCell, PlatformChecks
 
-from ._render import CHECK_LABELS, SUMMARY_COLUMNS, expectation, step_observed, summary_cells, totals_line, who
+from ._render import (
+    CHECK_LABELS,
+    SUMMARY_COLUMNS,
+    absent_step,
+    expectation,
+    step_observed,
+    summary_cells,
+    totals_line,
+    who,
+)
 
 _WORDS = {"pass": "✅ PASS", "fail": "❌ FAIL", "missing": "⚠️ MISSING", "n/a": "N/A"}
 
@@ -56,7 +65,8 @@ def _matrix(platforms: list[PlatformChecks]) -> list[str]:
         for p in platforms:
             step = next((s for s in p.steps if s.id == step_id), None)
             if step is None:
-                cells.append("N/A")
+                outcome, why = absent_step(p)
+                cells.append(f"{_WORDS[outcome]}: {why}")
                 continue
             seen, why = step_observed(step)
             cells.append(f"{_WORDS[step.outcome]}: observed {_code(seen)}" + (f"; {_md(why)}" if why else ""))

@@ -13,8 +13,10 @@ from __future__ import annotations
 from desktop_qualify.evidence_schemas import (
     AuditReport,
     AuditRun,
+    Cell,
     Check,
     ConsumerDecision,
+    PlatformChecks,
     Reason,
     Signer,
     StepCell,
@@ -144,6 +146,15 @@ def reason_codes(decision: ConsumerDecision) -> list[str]:
 
 def expectation(expected: str, code: str | None) -> str:
     return f"{expected} {code}" if code else expected
+
+
+def absent_step(column: PlatformChecks) -> tuple[Cell, str]:
+    """A step a platform's column has no row for: not reported by its journey, or its statement is missing or
+    was never reached."""
+    if column.steps:
+        return "missing", "not reported"
+    statement = next((c for c in column.checks if c.check == "statement"), None)
+    return ("missing", "no statement") if statement and statement.outcome == "missing" else ("n/a", "not reached")
 
 
 def step_observed(step: StepCell) -> tuple[str, str | None]:

@@ -192,3 +192,19 @@ def test_a_certificate_signer_shows_its_identity_and_issuer_escaped(runs: AuditR
     assert "<b>x</b>" not in page
     assert "signed by certificate https://github.com/o/r/.github/workflows/produce-linux.yml@refs/heads/main" in md
     assert "\\<b\\>x\\</b\\>" in md
+
+
+def test_a_missing_platform_is_missing_to_its_last_step_and_an_unverified_one_unreached(
+        tmp_path: Path, qualify: Callable[..., CliRun]) -> None:
+    ev = make_evidence(tmp_path, platforms=list(PLATFORMS))
+    corrupt = ev.platform_file("macos")
+    corrupt.write_bytes(corrupt.read_bytes()[:-40])
+    ev.platform_file("windows").unlink()
+    md_file = tmp_path / "audit.md"
+    qualify(["audit", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir), "--markdown",
+             str(md_file)])
+    (row,) = [line for line in md_file.read_text().splitlines() if line.startswith(f"| step `{FAILING_STEP}`")]
+    linux, macos, windows = [cell.strip() for cell in row.strip("|").split(" | ")][2:]
+    assert linux.startswith("✅ PASS: observed")
+    assert macos == "N/A: not reached"
+    assert windows == "⚠️ MISSING: no statement"
