@@ -65,8 +65,8 @@ def _matrix(platforms: list[PlatformChecks]) -> list[str]:
         for p in platforms:
             step = next((s for s in p.steps if s.id == step_id), None)
             if step is None:
-                outcome, why = absent_step(p)
-                cells.append(f"{_WORDS[outcome]}: {why}")
+                outcome, absent = absent_step(p)
+                cells.append(f"{_WORDS[outcome]}: {absent}")
                 continue
             seen, why = step_observed(step)
             cells.append(f"{_WORDS[step.outcome]}: observed {_code(seen)}" + (f"; {_md(why)}" if why else ""))
