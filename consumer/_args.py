@@ -34,7 +34,9 @@ def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argpars
     parser.add_argument("--bundle", type=Path, nargs="+", default=[],
                         help="qualification bundles (*.qualify-bundle.zip), each judged under its own policy")
     parser.add_argument("--json", type=Path, help="write the audit report (JSON) to this file, replacing it")
-    parser.add_argument("--html", type=Path, help="write an HTML report to this file, replacing it")
+    parser.add_argument("--html", type=Path,
+                        help="write the report as one self-contained HTML page to this file, replacing it")
+    parser.add_argument("--markdown", type=Path, help="write the report as Markdown to this file, replacing it")
     return parser
 
 

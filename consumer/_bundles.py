@@ -31,12 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from desktop_qualify.evidence_schemas import Code, ConsumerDecision, QualificationError
+from desktop_qualify.evidence_schemas import AuditRun, Code, QualificationError
 from desktop_qualify.qualify_bundle import open_bundle
 from desktop_qualify.qualify_policy import Policy, load_policy
 from desktop_qualify.qualify_trust import Keyring, verifier_for
 from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
 
+from ._audit import audit_run
 from ._decide import decide
 
 # How far back the anchor looks for earlier versions of the policy file.
@@ -101,7 +102,7 @@ def _check_anchored(bundled: Policy, anchor: Anchor, source: Path) -> None:
                                                              f"keyring does not ({', '.join(sorted(foreign))[:200]})")
 
 
-def audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> ConsumerDecision:
+def audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
     """One bundle's decision, under its own policy; the policy path reported is where it stood in the bundle."""
     notes = [f"audit of bundle {source}: its own policy and trust root, anchored to the auditor's; "
              "candidate files not checked; head of main not required"]
@@ -114,18 +115,21 @@ def audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> ConsumerDecis
                                                                     f"{policy.file.trust.mode}")
         verdict = verify_release(policy, [opened.evidence_dir], None)
         notes.append(f"bundle sha256 {opened.sha256}")
-        return decide(verdict, policy, policy_path=f"{source}:{opened.manifest.policy}", mode="audit", notes=notes)
+        decision = decide(verdict, policy, policy_path=f"{source}:{opened.manifest.policy}", mode="audit",
+                          notes=notes)
+        return audit_run(source, verdict, decision)
 
 
-def _refused(source: Path, policy: Policy, exc: QualificationError) -> ConsumerDecision:
+def _refused(source: Path, policy: Policy, exc: QualificationError) -> AuditRun:
     """A bundle that could not be opened or anchored: a rejected run with the reason, under the auditor's policy."""
     verdict = Verdict(Expectations.from_policy(policy), verifier_for(policy))
     verdict.findings.add(exc.code, exc.message)
-    return decide(verdict, policy, policy_path=str(policy.path), mode="audit",
-                  notes=[f"audit of bundle {source}: refused before any evidence was read"])
+    decision = decide(verdict, policy, policy_path=str(policy.path), mode="audit",
+                      notes=[f"audit of bundle {source}: refused before any evidence was read"])
+    return audit_run(source, verdict, decision)
 
 
-# (source, decision JSON, or the refusal's code and message): plain strings cross the process boundary.
+# (source, audit-run JSON, or the refusal's code and message): plain strings cross the process boundary.
 Outcome = tuple[str, str | None, str | None]
 
 
@@ -140,11 +144,11 @@ Progress = Callable[[int, int], None]
 
 
 def audit_bundles(sources: list[Path], policy: Policy, *, progress: Progress | None = None,
-                  workers: int | None = None) -> list[ConsumerDecision]:
+                  workers: int | None = None) -> list[AuditRun]:
     """Decisions in the order of ``sources``; bundles are checked across the machine's cores."""
     anchor = anchor_for(policy)
     count = workers or min(len(sources), os.cpu_count() or 1)
-    results: dict[str, ConsumerDecision] = {}
+    results: dict[str, AuditRun] = {}
     with tempfile.TemporaryDirectory(prefix="qualify-audit-") as workspace:
         if count <= 1:
             outcomes = (_audit_in_worker(str(s), anchor, workspace) for s in sources)
@@ -158,11 +162,11 @@ def audit_bundles(sources: list[Path], policy: Policy, *, progress: Progress | N
 
 
 def _collect(outcomes: Iterable[Outcome], policy: Policy, total: int,
-             progress: Progress | None) -> dict[str, ConsumerDecision]:
-    results: dict[str, ConsumerDecision] = {}
+             progress: Progress | None) -> dict[str, AuditRun]:
+    results: dict[str, AuditRun] = {}
     for done, (source, decision, refusal) in enumerate(outcomes, start=1):
         if decision is not None:
-            results[source] = ConsumerDecision.model_validate_json(decision)
+            results[source] = AuditRun.model_validate_json(decision)
         else:
             code, _, message = (refusal or "").partition("\n")
             results[source] = _refused(Path(source), policy, QualificationError(Code(code), message))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
     GIT_SHA_PATTERN,
+    AuditRun,
     Code,
-    ConsumerDecision,
     QualificationError,
 )
 from desktop_qualify.qualify_bundle import write_bundle
@@ -32,11 +32,13 @@ from desktop_qualify.qualify_trust import verifier_for
 from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
 
 from ._args import build_audit_parser, build_verify_parser
-from ._audit import audit_report
+from ._audit import audit_report, audit_run
 from ._bundles import audit_bundles, terminal_progress
 from ._decide import Mode, decide
 from ._freshness import check_candidate_is_main_head
-from ._render import render_audit_html, render_audit_text, render_markdown, render_text
+from ._html import render_audit_html
+from ._markdown import render_audit_markdown
+from ._render import render_audit_text, render_markdown, render_text
 
 _SHA = re.compile(GIT_SHA_PATTERN)
 # A keyring made now holds new keys: it can never verify evidence signed earlier, so keygen is no advice here.
@@ -81,7 +83,7 @@ def run_verify(args: argparse.Namespace) -> int:
     return guarded(body)
 
 
-def _audit_one(policy: Policy, policy_path: str, folder: Path) -> ConsumerDecision:
+def _audit_one(policy: Policy, policy_path: str, folder: Path) -> AuditRun:
     """One historical run; a folder that cannot be read is a rejected run, not the end of the audit."""
     notes = ["audit: candidate files not checked; head of main not required"]
     try:
@@ -91,7 +93,7 @@ def _audit_one(policy: Policy, policy_path: str, folder: Path) -> ConsumerDecisi
             raise
         verdict = Verdict(Expectations.from_policy(policy), verifier_for(policy))
         verdict.findings.add(Code.EVIDENCE_MISSING, f"{folder}: {exc.message}")
-    return decide(verdict, policy, policy_path=policy_path, mode="audit", notes=notes)
+    return audit_run(folder, verdict, decide(verdict, policy, policy_path=policy_path, mode="audit", notes=notes))
 
 
 def run_audit(args: argparse.Namespace) -> int:
@@ -101,16 +103,18 @@ def run_audit(args: argparse.Namespace) -> int:
             raise QualificationError(Code.USAGE, "nothing to audit: name --evidence folders, --bundle files, or both")
         require_inputs("--evidence", args.evidence, "folder")
         require_inputs("--bundle", args.bundle, "file")
-        distinct_outputs([("--json", args.json), ("--html", args.html)])
+        distinct_outputs([("--json", args.json), ("--html", args.html), ("--markdown", args.markdown)])
         policy = _load(args.policy, args.root)
-        decisions = [_audit_one(policy, str(args.policy), folder) for folder in args.evidence]
+        runs = [_audit_one(policy, str(args.policy), folder) for folder in args.evidence]
         if args.bundle:
-            decisions += audit_bundles(list(args.bundle), policy, progress=terminal_progress())
-        report = audit_report(policy, str(args.policy), [*args.evidence, *args.bundle], decisions)
+            runs += audit_bundles(list(args.bundle), policy, progress=terminal_progress())
+        report = audit_report(policy, str(args.policy), runs)
         if args.json:
             write_atomic(args.json, report.model_dump_json(indent=2).encode() + b"\n")
         if args.html:
             write_atomic(args.html, render_audit_html(report).encode())
+        if args.markdown:
+            write_atomic(args.markdown, render_audit_markdown(report).encode())
         sys.stdout.write(render_audit_text(report))
         return EXIT_OK if report.decision == "QUALIFIED" else EXIT_REJECTED
 

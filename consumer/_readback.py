@@ -73,7 +73,7 @@ def readback(policy: Policy, repository: str, tag: str, client: GitHubClient) ->
         work = Path(name)
         got = client.download_asset(bundles[0], work / bundles[0].name, max_bytes=MAX_BUNDLE_BYTES)
         try:
-            result.bundle = audit_bundle(got.path, anchor_for(policy), work / "opened")
+            result.bundle = audit_bundle(got.path, anchor_for(policy), work / "opened").decision
         except QualificationError as exc:
             if exc.exit_status == EXIT_USAGE:
                 raise

@@ -1,4 +1,7 @@
-"""Human renderings of a decision: a text table for the terminal, Markdown for a job summary, HTML for audits.
+"""Human renderings of a decision: a text table for the terminal, Markdown for a job summary.
+
+The audit report's HTML page is ``_html``, its Markdown ``_markdown``; the
+words they share (a run's summary line, the check labels) are here.
 
 Each says who decided under what (policy, trust mode, tool version, signers),
 lists root causes first with their consequences indented beneath them, and
@@ -7,9 +10,17 @@ prints the notes on what was not observed.
 
 from __future__ import annotations
 
-import html
-
-from desktop_qualify.evidence_schemas import AuditReport, ConsumerDecision, Reason, Signer
+from desktop_qualify.evidence_schemas import (
+    AuditReport,
+    AuditRun,
+    Cell,
+    Check,
+    ConsumerDecision,
+    PlatformChecks,
+    Reason,
+    Signer,
+    StepCell,
+)
 
 _STAGES = ("gate", "build", "signature", "install", "probe", "journey", "candidate")
 _COLUMNS = ("platform", "artifact", "sha256", *_STAGES)
@@ -26,7 +37,7 @@ def _context(decision: ConsumerDecision) -> str:
             f"mode {decision.mode}, qualify {decision.tool_version}")
 
 
-def _who(signer: Signer) -> str:
+def who(signer: Signer) -> str:
     if signer.kind == "ed25519":
         return f"ed25519 key {signer.key_name} {signer.keyid[:16]} (keyring {signer.keyring})"
     return f"certificate {signer.san}, issuer {signer.issuer}, run {signer.run_uri}"
@@ -43,15 +54,20 @@ def _reason_line(reason: Reason) -> str:
     return f"{reason.code.value}{where}: {reason.message}"
 
 
-def render_text(decision: ConsumerDecision) -> str:
-    rows = [list(_COLUMNS), *_cells(decision)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """A header row and its rows in aligned columns, a rule under the header."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def render_text(decision: ConsumerDecision) -> str:
+    lines = _aligned([list(_COLUMNS), *_cells(decision)])
     sha = decision.candidate_sha or "unknown"
     run = f"{decision.run_id}#{decision.attempt}" if decision.run_id else "unknown"
     out = [f"candidate {sha}  run {run}", _context(decision)]
-    out += [f"signed  {s.statement}: {_who(s)}" for s in decision.signers]
+    out += [f"signed  {s.statement}: {who(s)}" for s in decision.signers]
     out += [*lines, ""]
     if decision.reasons:
         out.append(f"{decision.decision}: {_roots_count(decision.reasons)}")
@@ -78,7 +94,7 @@ def render_markdown(decision: ConsumerDecision) -> str:
            f"attempt `{decision.attempt if decision.attempt is not None else '-'}`; policy `{_md(p.name)}` "
            f"(`{_md(p.path)}`, sha256 `{p.sha256[:16]}`), trust `{decision.trust_mode}`, mode `{decision.mode}`, "
            f"qualify `{_md(decision.tool_version)}`.", ""]
-    out += [f"- `{s.statement}` signed by {_md(_who(s))}" for s in decision.signers]
+    out += [f"- `{s.statement}` signed by {_md(who(s))}" for s in decision.signers]
     out += ["", "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     out += ["| " + " | ".join(_md(c) for c in cells) + " |" for cells in _cells(decision)]
     if decision.reasons:
@@ -92,38 +108,72 @@ def render_markdown(decision: ConsumerDecision) -> str:
     return "\n".join(out) + "\n"
 
 
-def _totals(report: AuditReport) -> str:
+def totals_line(report: AuditReport) -> str:
     t = report.totals
     return (f"audit {report.decision}: {t.runs} run(s) in {t.folders} folder(s): {t.qualified} qualified, "
             f"{t.rejected} rejected")
 
 
 def render_audit_text(report: AuditReport) -> str:
-    parts = [f"== {folder}\n{render_text(decision)}" for folder, decision in zip(report.evidence, report.runs,
-                                                                                   strict=True)]
-    parts.append(_totals(report) + "\n")
+    """The summary of every run first (by run time), then each run's decision, then the overall line."""
+    summary = _aligned([["#", *SUMMARY_COLUMNS], *([str(n), *summary_cells(run)]
+                                                  for n, run in enumerate(report.runs, 1))])
+    parts = ["runs, by run time:\n", *(f"{line}\n" for line in summary), "\n"]
+    parts += [f"== {run.evidence}\n{render_text(run.decision)}" for run in report.runs]
+    parts.append(totals_line(report) + "\n")
     parts += [f"note: {note}\n" for note in report.notes]
     return "".join(parts)
 
 
-def render_audit_html(report: AuditReport) -> str:
-    p = report.policy
-    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>Qualification audit</title></head><body>",
-             f"<h1>Qualification audit</h1><p>Policy {html.escape(p.name)} ({html.escape(p.path)}, sha256 "
-             f"{html.escape(p.sha256)}), trust {html.escape(report.trust_mode)}, qualify "
-             f"{html.escape(report.tool_version)}, checked {html.escape(report.checked_at)}</p>",
-             f"<p><strong>{html.escape(_totals(report))}</strong></p>"]
-    parts += [f"<p>Note: {html.escape(note)}</p>" for note in report.notes]
-    for folder, decision in zip(report.evidence, report.runs, strict=True):
-        parts.append(f"<h2>{html.escape(folder)}: {html.escape(decision.decision)}</h2><ul>")
-        parts += [f"<li>{html.escape(s.statement)} signed by {html.escape(_who(s))}</li>" for s in decision.signers]
-        parts.append("</ul><table border='1'><tr>" + "".join(f"<th>{c}</th>" for c in _COLUMNS) + "</tr>")
-        parts += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
-                  for cells in _cells(decision)]
-        parts.append("</table><ul>")
-        parts += [f"<li>{'' if r.cause == 'root' else 'which leaves: '}<code>{html.escape(r.code.value)}</code> "
-                  f"{html.escape(r.message)}</li>" for r in decision.reasons]
-        parts += [f"<li>note: {html.escape(note)}</li>" for note in decision.notes]
-        parts.append("</ul>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+# Each check of the matrix: its label, and what the policy asks of it.
+CHECK_LABELS: dict[Check, tuple[str, str]] = {
+    "statement": ("statement (signer, identity, commit)", "signed by a trusted signer; the policy's workflow"),
+    "gate": ("source gate", "the policy's ref, at main's head"),
+    "build": ("build", "the named artifact, not empty"),
+    "signature": ("signature and read-back", "verifies; read back by the producer"),
+    "os-signing": ("OS signing state", "a state the policy accepts"),
+    "install": ("install", "the built bytes, unpacked"),
+    "probe": ("launch probe", "exit 0; reports this build, isolation available"),
+    "journey": ("journey (overall)", "every required step as the policy expects"),
+    "candidate": ("candidate file", "the presented file's SHA-256"),
+}
+
+
+def reason_codes(decision: ConsumerDecision) -> list[str]:
+    """Each code once, in the order of the reasons (root causes first)."""
+    return list(dict.fromkeys(r.code.value for r in decision.reasons))
+
+
+def expectation(expected: str, code: str | None) -> str:
+    return f"{expected} {code}" if code else expected
+
+
+def absent_step(column: PlatformChecks) -> tuple[Cell, str]:
+    """A step a platform's column has no row for: not reported by its journey, or its statement is missing or
+    was never reached."""
+    if column.steps:
+        return "missing", "not reported"
+    statement = next((c for c in column.checks if c.check == "statement"), None)
+    return ("missing", "no statement") if statement and statement.outcome == "missing" else ("n/a", "not reached")
+
+
+def step_observed(step: StepCell) -> tuple[str, str | None]:
+    """What a step showed, and why it does not pass (without repeating what it showed)."""
+    seen = expectation(step.observed, step.observed_code) if step.observed else "not reported"
+    why = step.problem.removeprefix(f"observed {seen}, ") if step.problem else None
+    return seen, why
+
+
+def summary_cells(run: AuditRun) -> list[str]:
+    """A run's summary line: run, date, SHA, ref, verdict, reason codes, evidence."""
+    d = run.decision
+    return [f"{d.run_id}#{d.attempt}" if d.run_id else "unknown",
+            run.run_at or "unknown",
+            (d.candidate_sha or "unknown")[:12],
+            run.identity.ref if run.identity else "unknown",
+            d.decision,
+            ", ".join(reason_codes(d)) or "-",
+            run.evidence]
+
+
+SUMMARY_COLUMNS = ("run", "date", "SHA", "ref", "verdict", "reason codes", "evidence")

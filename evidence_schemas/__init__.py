@@ -10,7 +10,21 @@ from desktop_qualify.qualify_runtime import lazy_attributes
 from ._bounded import load_json, read_bounded
 from ._bundle import MAX_BUNDLE_MEMBERS, BundleFile, BundleManifest, BundlePath
 from ._canonical import canonical_bytes, sha256_hex
-from ._decision import AuditReport, AuditTotals, Cell, ConsumerDecision, DecisionRow, PolicyRef, Reason, Signer
+from ._decision import (
+    AuditReport,
+    AuditRun,
+    AuditTotals,
+    Cell,
+    Check,
+    CheckCell,
+    ConsumerDecision,
+    DecisionRow,
+    PlatformChecks,
+    PolicyRef,
+    Reason,
+    Signer,
+    StepCell,
+)
 from ._errors import Code, QualificationError
 from ._limits import MAX_APP_OUTPUT_BYTES, MAX_KEYRING_BYTES, MAX_LIST, MAX_POLICY_BYTES, JsonBounds
 from ._naming import (
@@ -90,9 +104,12 @@ __all__ = [
     "AggregatedPlatform",
     "ArtifactRef",
     "AuditReport",
+    "AuditRun",
     "AuditTotals",
     "BuildRecord",
     "Cell",
+    "Check",
+    "CheckCell",
     "Code",
     "ConsumerDecision",
     "DecisionRow",
@@ -112,6 +129,7 @@ __all__ = [
     "LaunchProbeRecord",
     "Observation",
     "Platform",
+    "PlatformChecks",
     "PlatformPredicate",
     "PlatformStatement",
     "ProbeReport",
@@ -123,6 +141,7 @@ __all__ = [
     "SignatureRecord",
     "Signer",
     "SourceGateRecord",
+    "StepCell",
     "Subject",
     "canonical_bytes",
     "load_json",

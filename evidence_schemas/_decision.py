@@ -13,6 +13,8 @@ from pydantic import Field
 
 from ._errors import Code
 from ._limits import MAX_AUDIT_RUNS, MAX_LIST
+from ._predicates import RunIdentity
+from ._records import ArtifactRef
 from ._types import (
     Count,
     Excerpt,
@@ -23,6 +25,8 @@ from ._types import (
     Record,
     Sha256Hex,
     ShortText,
+    SkillCode,
+    StepId,
     Text,
     Timestamp,
     TrustMode,
@@ -112,17 +116,73 @@ class AuditTotals(Record):
     rejected: Count
 
 
+# The checks of one platform, in the chain's order. ``statement``: the statement's signature, its identity
+# claims and its commit (every platform-scoped reason no stage column names); ``signature``: the detached
+# artifact signature and the producer's read-back of it; ``os-signing``: the OS code-signing state.
+Check = Literal["statement", "gate", "build", "signature", "os-signing", "install", "probe", "journey", "candidate"]
+
+
+class CheckCell(Record):
+    """One platform's cell for one check: its outcome, what the verified evidence shows, the codes that fail it."""
+
+    check: Check
+    outcome: Cell
+    observed: Text
+    codes: list[Code] = Field(max_length=MAX_LIST)
+
+
+class StepCell(Record):
+    """One journey step on one platform, judged against the policy by the verifier's own rule.
+
+    ``expected`` is the policy's requirement (the app's own expectation for a step the policy does not
+    require); ``observed`` is None when the step was not reported.
+    """
+
+    id: StepId
+    required: bool
+    expected: Literal["allow", "reject"]
+    expected_code: SkillCode | None
+    observed: Literal["allow", "reject"] | None
+    observed_code: SkillCode | None
+    outcome: Cell
+    problem: Text | None = None
+
+
+class PlatformChecks(Record):
+    """One platform's column of a run's matrix, from its verified statement only."""
+
+    platform: Platform | ShortText
+    produced_at: Timestamp | None
+    artifact: ArtifactRef | None
+    checks: list[CheckCell] = Field(max_length=16)
+    steps: list[StepCell] = Field(max_length=MAX_LIST)
+
+
+class AuditRun(Record):
+    """One audited run: where it came from, when and by what it ran, its matrix, and the decision on it."""
+
+    evidence: Text
+    # When the run happened, as its verified statements say (the aggregate's time, else the earliest
+    # platform statement's); None when no statement verified.
+    run_at: Timestamp | None
+    # The producer run as its verified statements name it (the aggregate's, else the first platform's).
+    identity: RunIdentity | None
+    # The policy digest the aggregate job recorded (None without a verified aggregate).
+    evidence_policy_sha256: Sha256Hex | None
+    platforms: list[PlatformChecks] = Field(max_length=8)
+    decision: ConsumerDecision
+
+
 class AuditReport(Record):
-    """The auditor's offline check of one or more historical runs."""
+    """The auditor's offline check of one or more historical runs, sorted by run time."""
 
     kind: Literal["audit-report"] = "audit-report"
-    version: Literal[2] = 2
+    version: Literal[3] = 3
     decision: Literal["QUALIFIED", "REJECTED"]
     trust_mode: TrustMode
     policy: PolicyRef
     tool_version: ShortText
     checked_at: Timestamp
     totals: AuditTotals
-    runs: list[ConsumerDecision] = Field(max_length=MAX_AUDIT_RUNS)
-    evidence: list[Text] = Field(max_length=MAX_AUDIT_RUNS)
-    notes: list[Excerpt] = Field(default_factory=list, max_length=MAX_LIST)
+    runs: list[AuditRun] = Field(max_length=MAX_AUDIT_RUNS)
+    notes: list[Excerpt] = Field(default_factory=list, max_length=MAX_AUDIT_RUNS)

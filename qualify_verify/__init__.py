@@ -7,7 +7,7 @@ The checks are one function each, named after what they prove; see
 from ._columns import COLUMN_CODES
 from ._expectations import Expectations
 from ._findings import Findings
-from ._outcomes import JourneyFacts, ProbeFacts, journey_facts, probe_facts
+from ._outcomes import JourneyFacts, ProbeFacts, journey_facts, platform_journey_facts, probe_facts
 from ._platform_checks import VerifiedPlatform
 from ._run_checks import RunRef, VerifiedAggregate
 from ._verifier import Verdict, verify_platform_set, verify_release
@@ -24,6 +24,7 @@ __all__ = [
     "VerifiedPlatform",
     "verify_platform_set",
     "journey_facts",
+    "platform_journey_facts",
     "probe_facts",
     "verify_release",
 ]

@@ -343,13 +343,19 @@ def journey_facts(*, steps: Sequence[JourneyStep], expected: Mapping[str, StepEx
     return JourneyFacts(tuple(expected), missing, tuple(failed), tuple(problems), not problems)
 
 
+def platform_journey_facts(p: PlatformPredicate, exp: Expectations) -> JourneyFacts:
+    """The journey facts of one platform statement under the policy: one rule for the verdict and every report."""
+    j = p.journey
+    return journey_facts(steps=j.steps, expected=exp.steps, exit_code=j.exit_code, timed_out=j.timed_out,
+                         app_build_sha=j.app_build_sha, sha=p.source_gate.sha, layers=j.isolation_layers,
+                         required_layers=exp.isolation[p.platform],
+                         probe_layers=p.launch_probe.report.isolation_layers if p.launch_probe.report else None)
+
+
 def assess_journey(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     j = p.journey
     out = _Collect("journey", Code.JOURNEY_INCOMPLETE)
-    facts = journey_facts(steps=j.steps, expected=exp.steps, exit_code=j.exit_code, timed_out=j.timed_out,
-                          app_build_sha=j.app_build_sha, sha=p.source_gate.sha, layers=j.isolation_layers,
-                          required_layers=exp.isolation[p.platform],
-                          probe_layers=p.launch_probe.report.isolation_layers if p.launch_probe.report else None)
+    facts = platform_journey_facts(p, exp)
     problems = facts.problems
     if problems:
         # One reason for the journey, however many steps: each step's why, in the order reported, bounded.

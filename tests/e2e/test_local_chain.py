@@ -167,7 +167,7 @@ def test_audit_checks_the_historical_run_offline(chain: Chain, tmp_path: Path) -
     done = qualify("audit", "--policy", chain.policy, "--evidence", chain.evidence, "--json", report,
                    "--html", html)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert json.loads(report.read_text())["runs"][0]["decision"] == "QUALIFIED"
+    assert json.loads(report.read_text())["runs"][0]["decision"]["decision"] == "QUALIFIED"
     assert "QUALIFIED" in html.read_text()
 
 
@@ -180,8 +180,8 @@ def test_a_bundle_of_the_real_chain_audits_offline_to_a_pass(chain: Chain, tmp_p
     done = qualify("audit", "--policy", chain.policy, "--bundle", bundle, "--json", report)
     assert done.returncode == 0, done.stdout + done.stderr
     [run] = json.loads(report.read_text())["runs"]
-    assert run["decision"] == "QUALIFIED"
-    assert run["candidate_sha"] == chain.sha
+    assert run["decision"]["decision"] == "QUALIFIED"
+    assert run["decision"]["candidate_sha"] == chain.sha
 
 
 def test_empty_evidence_folder_is_refused(chain: Chain, tmp_path: Path) -> None:

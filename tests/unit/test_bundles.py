@@ -74,6 +74,9 @@ def test_a_bundle_of_a_qualified_run_audits_offline_to_a_pass(tmp_path: Path, qu
     report = json.loads(report_path.read_text())
     assert report["decision"] == "QUALIFIED"
     assert report["totals"]["qualified"] == 1
+    [run] = report["runs"]
+    assert run["evidence"] == str(bundle)
+    assert run["identity"]["sha"] == ev.sha
 
 
 def test_no_private_key_is_ever_bundled(tmp_path: Path, qualify: Any) -> None:
@@ -154,7 +157,7 @@ def test_a_tampered_bundle_is_refused_with_a_stable_code(row: str, tmp_path: Pat
     assert done.status == 1, done.text
     assert "Traceback" not in done.text
     report = json.loads(report_path.read_text())
-    codes = [r["code"] for run in report["runs"] for r in run["reasons"]]
+    codes = [r["code"] for run in report["runs"] for r in run["decision"]["reasons"]]
     assert code.value in codes, (row, codes)
 
 
@@ -185,8 +188,10 @@ def test_one_corrupt_bundle_never_stops_the_others(tmp_path: Path, qualify: Any)
                     "--json", str(report_path)])
     assert done.status == 1
     report = json.loads(report_path.read_text())
-    assert [run["decision"] for run in report["runs"]] == ["REJECTED", "QUALIFIED"]
-    assert report["runs"][0]["reasons"][0]["code"] == Code.BUNDLE_INVALID.value
+    by_source = {Path(run["evidence"]).name: run["decision"] for run in report["runs"]}
+    assert by_source[bundle.name]["decision"] == "QUALIFIED"
+    assert by_source[corrupt.name]["decision"] == "REJECTED"
+    assert by_source[corrupt.name]["reasons"][0]["code"] == Code.BUNDLE_INVALID.value
 
 
 # -- anchoring: a bundle made with someone else's keys or policy proves nothing to this auditor ----------------

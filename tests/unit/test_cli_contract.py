@@ -62,8 +62,8 @@ def test_audit_reports_an_empty_folder_and_carries_on(tmp_path: Path, qualify) -
                       str(empty), "--json", str(report)])
     assert result.status == 1
     parsed = json.loads(report.read_text())
-    assert [r["decision"] for r in parsed["runs"]] == ["QUALIFIED", "REJECTED"]
-    assert parsed["runs"][1]["reasons"][0]["code"] == "QE_EVIDENCE_MISSING"
+    assert [r["decision"]["decision"] for r in parsed["runs"]] == ["QUALIFIED", "REJECTED"]
+    assert parsed["runs"][1]["decision"]["reasons"][0]["code"] == "QE_EVIDENCE_MISSING"
     assert parsed["totals"] == {"folders": 2, "runs": 2, "qualified": 1, "rejected": 1}
     assert "audit REJECTED: 2 run(s) in 2 folder(s): 1 qualified, 1 rejected" in result.out
 

@@ -62,7 +62,8 @@ def test_the_same_artifact_twice_is_refused(tmp_path: Path, qualify: Any) -> Non
 
 
 @pytest.mark.parametrize(("command", "first", "second"), [("verify", "--json", "--summary"),
-                                                          ("audit", "--json", "--html")])
+                                                          ("audit", "--json", "--html"),
+                                                          ("audit", "--html", "--markdown")])
 def test_two_outputs_naming_one_file_are_refused(tmp_path: Path, qualify: Any, command: str, first: str,
                                                  second: str) -> None:
     ev = make_evidence(tmp_path)
@@ -193,7 +194,7 @@ def test_audit_counts_copies_of_one_run_once_and_ends_with_an_overall_line(tmp_p
     lines = result.out.splitlines()
     assert "audit REJECTED: 2 run(s) in 4 folder(s): 1 qualified, 1 rejected" in lines[-2]
     assert lines[-1].startswith("note: run ")
-    assert json.loads(report_file.read_text())["runs"][3]["mode"] == "audit"
+    assert json.loads(report_file.read_text())["runs"][3]["decision"]["mode"] == "audit"
 
 
 # -- decisions say who and under what -------------------------------------------------------------------------
