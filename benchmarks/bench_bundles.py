@@ -31,8 +31,9 @@ def bench() -> list[Row]:
         started = time.perf_counter()
         decisions = audit_bundles([Path(b) for b in bundles], policy)
         in_process = time.perf_counter() - started
-        if any(d.decision != "QUALIFIED" for d in decisions):
-            raise RuntimeError("benchmark bundles are not QUALIFIED")
+        if any(d.decision.decision != "QUALIFIED" for d in decisions):
+            bad = next(d for d in decisions if d.decision.decision != "QUALIFIED")
+            raise RuntimeError(f"benchmark bundles are not QUALIFIED: {bad.decision.reasons[:2]}")
         qualify = script("qualify")
         times = []
         for bundle in bundles[:PROCESS_SAMPLE]:

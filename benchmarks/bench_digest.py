@@ -22,7 +22,7 @@ FLAT_SLACK_KIB = 4 * 1024
 _CHILD = (
     "import resource, sys\n"
     "from pathlib import Path\n"
-    "from desktop_qualify.evidence_schemas import file_sha256\n"
+    "from desktop_qualify.qualify_files import file_sha256\n"
     "file_sha256(Path(sys.argv[1]))\n"
     "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
 )

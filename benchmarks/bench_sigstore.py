@@ -13,7 +13,7 @@ from pathlib import Path
 
 import _evidence  # noqa: F401 - puts tests/ on sys.path for the support modules
 from _common import Row, paired_medians
-from corpus.corpus_github import IDENTITY, GitHubSite, github_evidence, make_world
+from corpus.corpus_github import AGGREGATE_IDENTITY, IDENTITY, GitHubSite, github_evidence, make_world
 from desktop_qualify.qualify_policy import load_policy
 from desktop_qualify.qualify_trust._sigstore_expected import GITHUB_ISSUER
 from desktop_qualify.qualify_verify import verify_release
@@ -24,17 +24,20 @@ from sigstore.verify.policy import Identity
 REPEAT = 30
 
 
-def _bare(trusted_root: Path, bundles: list[Path], artifact: Path) -> None:
-    """What verify_release rests on: load the root, verify_dsse each bundle and the artifact's, hash the artifact."""
+def _bare(trusted_root: Path, bundles: list[tuple[Path, str]], artifact: Path) -> None:
+    """What verify_release rests on: load the root, verify_dsse each bundle and the artifact's, hash the artifact.
+
+    Each bundle under sigstore-python's own identity check (SAN and issuer) for the workflow that signed it;
+    ours checks every Fulcio claim the policy names on top.
+    """
     verifier = Verifier(trusted_root=TrustedRoot.from_file(str(trusted_root)))
-    # The bare identity check sigstore-python offers: SAN and issuer (ours checks every Fulcio claim the policy names).
-    identity = Identity(identity=IDENTITY.san_uri, issuer=GITHUB_ISSUER)
     payloads = []
-    for path in bundles:
-        _, payload = verifier.verify_dsse(Bundle.from_json(path.read_bytes()), identity)
+    for path, san in bundles:
+        _, payload = verifier.verify_dsse(Bundle.from_json(path.read_bytes()), Identity(identity=san,
+                                                                                         issuer=GITHUB_ISSUER))
         payloads.append(json.loads(payload))
     signature = next(p for p in payloads if "signature" in p["predicate"])["predicate"]["signature"]["signature"]
-    verifier.verify_dsse(Bundle.from_json(signature), identity)
+    verifier.verify_dsse(Bundle.from_json(signature), Identity(identity=IDENTITY.san_uri, issuer=GITHUB_ISSUER))
     hashlib.sha256(artifact.read_bytes()).hexdigest()
 
 
@@ -53,7 +56,7 @@ def bench() -> list[Row]:
         verdict = verify_release(policy, [ev.evidence_dir], [ev.artifact])
         if not verdict.qualified:
             raise RuntimeError(f"benchmark GitHub evidence is not QUALIFIED: {verdict.reasons}")
-        bundles = [ev.platform_file, ev.aggregate_file]
+        bundles = [(ev.platform_file, IDENTITY.san_uri), (ev.aggregate_file, AGGREGATE_IDENTITY.san_uri)]
         ours, base = paired_medians(lambda: verify_release(policy, [ev.evidence_dir], [ev.artifact]),
                                     lambda: _bare(root, bundles, ev.artifact), REPEAT)
     ratio = ours / base
