@@ -9,3 +9,8 @@ JSON Schemas (``policies``, ``schemas``, package data) all install under it.
 In a checkout each lives in its own top-level folder; ``pyproject.toml`` maps
 them here.
 """
+
+# The distribution's version (pyproject reads it from here): a decision records it without importlib.metadata,
+# whose import alone costs a release gate tens of milliseconds.
+__version__ = "0.1.0"
+

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from ._types import Count, Record, Sha256Hex, Timestamp, TrustMode
+from ._types import Count, LateRecord, Sha256Hex, Timestamp, TrustMode
 
 MAX_BUNDLE_MEMBERS = 32
 
@@ -27,13 +27,13 @@ BundlePath = Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}(/[A-Za-z0-9._-
                        AfterValidator(_plain_segments)]
 
 
-class BundleFile(Record):
+class BundleFile(LateRecord):
     path: BundlePath
     sha256: Sha256Hex
     size: Count
 
 
-class BundleManifest(Record):
+class BundleManifest(LateRecord):
     kind: Literal["qualification-bundle"] = "qualification-bundle"
     version: Literal[1] = 1
     created_at: Timestamp

@@ -21,6 +21,7 @@ from ._types import (
     FileName,
     GitSha,
     KeyId,
+    LateRecord,
     Platform,
     Record,
     Sha256Hex,
@@ -107,7 +108,7 @@ class ConsumerDecision(Record):
     notes: list[Excerpt] = Field(default_factory=list, max_length=32)
 
 
-class AuditTotals(Record):
+class AuditTotals(LateRecord):
     """The audit's overall line: folders checked, distinct runs among them, and how each folder ended."""
 
     folders: Count
@@ -122,7 +123,7 @@ class AuditTotals(Record):
 Check = Literal["statement", "gate", "build", "signature", "os-signing", "install", "probe", "journey", "candidate"]
 
 
-class CheckCell(Record):
+class CheckCell(LateRecord):
     """One platform's cell for one check: its outcome, what the verified evidence shows, the codes that fail it."""
 
     check: Check
@@ -131,7 +132,7 @@ class CheckCell(Record):
     codes: list[Code] = Field(max_length=MAX_LIST)
 
 
-class StepCell(Record):
+class StepCell(LateRecord):
     """One journey step on one platform, judged against the policy by the verifier's own rule.
 
     ``expected`` is the policy's requirement (the app's own expectation for a step the policy does not
@@ -148,7 +149,7 @@ class StepCell(Record):
     problem: Text | None = None
 
 
-class PlatformChecks(Record):
+class PlatformChecks(LateRecord):
     """One platform's column of a run's matrix, from its verified statement only."""
 
     platform: Platform | ShortText
@@ -158,7 +159,7 @@ class PlatformChecks(Record):
     steps: list[StepCell] = Field(max_length=MAX_LIST)
 
 
-class AuditRun(Record):
+class AuditRun(LateRecord):
     """One audited run: where it came from, when and by what it ran, its matrix, and the decision on it."""
 
     evidence: Text
@@ -173,7 +174,7 @@ class AuditRun(Record):
     decision: ConsumerDecision
 
 
-class AuditReport(Record):
+class AuditReport(LateRecord):
     """The auditor's offline check of one or more historical runs, sorted by run time."""
 
     kind: Literal["audit-report"] = "audit-report"

@@ -55,3 +55,11 @@ class Record(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class LateRecord(Record):
+    """A Record whose validator is built on first use: for documents a verify never touches (audit reports,
+    bundle manifests), so that the release gate's start-up does not pay for them.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)

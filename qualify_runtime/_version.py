@@ -1,4 +1,4 @@
-"""The tool's version, as the installed distribution says (one source: pyproject.toml)."""
+"""The tool's version: one source, ``desktop_qualify.__version__``, which pyproject.toml reads for the build."""
 
 from __future__ import annotations
 
@@ -7,17 +7,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-DISTRIBUTION = "desktop-qualify"
-
 
 def tool_version() -> str:
-    # importlib.metadata loads on first use: `qualify --help` does not pay for it.
-    from importlib.metadata import PackageNotFoundError, version
+    """desktop_qualify.__version__, which pyproject.toml takes as the distribution's version."""
+    from desktop_qualify import __version__
 
-    try:
-        return version(DISTRIBUTION)
-    except PackageNotFoundError:
-        return "0+unknown"
+    return __version__
 
 
 class VersionAction(argparse.Action):

@@ -97,3 +97,13 @@ def test_the_check_finds_a_private_import_in_every_spelling(tmp_path: Path) -> N
         "intruder/__init__.py imports desktop_qualify.qualify_trust._keys",
         "intruder/__init__.py imports desktop_qualify.qualify_trust._keys.keyid_of",
     ]
+
+
+def test_the_distributions_version_is_the_packages() -> None:
+    """pyproject reads desktop_qualify.__version__; what pip installed says the same (one source of truth)."""
+    from importlib.metadata import version
+
+    import desktop_qualify
+
+    assert version("desktop-qualify") == desktop_qualify.__version__
+    assert "version" in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dynamic"]
