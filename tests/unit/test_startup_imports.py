@@ -49,3 +49,13 @@ def test_a_local_verify_loads_neither_sigstore_nor_pygithub(tmp_path: Path) -> N
     # Certificates are GitHub mode's; a local verify neither reads X.509 nor builds a JSON Schema.
     assert "cryptography.x509" not in modules
     assert "desktop_qualify.evidence_schemas._export" not in modules
+
+
+def test_no_pydantic_plugin_can_observe_the_validation(tmp_path: Path) -> None:
+    """Plugins are third-party code around every validation: off, even when the environment asks for them."""
+    code = ("import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = ''\n"
+            "import desktop_qualify.evidence_schemas\n"
+            "from pydantic.plugin._loader import get_plugins\n"
+            "print(os.environ['PYDANTIC_DISABLE_PLUGINS'], len(list(get_plugins())))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.split() == ["__all__", "0"]
