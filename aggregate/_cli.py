@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from desktop_qualify.qualify_policy import load_policy
-from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, guarded, require_inputs
+from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, guarded, require_inputs, terminal_safe
 
 from ._aggregate import aggregate
 from ._args import build_parser
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
             for reason in result.reasons:
                 where = f" [{reason.platform}]" if reason.platform else ""
                 lead = "  " if reason.cause == "root" else "      which leaves: "
-                print(f"{lead}{reason.code.value}{where}: {reason.message}", file=sys.stderr)
+                print(terminal_safe(f"{lead}{reason.code.value}{where}: {reason.message}"), file=sys.stderr)
             return EXIT_REJECTED
         print(f"aggregated {result.written}")
         return EXIT_OK

@@ -27,6 +27,7 @@ from desktop_qualify.qualify_runtime import (
     guarded,
     refuse_repeats,
     require_inputs,
+    terminal_safe,
 )
 from desktop_qualify.qualify_trust import verifier_for
 from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
@@ -77,7 +78,7 @@ def run_verify(args: argparse.Namespace) -> int:
             write_atomic(args.json, decision.model_dump_json(indent=2).encode() + b"\n")
         if args.summary:
             append_text(args.summary, render_markdown(decision))
-        sys.stdout.write(render_text(decision))
+        sys.stdout.write(terminal_safe(render_text(decision)))
         return EXIT_OK if decision.decision == "QUALIFIED" else EXIT_REJECTED
 
     return guarded(body)
@@ -115,7 +116,7 @@ def run_audit(args: argparse.Namespace) -> int:
             write_atomic(args.html, render_audit_html(report).encode())
         if args.markdown:
             write_atomic(args.markdown, render_audit_markdown(report).encode())
-        sys.stdout.write(render_audit_text(report))
+        sys.stdout.write(terminal_safe(render_audit_text(report)))
         return EXIT_OK if report.decision == "QUALIFIED" else EXIT_REJECTED
 
     return guarded(body)

@@ -26,7 +26,7 @@ from desktop_qualify.evidence_schemas import Code, ConsumerDecision, Qualificati
 from desktop_qualify.qualify_bundle import BUNDLE_SUFFIX
 from desktop_qualify.qualify_github import AssetInfo, GitHubClient
 from desktop_qualify.qualify_policy import Policy, load_policy
-from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, guarded, require_inputs
+from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, guarded, require_inputs, terminal_safe
 
 from ._bundles import anchor_for, audit_bundle
 
@@ -128,7 +128,7 @@ def run_readback(args: argparse.Namespace) -> int:
         policy = load_policy(args.policy, args.root)
         with GitHubClient.from_env(os.environ) as client:
             result = readback(policy, args.repository, args.tag, client)
-        sys.stdout.write(render_readback(result))
+        sys.stdout.write(terminal_safe(render_readback(result)))
         return EXIT_OK if result.ok else EXIT_REJECTED
 
     return guarded(body)

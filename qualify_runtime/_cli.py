@@ -18,6 +18,8 @@ import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
+from ._terminal import terminal_safe
+
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
 
@@ -33,7 +35,7 @@ def guarded(body: Callable[[], int]) -> int:
     try:
         return body()
     except QualificationError as exc:
-        print(exc.diagnostics(), file=sys.stderr)
+        print(terminal_safe(exc.diagnostics()), file=sys.stderr)
         return exc.exit_status
     except KeyboardInterrupt:
         print(f"{Code.USAGE.value}: interrupted", file=sys.stderr)
