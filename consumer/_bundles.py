@@ -54,13 +54,27 @@ class Anchor:
     keyids: frozenset[str] | None
 
 
-def _git(root: Path, *args: str) -> bytes | None:
+def _git(root: Path, *args: str, stdin: bytes = b"") -> bytes | None:
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=_GIT_TIMEOUT,
-                              check=False, stdin=subprocess.DEVNULL)
+        done = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True,
+                              timeout=_GIT_TIMEOUT, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
+
+
+def _blobs(batch: bytes) -> list[bytes]:
+    """The contents ``git cat-file --batch`` printed: each ``<id> blob <size>`` header, the bytes, a newline."""
+    out, at = [], 0
+    while at < len(batch):
+        end = batch.index(b"\n", at)
+        header = batch[at:end].split()
+        at = end + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            out.append(batch[at:at + size])
+            at += size + 1
+    return out
 
 
 def _history_digests(policy: Policy) -> set[str]:
@@ -72,13 +86,12 @@ def _history_digests(policy: Policy) -> set[str]:
         relative = policy.path.relative_to(root).as_posix()
     except ValueError:
         relative = f"policies/{policy.path.name}"  # a copy taken out of its checkout (--root)
-    commits = _git(root, "log", f"--max-count={MAX_POLICY_VERSIONS}", "--format=%H", "--", relative)
-    digests = set()
-    for commit in (commits or b"").decode("ascii", "replace").split():
-        data = _git(root, "show", f"{commit}:{relative}")
-        if data is not None:
-            digests.add(hashlib.sha256(data).hexdigest())
-    return digests
+    commits = (_git(root, "log", f"--max-count={MAX_POLICY_VERSIONS}", "--format=%H", "--", relative) or b"").split()
+    if not commits:
+        return set()
+    # Every version in one process: one `<commit>:<path>` request per line (a deleted file answers "missing").
+    batch = _git(root, "cat-file", "--batch", stdin=b"".join(c + b":" + relative.encode() + b"\n" for c in commits))
+    return {hashlib.sha256(blob).hexdigest() for blob in _blobs(batch or b"")}
 
 
 def anchor_for(policy: Policy) -> Anchor:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import Code, ConsumerDecision, QualificationError, Reason
-from desktop_qualify.qualify_bundle import BUNDLE_SUFFIX
+from desktop_qualify.qualify_bundle import BUNDLE_SUFFIX, MAX_ARCHIVE_BYTES
 from desktop_qualify.qualify_github import AssetInfo, GitHubClient
 from desktop_qualify.qualify_policy import Policy, load_policy
 from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, guarded, require_inputs, terminal_safe
@@ -32,7 +32,6 @@ from ._bundles import anchor_for, audit_bundle
 
 # An app bundle is tens of MiB; the cap keeps a hostile release page from filling the disk.
 MAX_ASSET_BYTES = 2 * 1024**3
-MAX_BUNDLE_BYTES = 16 * 1024**2
 
 
 @dataclass
@@ -71,7 +70,7 @@ def readback(policy: Policy, repository: str, tag: str, client: GitHubClient) ->
         return result
     with tempfile.TemporaryDirectory(prefix="qualify-readback-") as name:
         work = Path(name)
-        got = client.download_asset(bundles[0], work / bundles[0].name, max_bytes=MAX_BUNDLE_BYTES)
+        got = client.download_asset(bundles[0], work / bundles[0].name, max_bytes=MAX_ARCHIVE_BYTES)
         try:
             result.bundle = audit_bundle(got.path, anchor_for(policy), work / "opened").decision
         except QualificationError as exc:

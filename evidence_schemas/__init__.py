@@ -26,7 +26,14 @@ from ._decision import (
     StepCell,
 )
 from ._errors import Code, QualificationError
-from ._limits import MAX_APP_OUTPUT_BYTES, MAX_KEYRING_BYTES, MAX_LIST, MAX_POLICY_BYTES, JsonBounds
+from ._limits import (
+    MAX_APP_OUTPUT_BYTES,
+    MAX_KEYRING_BYTES,
+    MAX_LIST,
+    MAX_POLICY_BYTES,
+    MAX_SIGSTORE_BUNDLE_BYTES,
+    JsonBounds,
+)
 from ._naming import (
     STATEMENT_SUFFIXES,
     aggregate_file_name,
@@ -126,6 +133,7 @@ __all__ = [
     "MAX_KEYRING_BYTES",
     "MAX_LIST",
     "MAX_POLICY_BYTES",
+    "MAX_SIGSTORE_BUNDLE_BYTES",
     "LaunchProbeRecord",
     "Observation",
     "Platform",

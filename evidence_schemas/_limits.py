@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MAX_STATEMENT_BYTES = 1024 * 1024
+# A Sigstore bundle of one statement (certificate chain, log proofs and the DSSE envelope), read or fetched.
+MAX_SIGSTORE_BUNDLE_BYTES = 24 * 1024 * 1024
 MAX_POLICY_BYTES = 64 * 1024
 MAX_KEYRING_BYTES = 64 * 1024
 MAX_APP_OUTPUT_BYTES = 64 * 1024

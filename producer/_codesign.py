@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import NotarizationRecord
+from desktop_qualify.qualify_files import NOFOLLOW
 
 from ._notarize import NoNotarizer, Notarizer
 from ._signing_base import PlatformSigner, SigningState, deepest_first, regular_files, run_tool
@@ -29,7 +30,7 @@ _NOTARY_DEADLINE = 2400  # seconds: notarytool's own --timeout (30 min) and some
 def is_macho(path: Path) -> bool:
     """Whether ``path`` (a regular file, never followed if a link) is a Mach-O binary, thin or universal."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
     except OSError:
         return False
     with os.fdopen(fd, "rb") as handle:
@@ -45,7 +46,7 @@ _MH_EXECUTE = 2
 def is_macho_executable(path: Path) -> bool:
     """Whether a thin Mach-O (or a universal one's first slice) is an executable (MH_EXECUTE), not a library."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW)
     except OSError:
         return False
     with os.fdopen(fd, "rb") as handle:

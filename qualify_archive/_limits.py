@@ -5,8 +5,6 @@ Read as ``limits.NAME`` at call time by the other modules, so there is one value
 
 from __future__ import annotations
 
-import os
-
 MAX_MEMBERS = 20_000
 MAX_UNPACKED_BYTES = 2 * 1024**3
 MAX_LINK_TARGET = 1024
@@ -19,7 +17,6 @@ MAX_EXTENDED_TOTAL = 32 * 1024**2
 MAX_PAX_RECORDS = 16
 # Fixed mtime so that the archive's bytes depend on its content, not the clock.
 EPOCH = 1_700_000_000
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 
 BLOCK = 512  # the tar format's block
 # tarfile's stream buffer, passed explicitly: it never asks for, nor reads ahead, more than this at a time.

@@ -7,9 +7,9 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_files import NOFOLLOW
 
 from . import _limits as limits
-from ._limits import NOFOLLOW
 from ._names import name_problem, refuse
 
 

@@ -7,6 +7,7 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_files import casefold_name
 
 from . import _limits as limits
 
@@ -34,16 +35,6 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def _fold(part: str) -> str:
-    """A name component as a case-insensitive, normalising file system compares it.
-
-    Unicode's canonical caseless match (NFD of the case fold of NFD): it equates
-    at least the spellings APFS and HFS+ (case and normalisation) and NTFS (case)
-    treat as one name.
-    """
-    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", part).casefold())
-
-
 _Kind = Literal["file", "dir", "link"]
 
 
@@ -61,7 +52,7 @@ class Layout:
         self._first_below: dict[tuple[str, ...], PurePosixPath] = {}
 
     def add(self, name: PurePosixPath, kind: _Kind) -> None:
-        folded = tuple(_fold(part) for part in name.parts)
+        folded = tuple(casefold_name(part) for part in name.parts)
         for depth in range(1, len(folded) + 1):
             spelled = PurePosixPath(*name.parts[:depth])
             first = self._spelling.setdefault(folded[:depth], spelled)

@@ -13,8 +13,9 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_files import NOFOLLOW
 
-from ._limits import EPOCH, NOFOLLOW
+from ._limits import EPOCH
 from ._links import resolves_inside, stays_inside
 from ._names import name_problem, text_problem
 from ._tree import TreeEntry, read_link, walk_tree

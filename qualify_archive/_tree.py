@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import InstalledFile, canonical_bytes, sha256_hex
+from desktop_qualify.qualify_files import NOFOLLOW
 
 # Domain separation: a link's digest can never equal the digest of a file holding the same text.
 _LINK_DOMAIN = b"symlink:"
@@ -58,7 +59,7 @@ def walk_tree(root: Path) -> list[TreeEntry]:
 
 def _unfollowed_sha256(path: Path) -> tuple[int, str]:
     """Size and digest of a regular file, refusing (OSError) to open it should it have become a link."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+    fd = os.open(path, os.O_RDONLY | NOFOLLOW)
     digest = hashlib.sha256()
     size = 0
     with os.fdopen(fd, "rb") as handle:

@@ -8,8 +8,8 @@ statements under ``evidence/``. The bundle's policy and trust root are the ones
 an audit then uses, so an old run is judged under its own rules.
 """
 
-from ._limits import BUNDLE_SUFFIX
+from ._limits import BUNDLE_SUFFIX, MAX_ARCHIVE_BYTES
 from ._read import OpenedBundle, open_bundle
 from ._write import write_bundle
 
-__all__ = ["BUNDLE_SUFFIX", "OpenedBundle", "open_bundle", "write_bundle"]
+__all__ = ["BUNDLE_SUFFIX", "MAX_ARCHIVE_BYTES", "OpenedBundle", "open_bundle", "write_bundle"]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import unicodedata
-
-from desktop_qualify.evidence_schemas import BundleManifest, Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, QualificationError
 
 # What evidence_schemas.BundlePath admits, checked here on the raw name before the manifest is trusted.
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -29,13 +27,3 @@ def check_member_name(name: str) -> None:
         # Windows strips trailing dots and spaces and maps device names anywhere in a path.
         if part.endswith(".") or part.split(".")[0].lower() in _WINDOWS_RESERVED:
             raise refuse(name, "is a name Windows reads specially")
-
-
-def folded(name: str) -> str:
-    """A name as a case-insensitive, normalising file system compares it (APFS, HFS+, NTFS)."""
-    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
-
-
-def manifest_members(manifest: BundleManifest) -> set[str]:
-    """Every member the manifest accounts for (itself excepted)."""
-    return {entry.path for entry in manifest.files}

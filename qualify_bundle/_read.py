@@ -35,11 +35,10 @@ from desktop_qualify.evidence_schemas import (
     read_bounded,
     validate_model,
 )
+from desktop_qualify.qualify_files import NOFOLLOW, casefold_name
 
 from . import _limits as limits
-from ._names import check_member_name, folded, refuse
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+from ._names import check_member_name, refuse
 
 
 @dataclass
@@ -89,7 +88,7 @@ def _check_entries(source: Path, infos: list[zipfile.ZipInfo]) -> None:
             raise refuse(name, "is encrypted")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             raise refuse(name, f"uses compression method {info.compress_type}, not stored or deflated")
-        key = folded(name)
+        key = casefold_name(name)
         if key in seen:
             raise refuse(name, "is listed twice" if seen[key] == name else
                          f"aliases {seen[key][:120]!r} on a case-insensitive file system")
@@ -135,10 +134,10 @@ def _check_against_manifest(source: Path, manifest: BundleManifest, members: dic
     listed = {entry.path: entry for entry in manifest.files}
     if len(listed) != len(manifest.files):
         raise mismatch("the manifest lists a file twice")
-    for name in sorted(set(members) - set(listed)):
-        raise mismatch(f"{name!r} is in the bundle but not in its manifest")
-    for name in sorted(set(listed) - set(members)):
-        raise mismatch(f"{name!r} is in the manifest but not in the bundle")
+    if extra := sorted(set(members) - set(listed)):
+        raise mismatch(f"{extra[0]!r} is in the bundle but not in its manifest")
+    if absent := sorted(set(listed) - set(members)):
+        raise mismatch(f"{absent[0]!r} is in the manifest but not in the bundle")
     for name, entry in sorted(listed.items()):
         data = members[name]
         if len(data) != entry.size or hashlib.sha256(data).hexdigest() != entry.sha256:
@@ -165,7 +164,7 @@ def _extract(members: dict[str, bytes], workspace: Path) -> Path:
         for name, data in sorted(members.items()):
             target = root.joinpath(*name.split("/"))
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
     except OSError as exc:

@@ -1,9 +1,19 @@
-"""File handling every stage shares: atomic writes, appends to shared files, streamed digests.
+"""File handling every stage shares: atomic writes, appends to shared files, streamed digests, names.
 
 Kept out of ``evidence_schemas``, which is pure data (DESIGN.md section 6).
 """
 
 from ._atomic import append_text, atomic_leftovers, discard_leftovers, remove_output, write_atomic
 from ._digest import file_sha256
+from ._names import NOFOLLOW, casefold_name
 
-__all__ = ["append_text", "atomic_leftovers", "discard_leftovers", "file_sha256", "remove_output", "write_atomic"]
+__all__ = [
+    "NOFOLLOW",
+    "append_text",
+    "atomic_leftovers",
+    "casefold_name",
+    "discard_leftovers",
+    "file_sha256",
+    "remove_output",
+    "write_atomic",
+]

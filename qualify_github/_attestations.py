@@ -16,13 +16,19 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import Code, JsonBounds, QualificationError, load_json, read_bounded
+from desktop_qualify.evidence_schemas import (
+    MAX_SIGSTORE_BUNDLE_BYTES,
+    Code,
+    JsonBounds,
+    QualificationError,
+    load_json,
+    read_bounded,
+)
 
 from ._client import GitHubClient, _check_repository
 from ._errors import GitHubError
 
-# A Sigstore bundle of one statement: the pipeline's own cap (qualify_trust MAX_BUNDLE_BYTES).
-MAX_BUNDLE_BYTES = 24 * 1024 * 1024
+MAX_BUNDLE_BYTES = MAX_SIGSTORE_BUNDLE_BYTES
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _BUNDLE_MEDIA_TYPE = "application/vnd.dev.sigstore.bundle"
 

@@ -22,7 +22,14 @@ from typing import Any
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
-from desktop_qualify.evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Code, JsonBounds, QualificationError, load_json
+from desktop_qualify.evidence_schemas import (
+    IN_TOTO_PAYLOAD_TYPE,
+    MAX_SIGSTORE_BUNDLE_BYTES,
+    Code,
+    JsonBounds,
+    QualificationError,
+    load_json,
+)
 from sigstore.errors import Error as SigstoreError
 from sigstore.errors import VerificationError
 from sigstore.hashes import Hashed
@@ -37,7 +44,7 @@ from ._sigstore_root import PinnedTrustedRoot
 
 # A bundle carries at most one statement (policy max_statement_bytes <= 16 MiB,
 # base64 grows it by 4/3) plus a few KiB of certificates and proofs.
-MAX_BUNDLE_BYTES = 24 * 1024 * 1024
+MAX_BUNDLE_BYTES = MAX_SIGSTORE_BUNDLE_BYTES
 _BUNDLE_DEPTH = 16
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}", re.ASCII)
 _MAX_SUBJECTS = 1024

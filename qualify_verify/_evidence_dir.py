@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
+    STATEMENT_SUFFIXES,
     Code,
     QualificationError,
     Reason,
@@ -28,7 +29,7 @@ from ._findings import Findings
 
 _PLATFORM_FILE = re.compile(r"^platform-([a-z0-9]{1,16})(\.[a-z0-9.]{1,24})$")
 # Each trust mode's evidence file suffix, and the mode's name as people say it.
-MODE_SUFFIXES = {".dsse.json": "local (Ed25519)", ".sigstore.json": "GitHub (Sigstore)"}
+MODE_SUFFIXES = {STATEMENT_SUFFIXES["ed25519"]: "local (Ed25519)", STATEMENT_SUFFIXES["sigstore"]: "GitHub (Sigstore)"}
 
 
 @dataclass

@@ -268,3 +268,10 @@ def test_a_bundle_judged_by_an_earlier_committed_policy_is_anchored_by_the_histo
     refused = _audit(qualify, ev, bundle)
     assert refused.status == 1
     assert Code.BUNDLE_UNANCHORED.value in refused.text
+
+
+def test_the_history_batch_reader_takes_each_blob_and_skips_missing_paths() -> None:
+    from desktop_qualify.consumer._bundles import _blobs
+
+    batch = b"1111 blob 5\nfirst\n2222:policies/x.toml missing\n3333 blob 0\n\n4444 blob 7\nline\n2\n\n"
+    assert _blobs(batch) == [b"first", b"", b"line\n2\n"]

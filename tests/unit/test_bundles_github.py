@@ -27,7 +27,8 @@ def _committed_world(tmp_path: Path) -> GitHubWorld:
     return GitHubWorld(world.root, world.instance, world.stranger, world.emulator, policy)
 
 
-def test_a_github_mode_bundle_carries_its_pinned_root_and_audits_offline(tmp_path: Path, qualify: Any) -> None:
+def _bundled_run(tmp_path: Path, qualify: Any) -> tuple[GitHubWorld, Path]:
+    """A qualified GitHub-mode run under the committed-layout policy, packed with `qualify bundle`."""
     world = _committed_world(tmp_path)
     try:
         ev = github_evidence(GitHubSite(world, tmp_path / "site"))
@@ -37,6 +38,11 @@ def test_a_github_mode_bundle_carries_its_pinned_root_and_audits_offline(tmp_pat
     done = qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
                     "--out", str(bundle)])
     assert done.status == 0, done.text
+    return world, bundle
+
+
+def test_a_github_mode_bundle_carries_its_pinned_root_and_audits_offline(tmp_path: Path, qualify: Any) -> None:
+    world, bundle = _bundled_run(tmp_path, qualify)
     with zipfile.ZipFile(bundle) as archive:
         names = sorted(archive.namelist())
     assert names == ["evidence/aggregate.sigstore.json", "evidence/platform-linux.sigstore.json", "manifest.json",
@@ -48,14 +54,7 @@ def test_a_github_mode_bundle_carries_its_pinned_root_and_audits_offline(tmp_pat
 
 
 def test_a_github_mode_bundle_under_a_local_policy_is_refused(tmp_path: Path, qualify: Any) -> None:
-    world = _committed_world(tmp_path)
-    try:
-        ev = github_evidence(GitHubSite(world, tmp_path / "site"))
-    finally:
-        world.emulator.stop()
-    bundle = tmp_path / "run.qualify-bundle.zip"
-    assert qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
-                    "--out", str(bundle)]).status == 0
+    _, bundle = _bundled_run(tmp_path, qualify)
     local = make_evidence(tmp_path / "local", committed_layout=True)
     done = qualify(["audit", "--policy", str(local.policy_path), "--bundle", str(bundle)])
     assert done.status == 1
