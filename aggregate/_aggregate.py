@@ -50,7 +50,7 @@ def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path, *,
     run = platforms[0].statement.predicate.run
     entries = [
         AggregatedPlatform(platform=vp.statement.predicate.platform, artifact=vp.statement.predicate.build.artifact,
-                           statement_sha256=vp.signed.envelope_sha256, signer_keyid=vp.signed.signer.keyid,
+                           payload_sha256=vp.signed.payload_sha256, signer_keyid=vp.signed.signer.keyid,
                            signer_identity=vp.signed.signer.name)
         for vp in platforms
     ]

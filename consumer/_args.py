@@ -15,7 +15,11 @@ def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argpar
     parser = parser or ArgumentParser(prog="qualify verify", description="Is this candidate qualified?")
     parser.add_argument("--policy", type=Path, required=True, help="the committed policy file")
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
-    parser.add_argument("--evidence", type=Path, required=True, help="the evidence folder of one run")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--evidence", type=Path, help="the evidence folder of one run")
+    source.add_argument("--from-attestations", action="store_true",
+                        help="GitHub mode: read the statements from the policy repository's attestations, by the "
+                             "--artifact files' digests (GITHUB_API_URL, GITHUB_TOKEN), instead of a folder")
     parser.add_argument("--artifact", type=Path, action="append", default=[],
                         help="a candidate file (repeatable); every artifact in the evidence must be presented")
     parser.add_argument("--sha", help="the candidate commit; every statement must carry it")

@@ -30,7 +30,7 @@ from desktop_qualify.qualify_runtime import (
     terminal_safe,
 )
 from desktop_qualify.qualify_trust import verifier_for
-from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
+from desktop_qualify.qualify_verify import EvidenceSource, Expectations, Findings, Verdict, verify_release
 
 from ._args import build_audit_parser, build_verify_parser
 from ._audit import audit_report, audit_run
@@ -52,9 +52,10 @@ def _load(policy: Path, root: Path | None) -> Policy:
     return load_policy(policy, root)
 
 
-def _verify(policy: Policy, folders: list[Path], artifacts: list[Path] | None, sha: str | None) -> Verdict:
+def _verify(policy: Policy, evidence: Sequence[EvidenceSource], artifacts: list[Path] | None, sha: str | None,
+            findings: Findings | None = None) -> Verdict:
     try:
-        return verify_release(policy, folders, artifacts, candidate_sha=sha)
+        return verify_release(policy, evidence, artifacts, candidate_sha=sha, findings=findings)
     except QualificationError as exc:
         if exc.code == Code.KEY_INVALID:
             raise QualificationError(exc.code, exc.message, hint=_KEYRING_HINT) from exc
@@ -63,16 +64,23 @@ def _verify(policy: Policy, folders: list[Path], artifacts: list[Path] | None, s
 
 def run_verify(args: argparse.Namespace) -> int:
     def body() -> int:
-        require_inputs("--evidence", [args.evidence], "folder")
+        if not args.from_attestations:
+            require_inputs("--evidence", [args.evidence], "folder")
         refuse_repeats("--artifact", args.artifact)
         distinct_outputs([("--json", args.json), ("--summary", args.summary)])
         if args.sha is not None and not _SHA.match(args.sha):
             raise QualificationError(Code.USAGE, f"--sha {args.sha[:80]!r} is not a full lowercase commit id")
         policy = _load(args.policy, args.root)
-        verdict = _verify(policy, [args.evidence], list(args.artifact), args.sha)
-        note = check_candidate_is_main_head(policy, verdict.sha, os.environ, verdict.findings)
+        if args.from_attestations:
+            # PyGithub loads only for this gate: local verification never imports it.
+            from ._attested import verify_attested
+
+            verdict, notes = verify_attested(policy, list(args.artifact), args.sha, os.environ)
+        else:
+            verdict, notes = _verify(policy, [args.evidence], list(args.artifact), args.sha), []
+        notes.append(check_candidate_is_main_head(policy, verdict.sha, os.environ, verdict.findings))
         mode: Mode = "release-gate" if policy.sigstore is not None else "local-check"
-        decision = decide(verdict, policy, policy_path=str(args.policy), mode=mode, notes=[note])
+        decision = decide(verdict, policy, policy_path=str(args.policy), mode=mode, notes=notes)
         # Outputs first: a verdict is printed only once everything it reports has been written.
         if args.json:
             write_atomic(args.json, decision.model_dump_json(indent=2).encode() + b"\n")

@@ -144,7 +144,7 @@ def platform_matrix(verdict: Verdict) -> list[PlatformChecks]:
         if found:
             out += [_verified_column(vp, verdict) for vp in found]
         else:
-            out.append(_absent_column(platform, verdict.blocked.get(platform) or verdict.mode_mismatch))
+            out.append(_absent_column(platform, verdict.blocked.get(platform) or verdict.absence_cause))
     out += [_verified_column(vp, verdict) for extra in by_platform.values() for vp in extra]
     return out[:8]
 

@@ -53,14 +53,16 @@ class PlatformPredicate(Record):
 class AggregatedPlatform(Record):
     platform: Platform
     artifact: ArtifactRef
-    # SHA-256 of the exact envelope bytes that were verified.
-    statement_sha256: Sha256Hex
+    # SHA-256 of the exact signed statement bytes (the DSSE payload) that were verified, with the key or
+    # certificate that signed them. Not of the envelope or bundle file: GitHub's attestation API hands a stored
+    # bundle back re-serialised, and the binding must hold for the statement however it travelled (v2).
+    payload_sha256: Sha256Hex
     signer_keyid: KeyId | None
     signer_identity: ShortText
 
 
 class AggregatePredicate(Record):
-    version: Literal[1] = 1
+    version: Literal[2] = 2
     run: RunIdentity
     required_platforms: list[Platform] = Field(min_length=1, max_length=3)
     platforms: list[AggregatedPlatform] = Field(min_length=1, max_length=3)

@@ -69,22 +69,38 @@ def store_evidence(client: GitHubClient, repository: str, evidence: Path, *, suf
     return [store_attestation(client, repository, path) for path in files]
 
 
-def attestations_for(client: GitHubClient, repository: str, sha256_hex: str) -> list[bytes]:
-    """``GET /repos/{owner}/{repo}/attestations/sha256:HEX``: the stored bundles, as JSON bytes, to verify again.
+def attestations_for(client: GitHubClient, repository: str, sha256_hex: str, *,
+                     predicate_type: str | None = None) -> list[bytes]:
+    """``GET /repos/{owner}/{repo}/attestations/sha256:HEX``: every stored bundle, as JSON bytes, to verify again.
 
-    GitHub hands each bundle back as a JSON object, not as the uploaded bytes; the
-    signed bytes are the DSSE payload inside it, which survives re-serialisation.
+    All pages (``Link: rel="next"``), bounded by the client's ``max_items``.
+    ``predicate_type`` asks GitHub to filter; the caller still reads each
+    statement's own type, since a filter is GitHub's answer too. GitHub hands
+    each bundle back as a JSON object, not as the uploaded bytes: the signed
+    bytes are the DSSE payload inside it, which survives re-serialisation, and
+    that is what the aggregate binds.
     """
     repo_name = _check_repository(repository)
     if _DIGEST.fullmatch(sha256_hex) is None:
         raise QualificationError(Code.USAGE, f"{sha256_hex[:80]!r} is not a SHA-256 in lowercase hex")
     what = f"GET /repos/{repo_name}/attestations/sha256:{sha256_hex}"
-    answer = client.request_json(what, "GET", f"/repos/{repo_name}/attestations/sha256:{sha256_hex}")
-    items = answer.get("attestations") if isinstance(answer, dict) else None
-    if not isinstance(items, list):
-        raise GitHubError(Code.ENVIRONMENT, f"{what}: the answer's 'attestations' is missing or not GitHub's shape")
-    found = [json.dumps(i["bundle"]).encode() for i in items
-             if isinstance(i, dict) and isinstance(i.get("bundle"), dict)]
-    if len(found) != len(items):
-        raise GitHubError(Code.ENVIRONMENT, f"{what}: an attestation without a bundle")
+
+    def items_of(page: object) -> list[object] | None:
+        items = page.get("attestations") if isinstance(page, dict) else None
+        return items if isinstance(items, list) else None
+
+    params = {"predicate_type": predicate_type} if predicate_type else None
+    items = client.paged_json(what, f"/repos/{repo_name}/attestations/sha256:{sha256_hex}", items_of,
+                              field="attestations", params=params)
+    found = []
+    for item in items:
+        bundle = item.get("bundle") if isinstance(item, dict) else None
+        if isinstance(bundle, dict):
+            found.append(json.dumps(bundle, separators=(",", ":")).encode())
+        elif isinstance(item, dict) and item.get("bundle_url"):
+            # Newer API versions may list a URL instead of the bundle; this client reads inline bundles only.
+            raise GitHubError(Code.ENVIRONMENT, f"{what}: an attestation listed by bundle_url only, without its "
+                                                "bundle; this tool reads the bundles GitHub lists inline")
+        else:
+            raise GitHubError(Code.ENVIRONMENT, f"{what}: an attestation without a bundle")
     return found

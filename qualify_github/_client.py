@@ -168,31 +168,44 @@ class GitHubClient:
         """``GET /repos/{owner}/{repo}/rules/branches/{branch}``: the active rules that apply to a branch.
 
         PyGithub 2.10 has no method for this endpoint; it is read through
-        ``Github.requester.requestJsonAndCheck``, the public hook PyGithub
-        documents for endpoints it does not wrap, following ``Link: rel="next"``.
+        ``Github.requester.requestJsonAndCheck`` (see :meth:`paged_json`).
         """
         repo_name = _check_repository(repository)
         name = _check_ref_name(branch, "branch")
         what = f"GET /repos/{repo_name}/rules/branches/{name}"
+        rules = self.paged_json(what, f"/repos/{repo_name}/rules/branches/{urllib.parse.quote(name, safe='')}",
+                                lambda page: page if isinstance(page, list) else None, field="rules")
+        return tuple(_rule(item, what) for item in rules)
+
+    def paged_json(self, what: str, path: str, items_of: Callable[[object], list[Any] | None], *, field: str,
+                   params: Mapping[str, str] | None = None) -> tuple[Any, ...]:
+        """Every item of a listing PyGithub does not wrap, following ``Link: rel="next"``, retried as a whole.
+
+        ``Github.requester.requestJsonAndCheck`` is the public hook PyGithub
+        documents for such endpoints. ``items_of`` picks a page's list out of its
+        document (None: not GitHub's shape, named ``field``). More than
+        ``max_items`` items is refused rather than silently truncated.
+        """
+        max_pages = -(-self._config.max_items // self._config.per_page) + 1
 
         def pages() -> Iterable[Any]:
-            url: str | None = f"/repos/{repo_name}/rules/branches/{urllib.parse.quote(name, safe='')}"
-            params: dict[str, Any] | None = {"per_page": self._config.per_page}
+            url: str | None = path
+            query: dict[str, Any] | None = {**(params or {}), "per_page": self._config.per_page}
             # Empty pages linking onwards (or to themselves) must not loop forever.
-            max_pages = -(-self._config.max_items // self._config.per_page) + 1
             seen: set[str] = set()
             while url is not None:
                 if url in seen or len(seen) >= max_pages:
                     raise _malformed(what, "pagination (a repeated page or too many pages)")
                 seen.add(url)
-                headers, data = self._github.requester.requestJsonAndCheck("GET", url, parameters=params)
-                if not isinstance(data, list):
-                    raise _malformed(what, "rules")
-                yield from data
+                headers, data = self._github.requester.requestJsonAndCheck("GET", url, parameters=query)
+                items = items_of(data)
+                if items is None:
+                    raise _malformed(what, field)
+                yield from items
                 link = _NEXT_LINK.search(str(headers.get("link", "")))
-                url, params = (link.group(1) if link else None), None
+                url, query = (link.group(1) if link else None), None
 
-        return self._call(what, lambda: self._bounded(what, pages(), lambda item: _rule(item, what)))
+        return self._call(what, lambda: self._bounded(what, pages(), lambda item: item))
 
     # -- workflow runs and artifacts ----------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ Identity always comes out of the verifier, from the signature.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Literal
@@ -32,7 +33,13 @@ class SignerIdentity:
 class VerifiedStatement:
     payload: bytes
     signer: SignerIdentity
+    # SHA-256 of the evidence file's bytes as received (envelope or bundle); a transport may re-serialise them.
     envelope_sha256: str
+
+    @property
+    def payload_sha256(self) -> str:
+        """SHA-256 of the signed statement bytes: what the aggregate binds, however the bundle travelled."""
+        return hashlib.sha256(self.payload).hexdigest()
 
 
 @dataclass(frozen=True)

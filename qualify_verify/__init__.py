@@ -5,15 +5,18 @@ The checks are one function each, named after what they prove; see
 """
 
 from ._columns import COLUMN_CODES
+from ._evidence_dir import EvidenceFiles
 from ._expectations import Expectations
 from ._findings import Findings
 from ._outcomes import JourneyFacts, ProbeFacts, journey_facts, platform_journey_facts, probe_facts
 from ._platform_checks import VerifiedPlatform
 from ._run_checks import RunRef, VerifiedAggregate
-from ._verifier import Verdict, verify_platform_set, verify_release
+from ._verifier import EvidenceSource, Verdict, verify_platform_set, verify_release
 
 __all__ = [
     "COLUMN_CODES",
+    "EvidenceFiles",
+    "EvidenceSource",
     "JourneyFacts",
     "ProbeFacts",
     "Expectations",

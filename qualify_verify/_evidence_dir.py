@@ -36,8 +36,9 @@ MODE_SUFFIXES = {STATEMENT_SUFFIXES["ed25519"]: "local (Ed25519)", STATEMENT_SUF
 class EvidenceFiles:
     platform: dict[str, bytes] = field(default_factory=dict)  # file name -> bytes
     aggregate: bytes | None = None
-    # The one root cause when the folder holds only the other trust mode's statements.
-    mode_mismatch: Reason | None = None
+    # The one root cause that explains every statement absent here: a folder of only the other trust mode's
+    # statements, or an attestation store that holds no qualification for the candidate files.
+    absence_cause: Reason | None = None
 
 
 def platform_of(file_name: str) -> str | None:
@@ -71,7 +72,7 @@ def read_evidence_dir(directory: Path, *, suffix: str, max_bytes: int, findings:
         raise QualificationError(Code.USAGE, f"--evidence {directory}: not a folder")
     files = EvidenceFiles()
     entries = sorted(directory.iterdir())
-    files.mode_mismatch = check_evidence_mode(directory, [e.name for e in entries[:64]], suffix, findings)
+    files.absence_cause = check_evidence_mode(directory, [e.name for e in entries[:64]], suffix, findings)
     if len(entries) > 64:
         findings.add(Code.EVIDENCE_UNEXPECTED, f"{directory}: {len(entries)} entries; at most 64 are read")
         entries = entries[:64]
@@ -82,7 +83,7 @@ def read_evidence_dir(directory: Path, *, suffix: str, max_bytes: int, findings:
             continue
         if not is_evidence_file_name(name, suffix):
             other = _statement_suffix(name)
-            if files.mode_mismatch is None:
+            if files.absence_cause is None:
                 findings.add(Code.EVIDENCE_UNEXPECTED, f"{name}: not an evidence file name" if other is None else
                              f"{name}: a {MODE_SUFFIXES[other]}-mode statement among "
                              f"{MODE_SUFFIXES.get(suffix, suffix)}-mode evidence")

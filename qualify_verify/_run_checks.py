@@ -23,11 +23,12 @@ from ._platform_checks import VerifiedPlatform, check_claims_match_certificate
 
 
 def check_coverage(platforms: list[VerifiedPlatform], exp: Expectations, findings: Findings,
-                   blocked: Mapping[str, Reason] | None = None, mode_mismatch: Reason | None = None) -> None:
+                   blocked: Mapping[str, Reason] | None = None, absence_cause: Reason | None = None) -> None:
     """Each required platform exactly once, and no platform the policy does not name.
 
-    A platform whose statement did not verify (``blocked``), or evidence of the other
-    trust mode, explains a missing platform: it is recorded as that root's consequence.
+    A platform whose statement did not verify (``blocked``), or what explains every absent
+    statement (``absence_cause``: evidence of the other trust mode, nothing stored for the
+    candidate), explains a missing platform: it is recorded as that root's consequence.
     """
     blocked = blocked or {}
     seen: dict[str, int] = {}
@@ -40,7 +41,7 @@ def check_coverage(platforms: list[VerifiedPlatform], exp: Expectations, finding
             findings.add(Code.PLATFORM_DUPLICATE, f"{count} statements for {platform}")
     for platform in exp.required_platforms:
         if platform not in seen:
-            cause = blocked.get(platform) or mode_mismatch
+            cause = blocked.get(platform) or absence_cause
             findings.add(Code.PLATFORM_MISSING, f"no verified statement for required platform {platform}"
                          + ("" if cause is None else f" (see {cause.code.value})"), follows=cause)
 
@@ -93,10 +94,10 @@ def check_one_run(platforms: list[VerifiedPlatform], findings: Findings) -> RunR
 
 
 def verify_aggregate(data: bytes | None, verifier: StatementVerifier, findings: Findings,
-                     mode_mismatch: Reason | None = None) -> VerifiedAggregate | None:
+                     absence_cause: Reason | None = None) -> VerifiedAggregate | None:
     name = f"aggregate{verifier.file_suffix}"
     if data is None:
-        findings.add(Code.AGGREGATE_MISSING, f"no aggregate statement ({name})", follows=mode_mismatch)
+        findings.add(Code.AGGREGATE_MISSING, f"no aggregate statement ({name})", follows=absence_cause)
         return None
     try:
         signed = verifier.verify_statement(data, role="aggregate", what=name)
@@ -114,17 +115,18 @@ def verify_aggregate(data: bytes | None, verifier: StatementVerifier, findings: 
 def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: list[VerifiedPlatform],
                                     exp: Expectations, findings: Findings,
                                     blocked: Mapping[str, Reason] | None = None) -> None:
-    """The aggregate lists exactly the platform statements verified here, byte for byte.
+    """The aggregate lists exactly the platform statements verified here: their signed bytes and signers.
 
     Entries for platforms whose statements did not verify (``blocked``) cannot match:
     when they alone make the difference, it is a consequence of those root causes.
     """
     blocked = blocked or {}
     pred = aggregate.predicate
-    # Each entry must name the statement verified here, byte for byte, and the signer the signature proved.
-    listed = {(e.platform, e.statement_sha256, e.artifact.name, e.artifact.sha256, e.artifact.size, e.signer_keyid,
+    # Each entry must name the statement verified here by the digest of its signed bytes (the DSSE payload,
+    # which survives a bundle's re-serialisation in transit), and the signer the signature proved.
+    listed = {(e.platform, e.payload_sha256, e.artifact.name, e.artifact.sha256, e.artifact.size, e.signer_keyid,
                e.signer_identity) for e in pred.platforms}
-    verified = {(vp.platform, vp.signed.envelope_sha256, vp.statement.predicate.build.artifact.name,
+    verified = {(vp.platform, vp.signed.payload_sha256, vp.statement.predicate.build.artifact.name,
                  vp.statement.predicate.build.artifact.sha256, vp.statement.predicate.build.artifact.size,
                  vp.signed.signer.keyid, vp.signed.signer.name) for vp in platforms}
     unexplained = {entry for entry in listed - verified if entry[0] not in blocked}
@@ -182,15 +184,16 @@ def check_one_certified_run(signed: list[VerifiedStatement], findings: Findings)
 
 
 def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatform], findings: Findings,
-                          blocked: Mapping[str, Reason] | None = None) -> None:
+                          blocked: Mapping[str, Reason] | None = None, absence_cause: Reason | None = None) -> None:
     """Each candidate file's SHA-256 and size equal the evidence's; every evidenced artifact is presented.
 
     Each file is hashed once, through one open handle that must not change while
     it is read, so the decision speaks of exactly the bytes that were hashed. A
     file no verified statement names, while some statement did not verify, is a
-    consequence of that statement's root cause, not a fault of the file's.
+    consequence of that statement's root cause, not a fault of the file's; so is
+    one that no statement could name because none was found (``absence_cause``).
     """
-    cause = next(iter((blocked or {}).values()), None)
+    cause = next(iter((blocked or {}).values()), None) or absence_cause
     expected = {vp.statement.predicate.build.artifact.name: vp for vp in platforms}
     presented: set[str] = set()
     for path in artifacts:
@@ -211,8 +214,9 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
             if not by_digest:
                 findings.add(Code.ARTIFACT_DIGEST_MISMATCH,
                              f"{path.name}: sha256 {digest[:16]} is not an artifact in the evidence" if cause is None
-                             else f"{path.name}: cannot be matched, since the statement that may name it did not "
-                                  "verify", follows=cause)
+                             else f"{path.name}: cannot be matched, since the statement that may name it "
+                                  + ("did not verify" if cause is not absence_cause else f"was not found "
+                                     f"(see {cause.code.value})"), follows=cause)
                 continue
             vp = by_digest[0]
         artifact = vp.statement.predicate.build.artifact

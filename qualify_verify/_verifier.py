@@ -13,6 +13,7 @@ unmatched, a candidate file unnamed) is recorded as their consequence.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import StatementVerifier, VerifiedStatement, verifier_for
 
 from ._columns import COLUMN_CODES
-from ._evidence_dir import platform_of, read_evidence_dir
+from ._evidence_dir import EvidenceFiles, platform_of, read_evidence_dir
 from ._expectations import Expectations
 from ._findings import Findings
 from ._platform_checks import VerifiedPlatform, verify_platform
@@ -48,10 +49,10 @@ class Verdict:
     findings: Findings = field(default_factory=Findings)
     aggregate_files: list[bytes] = field(default_factory=list)
     aggregate_signed: VerifiedStatement | None = None
-    # Root causes later checks follow from: each platform whose statement did not verify, and a folder of
-    # the other trust mode's evidence.
+    # Root causes later checks follow from: each platform whose statement did not verify, and what explains
+    # every absent statement (a folder of the other trust mode's evidence, nothing stored for the candidate).
     blocked: dict[str, Reason] = field(default_factory=dict)
-    mode_mismatch: Reason | None = None
+    absence_cause: Reason | None = None
     # Whether candidate files were presented and checked (the auditor's check has none).
     candidates_checked: bool = False
 
@@ -71,7 +72,7 @@ class Verdict:
             vp = by_platform.get(platform)
             if vp is None:
                 # A statement that is there but did not verify was never reached beyond its signature.
-                absent: Cell = "n/a" if platform in self.blocked or self.mode_mismatch else "missing"
+                absent: Cell = "n/a" if platform in self.blocked or self.absence_cause else "missing"
                 cells: dict[str, Cell] = dict.fromkeys(COLUMN_CODES, absent)
                 rows.append(DecisionRow(platform=platform, artifact=None, sha256=None, **cells))
                 continue
@@ -85,15 +86,26 @@ class Verdict:
         return rows
 
 
-def verify_platform_set(policy: Policy, evidence_dirs: list[Path], *, candidate_sha: str | None = None) -> Verdict:
-    """Every platform statement, coverage, one commit, one run (the aggregate job's view)."""
+# An evidence folder on disk, or statements already in memory (fetched from GitHub's attestation API), named
+# as a folder would name them; either way every byte is verified here.
+EvidenceSource = Path | EvidenceFiles
+
+
+def verify_platform_set(policy: Policy, evidence: Sequence[EvidenceSource], *, candidate_sha: str | None = None,
+                        findings: Findings | None = None) -> Verdict:
+    """Every platform statement, coverage, one commit, one run (the aggregate job's view).
+
+    ``findings`` holds what was found while gathering in-memory evidence, so that its root causes and what
+    follows from them are one list.
+    """
     verifier = verifier_for(policy, candidate_sha=candidate_sha)
-    verdict = Verdict(Expectations.from_policy(policy), verifier=verifier)
+    verdict = Verdict(Expectations.from_policy(policy), verifier=verifier, findings=findings or Findings())
     findings = verdict.findings
-    for directory in evidence_dirs:
-        files = read_evidence_dir(directory, suffix=verifier.file_suffix,
-                                  max_bytes=verdict.expectations.max_statement_bytes, findings=findings)
-        verdict.mode_mismatch = verdict.mode_mismatch or files.mode_mismatch
+    for source in evidence:
+        files = source if isinstance(source, EvidenceFiles) else read_evidence_dir(
+            source, suffix=verifier.file_suffix, max_bytes=verdict.expectations.max_statement_bytes,
+            findings=findings)
+        verdict.absence_cause = verdict.absence_cause or files.absence_cause
         if files.aggregate is not None:
             verdict.aggregate_files.append(files.aggregate)
         for name, data in sorted(files.platform.items()):
@@ -102,25 +114,25 @@ def verify_platform_set(policy: Policy, evidence_dirs: list[Path], *, candidate_
                 verdict.blocked.setdefault(platform_of(name) or name, vp)
             else:
                 verdict.platforms.append(vp)
-    check_coverage(verdict.platforms, verdict.expectations, findings, verdict.blocked, verdict.mode_mismatch)
+    check_coverage(verdict.platforms, verdict.expectations, findings, verdict.blocked, verdict.absence_cause)
     verdict.sha = check_one_commit(verdict.platforms, candidate_sha, findings)
     verdict.run = check_one_run(verdict.platforms, findings)
     return verdict
 
 
-def verify_release(policy: Policy, evidence_dirs: list[Path], artifacts: list[Path] | None, *,
-                   candidate_sha: str | None = None) -> Verdict:
+def verify_release(policy: Policy, evidence: Sequence[EvidenceSource], artifacts: list[Path] | None, *,
+                   candidate_sha: str | None = None, findings: Findings | None = None) -> Verdict:
     """The consumer's full check: the platform set, the aggregate over it, the candidate files.
 
     Nothing here asks whether the SHA is still the head of main, so the same
     checks serve the release gate and the auditor's historical check.
     """
-    verdict = verify_platform_set(policy, evidence_dirs, candidate_sha=candidate_sha)
+    verdict = verify_platform_set(policy, evidence, candidate_sha=candidate_sha, findings=findings)
     if len(verdict.aggregate_files) > 1:
         verdict.findings.add(Code.AGGREGATE_MISMATCH, f"{len(verdict.aggregate_files)} aggregate statements; "
                                                       "one run has exactly one")
     first = verdict.aggregate_files[0] if verdict.aggregate_files else None
-    aggregate = verify_aggregate(first, verdict.verifier, verdict.findings, verdict.mode_mismatch)
+    aggregate = verify_aggregate(first, verdict.verifier, verdict.findings, verdict.absence_cause)
     signed = [vp.signed for vp in verdict.platforms]
     if aggregate is not None:
         verdict.aggregate, verdict.aggregate_signed = aggregate.statement, aggregate.signed
@@ -131,5 +143,5 @@ def verify_release(policy: Policy, evidence_dirs: list[Path], artifacts: list[Pa
     # The auditor checks a historical bundle whose files may be long gone: None skips this step.
     if artifacts is not None:
         verdict.candidates_checked = True
-        check_candidate_files(artifacts, verdict.platforms, verdict.findings, verdict.blocked)
+        check_candidate_files(artifacts, verdict.platforms, verdict.findings, verdict.blocked, verdict.absence_cause)
     return verdict

@@ -102,6 +102,9 @@ def skip_reason(command: WorkflowCommand, local: Local) -> str | None:
     if command.argv[1:2] == ("readback",):
         # It reads a *published* GitHub release; tests/unit/test_readback.py runs it against the loopback emulator.
         return "it reads back a published GitHub release"
+    if "--from-attestations" in command.argv:
+        # GitHub's attestation store; tests/e2e_github/test_github_attested_gate.py runs it against the emulator.
+        return "it reads GitHub's attestation store"
     return None
 
 

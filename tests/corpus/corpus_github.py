@@ -190,14 +190,14 @@ def github_evidence(site: GitHubSite, *, sha: str | None = None, statement: Sign
 
     keyid, signer_uri = signer_of(bundle)
     entry = {"platform": "linux", "artifact": predicate.build.artifact.model_dump(mode="json"),
-             "statement_sha256": hashlib.sha256(bundle).hexdigest(), "signer_keyid": keyid,
+             "payload_sha256": hashlib.sha256(statement_bytes).hexdigest(), "signer_keyid": keyid,
              "signer_identity": signer_uri}
     policy = load_policy(site.world.policy_path)
     aggregate_data = {
         "_type": IN_TOTO_STATEMENT_TYPE,
         "subject": [{"name": entry["artifact"]["name"], "digest": {"sha256": entry["artifact"]["sha256"]}}],
         "predicateType": AGGREGATE_PREDICATE_TYPE,
-        "predicate": {"version": 1, "run": predicate.run.model_dump(mode="json"), "required_platforms": ["linux"],
+        "predicate": {"version": 2, "run": predicate.run.model_dump(mode="json"), "required_platforms": ["linux"],
                       "platforms": [entry], "aggregated_at": utc_now(), "policy_sha256": policy.sha256},
     }
     if aggregate_edit is not None:

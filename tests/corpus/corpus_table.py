@@ -432,7 +432,7 @@ CORPUS: list[Row] = [
     Row("aggregate-subject-of-another-artifact",
         aggregate_edit(lambda s: s["subject"][0]["digest"].update(sha256="5" * 64)), C.SUBJECT_MISMATCH),
     Row("aggregate-entry-other-statement-digest",
-        aggregate_edit(lambda s: s["predicate"]["platforms"][0].update(statement_sha256="7" * 64)),
+        aggregate_edit(lambda s: s["predicate"]["platforms"][0].update(payload_sha256="7" * 64)),
         C.AGGREGATE_MISMATCH),
     Row("aggregate-entry-other-signer-keyid",
         aggregate_edit(lambda s: s["predicate"]["platforms"][0].update(signer_keyid="7" * 64)), C.AGGREGATE_MISMATCH),
@@ -494,7 +494,11 @@ CORPUS: list[Row] = [
     Row("aggregate-predicate-type-of-platform", aggregate_payload(at("predicateType", PLATFORM_PREDICATE_TYPE)),
         C.SCHEMA_INVALID),
     Row("aggregate-predicate-type-unknown",
-        aggregate_payload(at("predicateType", AGGREGATE_PREDICATE_TYPE.replace("/v1", "/v2"))),
+        aggregate_payload(at("predicateType", AGGREGATE_PREDICATE_TYPE.replace("/v2", "/v99"))),
+        C.PREDICATE_TYPE_UNKNOWN),
+    # v1 bound each platform statement by its envelope file's bytes, which GitHub's attestation API does not keep.
+    Row("aggregate-predicate-type-v1-retired",
+        aggregate_payload(at("predicateType", AGGREGATE_PREDICATE_TYPE.replace("/v2", "/v1"))),
         C.PREDICATE_TYPE_UNKNOWN),
     #
     # ======== every bound plus one (evidence_schemas/_limits.py, _types.py, _records.py, _statement.py) ========

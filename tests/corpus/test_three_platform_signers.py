@@ -73,14 +73,14 @@ def _evidence(site: GitHubSite, signed_by: dict[Platform, GitHubIdentity]) -> li
         (evidence / f"platform-{platform}.sigstore.json").write_bytes(bundle)
         keyid, signer_uri = signer_of(bundle)
         entries.append({"platform": platform, "artifact": predicate.build.artifact.model_dump(mode="json"),
-                        "statement_sha256": hashlib.sha256(bundle).hexdigest(), "signer_keyid": keyid,
-                        "signer_identity": signer_uri})
+                        "payload_sha256": hashlib.sha256(platform_payload(predicate)).hexdigest(),
+                        "signer_keyid": keyid, "signer_identity": signer_uri})
         run = predicate.run.model_dump(mode="json")
     aggregate = AggregateStatement.model_validate({
         "_type": IN_TOTO_STATEMENT_TYPE,
         "subject": [{"name": e["artifact"]["name"], "digest": {"sha256": e["artifact"]["sha256"]}} for e in entries],
         "predicateType": AGGREGATE_PREDICATE_TYPE,
-        "predicate": {"version": 1, "run": run, "required_platforms": list(PLATFORMS), "platforms": entries,
+        "predicate": {"version": 2, "run": run, "required_platforms": list(PLATFORMS), "platforms": entries,
                       "aggregated_at": utc_now(), "policy_sha256": load_policy(policy).sha256},
     })
     signer = Signing(identity=AGGREGATE_IDENTITY).signer(site.world)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError, canonical_bytes
-from desktop_qualify.qualify_github import attestations_for, store_evidence
+from desktop_qualify.qualify_github import GitHubError, attestations_for, store_evidence
 from desktop_qualify.qualify_github._cli import main
 from desktop_qualify.qualify_trust._sigstore_expected import ExpectedWorkflow
 from desktop_qualify.qualify_trust._sigstore_verify import verify_dsse_bundle
@@ -121,3 +122,49 @@ def test_a_digest_that_is_not_sha256_hex_is_a_usage_error(make_client: MakeClien
     with pytest.raises(QualificationError) as refused:
         attestations_for(make_client(), REPOSITORY, "ABC")
     assert refused.value.code is Code.USAGE
+
+
+def _stored_statement(github_emulator: GitHubEmulator, predicate_type: str, index: int) -> None:
+    """A stored bundle as GitHub indexes it (listing does not verify; the gate verifies what it reads)."""
+    statement = {"_type": "https://in-toto.io/Statement/v1",
+                 "subject": [{"name": "skillhost.tar.gz", "digest": {"sha256": ARTIFACT}}],
+                 "predicateType": predicate_type, "predicate": {"n": index}}
+    repo = github_emulator.repo(REPOSITORY)
+    repo.attestations[len(repo.attestations) + 1] = {
+        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "dsseEnvelope": {"payload": base64.b64encode(canonical_bytes(statement)).decode(),
+                         "payloadType": "application/vnd.in-toto+json", "signatures": []}}
+
+
+def test_every_page_is_read_and_the_predicate_type_filter_travels_with_the_cursor(
+        make_client: MakeClient, github_emulator: GitHubEmulator) -> None:
+    wanted, other = "https://example.invalid/wanted/v1", "https://example.invalid/other/v1"
+    for index in range(75):
+        _stored_statement(github_emulator, wanted if index % 3 else other, index)
+    found = attestations_for(make_client(per_page=20), REPOSITORY, ARTIFACT, predicate_type=wanted)
+    numbers = [json.loads(base64.b64decode(json.loads(b)["dsseEnvelope"]["payload"]))["predicate"]["n"]
+               for b in found]
+    assert numbers == [i for i in range(75) if i % 3]
+    listed = [r for r in github_emulator.requests if "/attestations/sha256:" in r.path]
+    assert len(listed) == 3  # 50 items, 20 a page
+    assert all(r.query.get("predicate_type") == [wanted] for r in listed)
+    assert len(attestations_for(make_client(per_page=20), REPOSITORY, ARTIFACT)) == 75
+
+
+def test_a_listing_longer_than_the_bound_is_refused_not_truncated(make_client: MakeClient,
+                                                                  github_emulator: GitHubEmulator) -> None:
+    for index in range(12):
+        _stored_statement(github_emulator, "https://example.invalid/wanted/v1", index)
+    with pytest.raises(GitHubError) as refused:
+        attestations_for(make_client(per_page=5, max_items=10), REPOSITORY, ARTIFACT)
+    assert refused.value.code is Code.ENVIRONMENT
+    assert "more than 10 items" in refused.value.message
+
+
+def test_an_attestation_listed_without_its_bundle_is_refused(make_client: MakeClient,
+                                                             github_emulator: GitHubEmulator) -> None:
+    _stored_statement(github_emulator, "https://example.invalid/wanted/v1", 0)
+    github_emulator.repo(REPOSITORY).attestations_inline = False
+    with pytest.raises(GitHubError) as refused:
+        attestations_for(make_client(), REPOSITORY, ARTIFACT)
+    assert "bundle_url only" in refused.value.message

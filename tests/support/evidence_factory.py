@@ -23,6 +23,7 @@ one platform defect without the aggregate job refusing first.
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import hashlib
 import json
@@ -96,6 +97,18 @@ def utc_now() -> str:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _payload_of(envelope: bytes) -> bytes:
+    """The signed statement bytes inside a local DSSE envelope: what an aggregate entry names.
+
+    Hostile rows write platform files that are no envelope at all; their entry then names the raw bytes,
+    which no verified statement can match (those rows fail on the statement itself first).
+    """
+    try:
+        return base64.b64decode(json.loads(envelope)["payload"], validate=True)
+    except (ValueError, TypeError, KeyError):
+        return envelope
 
 
 @dataclass(frozen=True)
@@ -390,7 +403,7 @@ class Evidence:
         keyid = keyid_of(self.keys.platform.public_key())
         entries = [
             AggregatedPlatform(platform=w.predicate.platform, artifact=w.predicate.build.artifact,
-                               statement_sha256=_sha256(w.envelope), signer_keyid=keyid,
+                               payload_sha256=_sha256(_payload_of(w.envelope)), signer_keyid=keyid,
                                signer_identity="local-platform")
             for w in chosen if w.predicate is not None
         ]
@@ -399,7 +412,7 @@ class Evidence:
         statement = AggregateStatement(
             type_="https://in-toto.io/Statement/v1",
             subject=[Subject(name=e.artifact.name, digest=DigestSet(sha256=e.artifact.sha256)) for e in entries],
-            predicateType="https://desktop-qualify.invalid/evidence/aggregate-qualification/v1",
+            predicateType="https://desktop-qualify.invalid/evidence/aggregate-qualification/v2",
             predicate=AggregatePredicate(
                 run=first.run,
                 required_platforms=list(self.policy.required_platforms if required is None else required),

@@ -103,6 +103,8 @@ class Repo:
     releases: list[Release] = field(default_factory=list)
     # POST /repos/{owner}/{repo}/attestations: each stored Sigstore bundle (parsed JSON), by id.
     attestations: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # False: list attestations by bundle_url only, as newer API versions may.
+    attestations_inline: bool = True
 
 
 @dataclass
@@ -402,9 +404,28 @@ def _asset(ctx: _Ctx, m: re.Match[str]) -> _Reply:
 
 
 def _attestations(ctx: _Ctx, m: re.Match[str]) -> _Reply:
-    found = [{"bundle": bundle, "repository_id": 1} for bundle in ctx.repo.attestations.values()
-             if m.group(1) in _subject_digests(bundle)]
-    return _Reply(200, {"attestations": found})
+    """The stored bundles for one subject digest, oldest first, optionally of one predicate type.
+
+    Pages by an opaque ``after`` cursor, the way GitHub pages this listing; the
+    next link carries the query (the predicate type) along.
+    """
+    wanted = ctx.query.get("predicate_type", [None])[0]
+    found = [(attestation_id, bundle) for attestation_id, bundle in sorted(ctx.repo.attestations.items())
+             if m.group(1) in _subject_digests(bundle) and (wanted is None or _predicate_type(bundle) == wanted)]
+    per_page = min(100, int(ctx.query.get("per_page", ["30"])[0]))
+    cursor = ctx.query.get("after", [""])[0]
+    start = int(base64.urlsafe_b64decode(cursor).decode()) if cursor else 0
+    page = found[start: start + per_page]
+    headers = {}
+    if start + per_page < len(found):
+        query = {"per_page": str(per_page), "after": base64.urlsafe_b64encode(str(start + per_page).encode()).decode()}
+        if wanted is not None:
+            query["predicate_type"] = wanted
+        headers["Link"] = f'<{ctx.emu.api_url}{ctx.path}?{urllib.parse.urlencode(query)}>; rel="next"'
+    items = [{"repository_id": 1, "bundle_url": f"{ctx.emu.origin}/_blobs/attestations/{attestation_id}"}
+             | ({"bundle": bundle} if ctx.repo.attestations_inline else {"bundle": None})
+             for attestation_id, bundle in page]
+    return _Reply(200, {"attestations": items}, headers)
 
 
 _ROUTES = [
@@ -438,8 +459,17 @@ def _store_attestation(emu: GitHubEmulator, path: str, body: bytes) -> _Reply:
         raise _ReplyError(_Reply(422, {"message": "Invalid bundle: a Sigstore bundle of an in-toto statement"}))
     repo = emu.repos[match.group(1)]
     attestation_id = len(repo.attestations) + 1
-    repo.attestations[attestation_id] = bundle
+    # GitHub keeps the bundle as a document, not as the bytes sent: it comes back re-serialised.
+    repo.attestations[attestation_id] = json.loads(json.dumps(bundle, sort_keys=True))
     return _Reply(201, {"id": attestation_id})
+
+
+def _predicate_type(bundle: dict[str, Any]) -> str | None:
+    try:
+        predicate_type = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))["predicateType"]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return predicate_type if isinstance(predicate_type, str) else None
 
 
 def _subject_digests(bundle: dict[str, Any]) -> set[str]:

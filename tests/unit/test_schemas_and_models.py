@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -207,8 +208,18 @@ def test_parse_envelope_bounds() -> None:
 
 
 def test_every_predicate_type_is_one_versioned_name_under_the_one_prefix() -> None:
-    from desktop_qualify.evidence_schemas import AGGREGATE_PREDICATE_TYPE, PLATFORM_PREDICATE_TYPE, PREDICATE_PREFIX
+    from desktop_qualify.evidence_schemas import (
+        AGGREGATE_PREDICATE_TYPE,
+        PLATFORM_PREDICATE_TYPE,
+        PREDICATE_PREFIX,
+        AggregatePredicate,
+        PlatformPredicate,
+    )
 
-    for predicate_type in (PLATFORM_PREDICATE_TYPE, AGGREGATE_PREDICATE_TYPE):
+    # The type's version and the predicate's own "version" field move together: one number names one shape.
+    for predicate_type, model in ((PLATFORM_PREDICATE_TYPE, PlatformPredicate),
+                                  (AGGREGATE_PREDICATE_TYPE, AggregatePredicate)):
         assert predicate_type.startswith(PREDICATE_PREFIX)
-        assert predicate_type.removeprefix(PREDICATE_PREFIX).endswith("-qualification/v1")
+        match = re.fullmatch(r"[a-z]+-qualification/v([1-9][0-9]*)", predicate_type.removeprefix(PREDICATE_PREFIX))
+        assert match is not None, predicate_type
+        assert model.model_fields["version"].default == int(match.group(1))

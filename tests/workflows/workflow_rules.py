@@ -31,7 +31,8 @@ LEAST: dict[tuple[str, str], dict[str, str]] = {
     **{("qualify.yml", p): {"contents": "read", "id-token": "write"} for p in PLATFORMS},
     # attestations: write on the aggregate job alone: it stores the statements it verified.
     ("qualify.yml", "aggregate"): {"contents": "read", "id-token": "write", "attestations": "write"},
-    ("release.yml", "gate"): {"contents": "write", "actions": "read"},
+    # attestations: read for the read-back, which finds the published assets' statements by digest.
+    ("release.yml", "gate"): {"contents": "write", "actions": "read", "attestations": "read"},
     ("ci.yml", "tests"): {"contents": "read"},
 }
 TRIGGERS = {
