@@ -8,6 +8,8 @@ layer and checks, from the bytes it received:
 - the release is published (not a draft);
 - it carries exactly one bundle, and the bundle audits to QUALIFIED under the
   auditor's anchor (``consumer._bundles``);
+- the release's tag names the commit the bundle qualified, read now through
+  the API (a tag moved after the gate: ``QE_SHA_MISMATCH``);
 - every asset's SHA-256 is a digest the bundle qualified, under the name the
   bundle gave it (an extra or swapped asset: ``QE_RELEASE_ASSET_UNQUALIFIED``);
 - every qualified artifact is there (``QE_RELEASE_ASSET_MISSING``).
@@ -82,9 +84,20 @@ def readback(policy: Policy, repository: str, tag: str, client: GitHubClient) ->
             result.refuse(Code.RELEASE_ASSET_UNQUALIFIED, f"{repository} {tag}: the release's bundle "
                                                           f"{bundles[0].name} does not qualify")
             return result
+        _check_tag(result, result.bundle, client)
         qualified = _qualified(result.bundle)
         _check_assets(result, [a for a in release.assets if a is not bundles[0]], qualified, client, work)
     return result
+
+
+def _check_tag(result: Readback, bundle: ConsumerDecision, client: GitHubClient) -> None:
+    """The tag the release is published under names the commit its bundle qualified."""
+    commit = client.tag_commit(result.repository, result.tag)
+    if bundle.candidate_sha != commit:
+        result.refuse(Code.SHA_MISMATCH, f"{result.repository} {result.tag}: the tag names commit {commit[:12]}, the "
+                                         f"release's bundle qualified {(bundle.candidate_sha or 'no commit')[:12]}")
+    else:
+        result.checked.append(f"tag {result.tag}: commit {commit} as qualified")
 
 
 def _check_assets(result: Readback, assets: list[AssetInfo], qualified: dict[str, str], client: GitHubClient,

@@ -23,6 +23,8 @@ _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _REF_NAME = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]{0,254}$")
 _SHA = re.compile(GIT_SHA_PATTERN)
 _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
+# Annotated tags may point at annotated tags; a chain longer than this is not GitHub's shape.
+_MAX_TAG_DEPTH = 4
 
 
 def _check_repository(repository: str) -> str:
@@ -265,6 +267,26 @@ class GitHubClient:
         what = f"GET /repos/{repo_name}/releases/tags/{tag_name}"
         return self._call(what, lambda: self._release(
             repo_name, self._github.get_repo(repo_name).get_release(tag_name), what))
+
+    def tag_commit(self, repository: str, tag: str) -> str:
+        """The commit a tag names: ``GET /repos/{owner}/{repo}/git/ref/tags/{tag}``, through annotated tags."""
+        repo_name = _check_repository(repository)
+        tag_name = _check_ref_name(tag, "tag")
+        what = f"GET /repos/{repo_name}/git/ref/tags/{tag_name}"
+
+        def op() -> str:
+            repo = self._github.get_repo(repo_name)
+            target = repo.get_git_ref(f"tags/{tag_name}").object
+            for _ in range(_MAX_TAG_DEPTH):
+                kind, sha = _str(target.type, what, "object.type"), _sha(target.sha, what, "object.sha")
+                if kind == "commit":
+                    return sha
+                if kind != "tag":
+                    raise _malformed(what, "object.type")
+                target = repo.get_git_tag(sha).object
+            raise _malformed(what, f"tag chain (more than {_MAX_TAG_DEPTH} annotated tags deep)")
+
+        return self._call(what, op)
 
     def download_asset(self, asset: AssetInfo, dest: Path, *, max_bytes: int) -> Downloaded:
         what = f"GET /repos/{asset.repository}/releases/assets/{asset.id}"

@@ -11,7 +11,7 @@ import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.qualify_github import DEFAULT_API_URL, ClientConfig, GitHubClient, GitHubError
 from gh_testenv import REPOSITORY, WORKFLOW, MakeClient
-from support.github_emulator import Artifact, Asset, Branch, GitHubEmulator, Release, Run, rule, zip_bytes
+from support.github_emulator import Artifact, Asset, Branch, Fault, GitHubEmulator, Release, Run, rule, zip_bytes
 
 SHA = "a" * 40
 
@@ -190,3 +190,36 @@ def test_api_url_comes_from_the_environment() -> None:
     with pytest.raises(QualificationError) as caught:
         ClientConfig.from_env({"GITHUB_API_URL": "file:///etc/passwd"})
     assert caught.value.code is Code.USAGE
+
+
+@pytest.mark.parametrize("annotated", [False, True])
+def test_the_commit_a_tag_names_is_read_through_annotated_tags(make_client: MakeClient,
+                                                               github_emulator: GitHubEmulator,
+                                                               annotated: bool) -> None:
+    repo = github_emulator.repo(REPOSITORY)
+    repo.tags["v1.0.0"] = "c" * 40
+    if annotated:
+        repo.annotated.add("v1.0.0")
+    assert make_client().tag_commit(REPOSITORY, "v1.0.0") == "c" * 40
+    assert len(github_emulator.calls(r"/git/tags/")) == (1 if annotated else 0)
+
+
+@pytest.mark.parametrize("body", [
+    b'{"ref": "refs/tags/v1", "object": {"type": "blob", "sha": "' + b"a" * 40 + b'"}}',
+    b'{"ref": "refs/tags/v1", "object": {"type": "commit", "sha": "HEAD"}}',
+])
+def test_a_tag_reference_of_another_shape_is_refused(make_client: MakeClient, github_emulator: GitHubEmulator,
+                                                     body: bytes) -> None:
+    github_emulator.repo(REPOSITORY).tags["v1"] = "c" * 40
+    github_emulator.inject(r"/git/ref/tags/v1", Fault(raw_body=body))
+    with pytest.raises(GitHubError) as refused:
+        make_client().tag_commit(REPOSITORY, "v1")
+    assert refused.value.code is Code.ENVIRONMENT
+    assert "object." in refused.value.message
+
+
+def test_an_unknown_tag_is_an_environment_error(make_client: MakeClient, github_emulator: GitHubEmulator) -> None:
+    github_emulator.repo(REPOSITORY)
+    with pytest.raises(GitHubError) as refused:
+        make_client().tag_commit(REPOSITORY, "v9")
+    assert refused.value.code is Code.ENVIRONMENT

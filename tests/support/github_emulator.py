@@ -105,6 +105,9 @@ class Repo:
     attestations: dict[int, dict[str, Any]] = field(default_factory=dict)
     # False: list attestations by bundle_url only, as newer API versions may.
     attestations_inline: bool = True
+    # Tag name -> the commit it names; a tag in ``annotated`` points at a tag object that names the commit.
+    tags: dict[str, str] = field(default_factory=dict)
+    annotated: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -403,6 +406,31 @@ def _asset(ctx: _Ctx, m: re.Match[str]) -> _Reply:
     return _Reply(200, _asset_json(ctx.api, asset))
 
 
+def _tag_object_sha(name: str) -> str:
+    return hashlib.sha1(f"tag {name}".encode()).hexdigest()  # noqa: S324 (a git object id, not security)
+
+
+def _tag_ref(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    name = urllib.parse.unquote(m.group(1))
+    commit = ctx.repo.tags.get(name)
+    if commit is None:
+        raise _not_found()
+    target = ({"type": "tag", "sha": _tag_object_sha(name), "url": f"{ctx.api}/git/tags/{_tag_object_sha(name)}"}
+              if name in ctx.repo.annotated else
+              {"type": "commit", "sha": commit, "url": f"{ctx.api}/git/commits/{commit}"})
+    return _Reply(200, {"ref": f"refs/tags/{name}", "url": f"{ctx.api}/git/refs/tags/{name}", "object": target})
+
+
+def _tag_object(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    for name in ctx.repo.annotated:
+        if _tag_object_sha(name) == m.group(1) and name in ctx.repo.tags:
+            commit = ctx.repo.tags[name]
+            return _Reply(200, {"sha": m.group(1), "tag": name, "message": name,
+                                "url": f"{ctx.api}/git/tags/{m.group(1)}",
+                                "object": {"type": "commit", "sha": commit, "url": f"{ctx.api}/git/commits/{commit}"}})
+    raise _not_found()
+
+
 def _attestations(ctx: _Ctx, m: re.Match[str]) -> _Reply:
     """The stored bundles for one subject digest, oldest first, optionally of one predicate type.
 
@@ -439,6 +467,8 @@ _ROUTES = [
     (re.compile(r"/releases/tags/(.+)"), _release_by_tag),
     (re.compile(r"/releases/assets/(\d+)"), _asset),
     (re.compile(r"/attestations/(sha256:[0-9a-f]{64})"), _attestations),
+    (re.compile(r"/git/ref/tags/(.+)"), _tag_ref),
+    (re.compile(r"/git/tags/([0-9a-f]{40})"), _tag_object),
 ]
 
 

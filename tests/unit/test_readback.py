@@ -33,9 +33,14 @@ def _run(tmp_path: Path, qualify: Any, name: str = "run") -> tuple[Evidence, Pat
     return ev, bundle
 
 
-def _publish(emulator: GitHubEmulator, assets: list[tuple[str, bytes]], *, draft: bool = False) -> None:
-    emulator.repo(REPOSITORY).releases = [
+def _publish(emulator: GitHubEmulator, assets: list[tuple[str, bytes]], *, tag_commit: str, draft: bool = False,
+             annotated: bool = False) -> None:
+    repo = emulator.repo(REPOSITORY)
+    repo.releases = [
         Release(1, TAG, [Asset(100 + i, name, body) for i, (name, body) in enumerate(assets)], draft=draft)]
+    repo.tags[TAG] = tag_commit
+    if annotated:
+        repo.annotated.add(TAG)
 
 
 def _readback(qualify: Any, ev: Evidence) -> Any:
@@ -49,7 +54,7 @@ def _good_assets(ev: Evidence, bundle: Path) -> list[tuple[str, bytes]]:
 def test_a_release_serving_exactly_the_qualified_artifacts_reads_back(tmp_path: Path, qualify: Any,
                                                                       emulator: GitHubEmulator) -> None:
     ev, bundle = _run(tmp_path, qualify)
-    _publish(emulator, _good_assets(ev, bundle))
+    _publish(emulator, _good_assets(ev, bundle), tag_commit=ev.sha)
     done = _readback(qualify, ev)
     assert done.status == 0, done.text
     assert "READBACK OK" in done.out
@@ -99,7 +104,7 @@ def test_a_release_that_serves_anything_else_fails_read_back(case: str, tmp_path
                                                               emulator: GitHubEmulator) -> None:
     ev, bundle = _run(tmp_path, qualify)
     assets, code = CASES[case]
-    _publish(emulator, assets(ev, bundle))
+    _publish(emulator, assets(ev, bundle), tag_commit=ev.sha)
     done = _readback(qualify, ev)
     assert done.status == 1, done.text
     assert code.value in done.out, done.out
@@ -110,7 +115,7 @@ def test_a_bundle_of_another_run_with_other_keys_does_not_vouch_for_the_release(
         tmp_path: Path, qualify: Any, emulator: GitHubEmulator) -> None:
     ev, _ = _run(tmp_path, qualify, "mine")
     theirs, their_bundle = _run(tmp_path, qualify, "theirs")
-    _publish(emulator, _good_assets(theirs, their_bundle))
+    _publish(emulator, _good_assets(theirs, their_bundle), tag_commit=theirs.sha)
     done = _readback(qualify, ev)
     assert done.status == 1
     assert Code.BUNDLE_UNANCHORED.value in done.out
@@ -118,7 +123,7 @@ def test_a_bundle_of_another_run_with_other_keys_does_not_vouch_for_the_release(
 
 def test_a_draft_is_not_read_back(tmp_path: Path, qualify: Any, emulator: GitHubEmulator) -> None:
     ev, bundle = _run(tmp_path, qualify)
-    _publish(emulator, _good_assets(ev, bundle), draft=True)
+    _publish(emulator, _good_assets(ev, bundle), tag_commit=ev.sha, draft=True)
     done = _readback(qualify, ev)
     assert done.status == 1
     assert Code.RELEASE_NOT_PUBLISHED.value in done.out
@@ -127,7 +132,34 @@ def test_a_draft_is_not_read_back(tmp_path: Path, qualify: Any, emulator: GitHub
 def test_an_unknown_tag_is_an_environment_error_not_a_traceback(tmp_path: Path, qualify: Any,
                                                                 emulator: GitHubEmulator) -> None:
     ev, bundle = _run(tmp_path, qualify)
-    _publish(emulator, _good_assets(ev, bundle))
+    _publish(emulator, _good_assets(ev, bundle), tag_commit=ev.sha)
     done = qualify(["readback", "--policy", str(ev.policy_path), "--repository", REPOSITORY, "--tag", "v9"])
     assert done.status == 2
+    assert "Traceback" not in done.text
+
+
+@pytest.mark.parametrize("annotated", [False, True])
+def test_the_tag_must_still_name_the_qualified_commit(tmp_path: Path, qualify: Any, emulator: GitHubEmulator,
+                                                      annotated: bool) -> None:
+    ev, bundle = _run(tmp_path, qualify)
+    _publish(emulator, _good_assets(ev, bundle), tag_commit=ev.sha, annotated=annotated)
+    done = _readback(qualify, ev)
+    assert done.status == 0, done.text
+    assert f"tag {TAG}: commit {ev.sha} as qualified" in done.out
+    # The tag moved after the gate (force-pushed to another commit): what the page serves is no longer that commit.
+    _publish(emulator, _good_assets(ev, bundle), tag_commit="1" * 40, annotated=annotated)
+    done = _readback(qualify, ev)
+    assert done.status == 1, done.text
+    assert Code.SHA_MISMATCH.value in done.out
+    assert "READBACK FAILED" in done.out
+
+
+def test_a_release_whose_tag_is_gone_is_an_environment_error(tmp_path: Path, qualify: Any,
+                                                             emulator: GitHubEmulator) -> None:
+    ev, bundle = _run(tmp_path, qualify)
+    _publish(emulator, _good_assets(ev, bundle), tag_commit=ev.sha)
+    emulator.repo(REPOSITORY).tags.clear()
+    done = _readback(qualify, ev)
+    assert done.status == 2, done.text
+    assert Code.ENVIRONMENT.value in done.text
     assert "Traceback" not in done.text
