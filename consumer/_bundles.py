@@ -128,8 +128,14 @@ def audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
                                                                     f"{policy.file.trust.mode}")
         verdict = verify_release(policy, [opened.evidence_dir], None)
         notes.append(f"bundle sha256 {opened.sha256}")
+        root = opened.root
+
+        def in_bundle(path: Path) -> str:
+            # The keyring as the bundle holds it, not the temporary folder it was unpacked into for this audit.
+            return f"{source}:{path.relative_to(root).as_posix()}" if path.is_relative_to(root) else str(path)
+
         decision = decide(verdict, policy, policy_path=f"{source}:{opened.manifest.policy}", mode="audit",
-                          notes=notes)
+                          notes=notes, show=in_bundle)
         return audit_run(source, verdict, decision)
 
 

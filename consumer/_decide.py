@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 from desktop_qualify.evidence_schemas import ConsumerDecision, Platform, PolicyRef, Signer, utc_now
@@ -18,11 +20,16 @@ def policy_ref(policy: Policy, given: str) -> PolicyRef:
     return PolicyRef(name=policy.file.name, path=given[:4000], sha256=policy.sha256)
 
 
-def _signer(statement: str, where: Platform | None, who: SignerIdentity, policy: Policy) -> Signer:
+# How a file the policy names is shown: by default its path here; a bundle's audit names it inside the bundle.
+ShowPath = Callable[[Path], str]
+
+
+def _signer(statement: str, where: Platform | None, who: SignerIdentity, policy: Policy,
+            show: ShowPath = str) -> Signer:
     if who.kind == "ed25519":
         keyring = policy.resolve(policy.ed25519.keyring)
         return Signer(statement=statement, platform=where, kind="ed25519", keyid=who.keyid, key_name=who.name[:256],
-                      keyring=str(keyring)[:4000])
+                      keyring=show(keyring)[:4000])
     claims = who.claims
     issuer = claims.issuer if isinstance(claims, GitHubIdentity) else None
     run_uri = claims.run_invocation_uri if isinstance(claims, GitHubIdentity) else None
@@ -30,17 +37,17 @@ def _signer(statement: str, where: Platform | None, who: SignerIdentity, policy:
                   issuer=issuer, run_uri=run_uri)
 
 
-def signers(verdict: Verdict, policy: Policy) -> list[Signer]:
+def signers(verdict: Verdict, policy: Policy, show: ShowPath = str) -> list[Signer]:
     """Every verified statement's signer, platform statements first, then the aggregate."""
-    out = [_signer(vp.file_name, vp.platform, vp.signed.signer, policy) for vp in verdict.platforms]
+    out = [_signer(vp.file_name, vp.platform, vp.signed.signer, policy, show) for vp in verdict.platforms]
     if verdict.aggregate_signed is not None:
         name = f"aggregate{verdict.verifier.file_suffix}"
-        out.append(_signer(name, None, verdict.aggregate_signed.signer, policy))
+        out.append(_signer(name, None, verdict.aggregate_signed.signer, policy, show))
     return out
 
 
 def decide(verdict: Verdict, policy: Policy, *, policy_path: str, mode: Mode,
-           notes: list[str] | None = None) -> ConsumerDecision:
+           notes: list[str] | None = None, show: ShowPath = str) -> ConsumerDecision:
     run = verdict.run
     return ConsumerDecision(
         decision="QUALIFIED" if verdict.qualified else "REJECTED",
@@ -52,7 +59,7 @@ def decide(verdict: Verdict, policy: Policy, *, policy_path: str, mode: Mode,
         run_id=run.run_id if run else None,
         attempt=run.attempt if run else None,
         checked_at=utc_now(),
-        signers=signers(verdict, policy),
+        signers=signers(verdict, policy, show),
         rows=verdict.rows(),
         reasons=verdict.reasons,
         notes=notes or [],

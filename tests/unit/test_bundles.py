@@ -77,6 +77,9 @@ def test_a_bundle_of_a_qualified_run_audits_offline_to_a_pass(tmp_path: Path, qu
     [run] = report["runs"]
     assert run["evidence"] == str(bundle)
     assert run["identity"]["sha"] == ev.sha
+    # The signers' keyring is named where the bundle holds it, not where this audit happened to unpack it.
+    keyrings = {signer["keyring"] for signer in run["decision"]["signers"]}
+    assert keyrings == {f"{bundle}:trust/keyring.json"}
 
 
 def test_no_private_key_is_ever_bundled(tmp_path: Path, qualify: Any) -> None:
