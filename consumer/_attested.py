@@ -4,28 +4,35 @@ Workflow artifacts expire (90 days at most); the statements the aggregate job
 stored as attestations (``qualify-github store-attestations``) do not. Reading
 them back, GitHub's answers are a transport, never a verdict:
 
-1. each candidate file's SHA-256 is taken here (and again, with its size, by the
-   verification that follows);
+1. main's head is read first (the commit a release gate is about, unless
+   ``--sha`` names one), and each candidate file's SHA-256 is taken here (and
+   again, with its size, by the verification that follows);
 2. every stored attestation of this pipeline's two predicate types for those
-   digests is listed (all pages);
+   digests is listed (all pages; GitHub's 404 for a digest is "none stored"),
+   each received bundle once;
 3. each is verified under the policy (signature, transparency log, signer
    workflow for its role and platform); one that does not verify is no
    evidence, and is counted in the notes with its code: anyone who may write
    attestations to the repository may store one;
-4. of the verified aggregates, those whose subjects are exactly the candidate
-   digests (and whose commit is ``--sha``, when named); the newest by its
-   signed aggregation time, then attempt, then digest, so the choice is
-   deterministic. There is no falling back to an older one when it fails;
+4. of the verified aggregates for that commit whose subjects are exactly the
+   candidate digests, the one of the latest run and attempt (both bound by the
+   signing certificate; the aggregation time is informational and orders
+   nothing). There is no falling back to another when it fails;
 5. the platform statements it binds (the SHA-256 of their signed bytes and
-   their signer's key id), found among the verified ones.
+   their signer's key id): the verified ones, or, for one that was refused,
+   the refused bundle itself, so that the verification names its real fault.
 
 Exactly those bytes then go through the whole verification, as if read from an
-evidence folder; nothing decided here is taken on trust there.
+evidence folder (the policy's statement size bound included); nothing decided
+here is taken on trust there.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
+import base64
+import binascii
+import hashlib
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,8 +54,10 @@ from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import Role, StatementVerifier, VerifiedStatement, verifier_for
 from desktop_qualify.qualify_verify import EvidenceFiles, Findings, Verdict, verify_release
 
+MAIN = "main"
+_ROLES: dict[str, Role] = {PLATFORM_PREDICATE_TYPE: "platform", AGGREGATE_PREDICATE_TYPE: "aggregate"}
 # How an aggregate names a platform statement: the SHA-256 of its signed bytes and its signer's key id.
-Binding = tuple[str, str | None]
+Binding = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -57,26 +66,30 @@ class _Aggregate:
     signed: VerifiedStatement
     statement: AggregateStatement
 
-    def order(self) -> tuple[_dt.datetime, int, str]:
-        """Newest signed aggregation time first, then attempt, then digest: a deterministic choice."""
-        predicate = self.statement.predicate
-        return _dt.datetime.fromisoformat(predicate.aggregated_at), predicate.run.attempt, self.signed.payload_sha256
+    def order(self) -> tuple[int, str, int, str]:
+        """The latest run (GitHub's run ids grow), then attempt, then digest: certificate-bound and deterministic."""
+        run = self.statement.predicate.run
+        return len(run.run_id), run.run_id, run.attempt, self.signed.payload_sha256
 
 
 @dataclass
 class _Found:
-    """The verified statements among the listed attestations, once each, and the codes of the refused ones."""
+    """What the listings held: the verified statements once each, and the refused ones by their payload's digest."""
 
     platforms: dict[Binding, bytes] = field(default_factory=dict)
     aggregates: dict[Binding, _Aggregate] = field(default_factory=dict)
+    # Refused bundles by the SHA-256 of their (unverified) payload: an aggregate may bind one of them.
+    refused_payloads: dict[str, bytes] = field(default_factory=dict)
     refused: Counter[str] = field(default_factory=Counter)
-    listed: int = 0
+    received: set[str] = field(default_factory=set)
+    other_types: int = 0
 
     def summary(self) -> str:
         refused = sum(self.refused.values())
-        return (f"{self.listed} listed, {len(self.platforms) + len(self.aggregates)} verified"
+        return (f"{len(self.received)} distinct bundles listed, {len(self.platforms) + len(self.aggregates)} verified"
                 + (f", {refused} refused (" + ", ".join(f"{code} x{n}" for code, n in sorted(self.refused.items()))
-                   + ")" if refused else ""))
+                   + ")" if refused else "")
+                + (f", {self.other_types} of other predicate types ignored" if self.other_types else ""))
 
 
 @dataclass
@@ -98,44 +111,72 @@ def _candidate_digests(artifacts: Sequence[Path]) -> list[str]:
     return sorted(digests)
 
 
-def _verify_one(data: bytes, verifier: StatementVerifier, predicate_type: str, what: str,
-                found: _Found) -> None:
-    role: Role = "aggregate" if predicate_type == AGGREGATE_PREDICATE_TYPE else "platform"
+def _unverified_payload(data: bytes) -> bytes | None:
+    """The DSSE payload a bundle carries, before anything verified it: only to route it and to match a binding."""
+    try:
+        payload = json.loads(data)["dsseEnvelope"]["payload"]
+        return base64.b64decode(payload, validate=True) if isinstance(payload, str) else None
+    except (ValueError, TypeError, KeyError, binascii.Error):
+        return None
+
+
+def _claimed_type(payload: bytes) -> str | None:
+    try:
+        claimed = json.loads(payload).get("predicateType")
+    except (ValueError, AttributeError):
+        return None
+    return claimed if isinstance(claimed, str) else None
+
+
+def _verify_one(data: bytes, role: Role, verifier: StatementVerifier, what: str, found: _Found) -> None:
     signed = verifier.verify_statement(data, role=role, what=what)
     statement = parse_statement(signed.payload, what=what)
-    if statement.predicateType != predicate_type:
-        raise QualificationError(Code.PREDICATE_TYPE_UNKNOWN, f"{what}: listed as {predicate_type}, carries "
-                                                              f"{statement.predicateType}")
-    # One statement listed under each of its subjects' digests, or stored twice, is one statement.
     binding = (signed.payload_sha256, signed.signer.keyid)
-    if isinstance(statement, PlatformStatement):
+    if isinstance(statement, PlatformStatement) and role == "platform":
         verifier.check_speaks_for(signed.signer, statement.predicate.platform)
         found.platforms.setdefault(binding, data)
-    elif isinstance(statement, AggregateStatement):
+    elif isinstance(statement, AggregateStatement) and role == "aggregate":
         found.aggregates.setdefault(binding, _Aggregate(data, signed, statement))
+    else:
+        raise QualificationError(Code.PREDICATE_TYPE_UNKNOWN, f"{what}: not the {role} statement it claims to be")
+
+
+def _consider(data: bytes, digest: str, verifier: StatementVerifier, found: _Found) -> None:
+    """One listed bundle: once, routed by the type it claims, verified for the role that type names."""
+    received = hashlib.sha256(data).hexdigest()
+    if received in found.received:
+        return  # the same stored bundle, listed again under another digest or predicate type
+    found.received.add(received)
+    payload = _unverified_payload(data)
+    role = _ROLES.get(_claimed_type(payload) or "") if payload is not None else None
+    if role is None:
+        # GitHub's predicate_type filter is GitHub's answer too: what is not ours is no evidence, nor a fault.
+        found.other_types += 1
+        return
+    try:
+        _verify_one(data, role, verifier, f"attestation for sha256:{digest[:12]}", found)
+    except QualificationError as exc:
+        found.refused[exc.code.value] += 1
+        if payload is not None:
+            found.refused_payloads.setdefault(hashlib.sha256(payload).hexdigest(), data)
 
 
 def _fetch_verified(client: GitHubClient, repository: str, digests: list[str], verifier: StatementVerifier,
                     ) -> _Found:
-    """Every stored statement of this pipeline's types for ``digests`` that verifies under the policy."""
+    """Every stored statement of this pipeline's types for ``digests``, verified under the policy."""
     found = _Found()
     for digest in digests:
-        for predicate_type in (PLATFORM_PREDICATE_TYPE, AGGREGATE_PREDICATE_TYPE):
+        for predicate_type in _ROLES:
             for data in attestations_for(client, repository, digest, predicate_type=predicate_type):
-                found.listed += 1
-                try:
-                    _verify_one(data, verifier, predicate_type, f"attestation for sha256:{digest[:12]}", found)
-                except QualificationError as exc:
-                    found.refused[exc.code.value] += 1
+                _consider(data, digest, verifier, found)
     return found
 
 
-def _aggregates_for(found: _Found, digests: list[str], sha: str | None) -> list[_Aggregate]:
-    """The verified aggregates for exactly these candidate files (and commit), newest first."""
+def _aggregates_for(found: _Found, digests: list[str], commit: str) -> list[_Aggregate]:
+    """The verified aggregates of ``commit`` for exactly these candidate files, latest run first."""
     wanted = set(digests)
     chosen = [a for a in found.aggregates.values()
-              if {s.digest.sha256 for s in a.statement.subject} == wanted
-              and (sha is None or a.statement.predicate.run.sha == sha)]
+              if {s.digest.sha256 for s in a.statement.subject} == wanted and a.statement.predicate.run.sha == commit]
     return sorted(chosen, key=_Aggregate.order, reverse=True)
 
 
@@ -147,34 +188,40 @@ def attested_evidence(policy: Policy, artifacts: Sequence[Path], client: GitHubC
     empty: every absent statement the verification then finds follows from it.
     """
     repository = policy.file.producer.repository
+    # Read first: it names the commit to look for when --sha does not, and a repository this token cannot see
+    # fails here (exit 2), not as "nothing stored" (the attestation listing answers 404 for both).
+    head = client.head_sha(repository, MAIN)
+    commit, which = (sha, "--sha") if sha else (head, f"{MAIN}'s head")
     verifier = verifier_for(policy, candidate_sha=sha)
     digests = _candidate_digests(artifacts)
     found = _fetch_verified(client, repository, digests, verifier)
     files = EvidenceFiles()
     notes = [f"evidence from GitHub's attestation API ({repository}), by the digests of {len(digests)} candidate "
              f"file(s): {found.summary()}"]
-    aggregates = _aggregates_for(found, digests, sha)
+    aggregates = _aggregates_for(found, digests, commit)
     if not aggregates:
         files.absence_cause = findings.add(
             Code.EVIDENCE_MISSING, f"GitHub's attestation store of {repository} holds no verified aggregate "
-                                   f"qualification for exactly these {len(digests)} candidate file(s)"
-                                   + (f" at {sha[:12]}" if sha else "") + f" ({found.summary()})")
+                                   f"qualification of {commit[:12]} ({which}) for exactly these {len(digests)} "
+                                   f"candidate file(s) ({found.summary()})")
         return AttestedEvidence(files, notes)
     chosen = aggregates[0]
     predicate = chosen.statement.predicate
     notes.append(f"chose the aggregate of run {predicate.run.run_id}#{predicate.run.attempt} at "
-                 f"{predicate.run.sha[:12]} (aggregated {predicate.aggregated_at}, statement sha256 "
-                 f"{chosen.signed.payload_sha256[:16]})"
-                 + (f"; {len(aggregates) - 1} other verified aggregate(s) for these files not used"
+                 f"{predicate.run.sha[:12]} ({which}), statement sha256 {chosen.signed.payload_sha256[:16]}"
+                 + (f"; {len(aggregates) - 1} other verified aggregate(s) of earlier runs or attempts not used"
                     if len(aggregates) > 1 else ""))
     files.aggregate = chosen.data
+    unmatched = 0
     for entry in predicate.platforms:
-        data = found.platforms.get((entry.payload_sha256, entry.signer_keyid))
-        if data is not None:
-            files.platform[platform_file_name(entry.platform, verifier.file_suffix)] = data
-    missing = len(predicate.platforms) - len(files.platform)
-    if missing:
-        notes.append(f"{missing} platform statement(s) the aggregate binds are not among the verified attestations")
+        data = found.platforms.get((entry.payload_sha256, entry.signer_keyid)) \
+            or found.refused_payloads.get(entry.payload_sha256)
+        if data is None:
+            unmatched += 1
+            continue
+        files.platform.setdefault(platform_file_name(entry.platform, verifier.file_suffix), data)
+    if unmatched:
+        notes.append(f"{unmatched} platform statement(s) the aggregate binds are not among the listed attestations")
     return AttestedEvidence(files, notes)
 
 

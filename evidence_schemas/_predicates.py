@@ -57,7 +57,7 @@ class AggregatedPlatform(Record):
     # certificate that signed them. Not of the envelope or bundle file: GitHub's attestation API hands a stored
     # bundle back re-serialised, and the binding must hold for the statement however it travelled (v2).
     payload_sha256: Sha256Hex
-    signer_keyid: KeyId | None
+    signer_keyid: KeyId
     signer_identity: ShortText
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
@@ -62,8 +63,12 @@ def store_attestation(client: GitHubClient, repository: str, bundle_file: Path) 
 
 def store_evidence(client: GitHubClient, repository: str, evidence: Path, *, suffix: str = ".sigstore.json",
                    ) -> list[StoredAttestation]:
-    """Every Sigstore bundle of an evidence folder (the platform statements and the aggregate), in name order."""
-    files = sorted(p for p in evidence.iterdir() if p.name.endswith(suffix) and p.is_file() and not p.is_symlink())
+    """Every Sigstore bundle of an evidence folder: the platform statements in name order, the aggregate last.
+
+    Last, so that a store that fails part-way never leaves an aggregate standing without the statements it binds.
+    """
+    files = sorted((p for p in evidence.iterdir() if p.name.endswith(suffix) and p.is_file() and not p.is_symlink()),
+                   key=lambda p: (p.name.startswith("aggregate"), p.name))
     if not files:
         raise QualificationError(Code.EVIDENCE_MISSING, f"{evidence}: no {suffix} statements to store")
     return [store_attestation(client, repository, path) for path in files]
@@ -90,8 +95,15 @@ def attestations_for(client: GitHubClient, repository: str, sha256_hex: str, *,
         return items if isinstance(items, list) else None
 
     params = {"predicate_type": predicate_type} if predicate_type else None
-    items = client.paged_json(what, f"/repos/{repo_name}/attestations/sha256:{sha256_hex}", items_of,
-                              field="attestations", params=params)
+    try:
+        items = client.paged_json(what, f"/repos/{repo_name}/attestations/sha256:{sha256_hex}", items_of,
+                                  field="attestations", params=params)
+    except GitHubError as exc:
+        # GitHub answers 404, not an empty list, when nothing is stored for the digest (gh reads it so too).
+        # A repository the token cannot see answers 404 as well: the caller reads the repository first.
+        if exc.status == HTTPStatus.NOT_FOUND:
+            return []
+        raise
     found = []
     for item in items:
         bundle = item.get("bundle") if isinstance(item, dict) else None

@@ -102,3 +102,18 @@ def read_evidence_dir(directory: Path, *, suffix: str, max_bytes: int, findings:
     if not files.platform and files.aggregate is None and findings.ok:
         findings.add(Code.EVIDENCE_MISSING, f"{directory}: no evidence files")
     return files
+
+
+def bounded(files: EvidenceFiles, max_bytes: int, findings: Findings) -> EvidenceFiles:
+    """Statements already in memory, held to the policy's size bound as a folder's files are."""
+    def fits(name: str, data: bytes) -> bool:
+        if len(data) <= max_bytes:
+            return True
+        findings.add(Code.EVIDENCE_TOO_LARGE, f"{name}: {len(data)} bytes, more than the policy's "
+                                              f"max_statement_bytes ({max_bytes})")
+        return False
+
+    aggregate = files.aggregate
+    return EvidenceFiles(platform={n: d for n, d in files.platform.items() if fits(n, d)},
+                         aggregate=aggregate if aggregate is None or fits("aggregate", aggregate) else None,
+                         absence_cause=files.absence_cause)

@@ -22,7 +22,7 @@ from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import StatementVerifier, VerifiedStatement, verifier_for
 
 from ._columns import COLUMN_CODES
-from ._evidence_dir import EvidenceFiles, platform_of, read_evidence_dir
+from ._evidence_dir import EvidenceFiles, bounded, platform_of, read_evidence_dir
 from ._expectations import Expectations
 from ._findings import Findings
 from ._platform_checks import VerifiedPlatform, verify_platform
@@ -102,9 +102,9 @@ def verify_platform_set(policy: Policy, evidence: Sequence[EvidenceSource], *, c
     verdict = Verdict(Expectations.from_policy(policy), verifier=verifier, findings=findings or Findings())
     findings = verdict.findings
     for source in evidence:
-        files = source if isinstance(source, EvidenceFiles) else read_evidence_dir(
-            source, suffix=verifier.file_suffix, max_bytes=verdict.expectations.max_statement_bytes,
-            findings=findings)
+        max_bytes = verdict.expectations.max_statement_bytes
+        files = bounded(source, max_bytes, findings) if isinstance(source, EvidenceFiles) else read_evidence_dir(
+            source, suffix=verifier.file_suffix, max_bytes=max_bytes, findings=findings)
         verdict.absence_cause = verdict.absence_cause or files.absence_cause
         if files.aggregate is not None:
             verdict.aggregate_files.append(files.aggregate)

@@ -10,17 +10,17 @@ the store is a transport, never a verdict.
 from __future__ import annotations
 
 import base64
-import datetime as _dt
 import hashlib
 import json
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
-from desktop_qualify.evidence_schemas import Code, canonical_bytes
+from desktop_qualify.evidence_schemas import PLATFORM_PREDICATE_TYPE, Code, canonical_bytes
 from desktop_qualify.qualify_github import GitHubClient, attestations_for, store_evidence
 from sigstore.models import Bundle
 from support.github_chain import REPOSITORY, GitHubChain, platform_identity
@@ -76,23 +76,43 @@ def _store(chain: GitHubChain, folder: Path, files: dict[str, bytes]) -> None:
 
 
 def _resigned_platform(chain: GitHubChain, edit: Callable[[dict[str, Any]], None] | None = None,
-                       platform: str = "linux") -> bytes:
+                       platform: str = "linux", attempt: int = 1) -> bytes:
+    """The linux statement (edited), signed by ``platform``'s job of attempt ``attempt`` of the chain's run."""
     statement = _payload((chain.evidence / PLATFORM_FILE).read_bytes())
+    statement["predicate"]["run"]["attempt"] = attempt
     if edit is not None:
         edit(statement)
-    return chain.signer(platform_identity(chain.identity, platform)).sign_statement(canonical_bytes(statement))
+    who = replace(platform_identity(chain.identity, platform), attempt=attempt)
+    return chain.signer(who).sign_statement(canonical_bytes(statement))
 
 
-def _rebound_aggregate(chain: GitHubChain, platform_bundle: bytes, *, later: bool = True) -> bytes:
-    """What an attacker holding the aggregate job's identity signs: the aggregate re-bound to another statement."""
+def _rebound_aggregate(chain: GitHubChain, platform_bundle: bytes | None = None, *, attempt: int = 1,
+                       run_id: int = 4242, sha: str | None = None, extra_subject: str | None = None) -> bytes:
+    """What an attacker holding the aggregate job's identity signs: the aggregate re-bound, of another attempt."""
     statement = _payload((chain.evidence / AGGREGATE_FILE).read_bytes())
-    entry = statement["predicate"]["platforms"][0]
-    entry["payload_sha256"] = hashlib.sha256(_signed_bytes(platform_bundle)).hexdigest()
-    entry["signer_keyid"] = _keyid(platform_bundle)
-    if later:
-        stamp = _dt.datetime.fromisoformat(statement["predicate"]["aggregated_at"]) + _dt.timedelta(minutes=5)
-        statement["predicate"]["aggregated_at"] = stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return chain.signer(chain.aggregate_identity).sign_statement(canonical_bytes(statement))
+    run = statement["predicate"]["run"]
+    run.update(attempt=attempt, run_id=str(run_id), sha=sha or run["sha"])
+    if platform_bundle is not None:
+        entry = statement["predicate"]["platforms"][0]
+        entry["payload_sha256"] = hashlib.sha256(_signed_bytes(platform_bundle)).hexdigest()
+        entry["signer_keyid"] = _keyid(platform_bundle)
+    if extra_subject is not None:
+        statement["subject"].append({"name": "extra.tar.gz", "digest": {"sha256": extra_subject}})
+    who = replace(chain.aggregate_identity, attempt=attempt, run_id=run_id, sha=sha or chain.sha)
+    return chain.signer(who).sign_statement(canonical_bytes(statement))
+
+
+def _junk_bundle(index: int, digest: str) -> dict[str, Any]:
+    """A stored "attestation" that claims our platform type for the digest and carries no valid signature."""
+    statement = {"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "x", "digest": {"sha256": digest}}],
+                 "predicateType": PLATFORM_PREDICATE_TYPE, "predicate": {"junk": index}}
+    return {"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "dsseEnvelope": {"payload": base64.b64encode(canonical_bytes(statement)).decode(),
+                             "payloadType": "application/vnd.in-toto+json", "signatures": []}}
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_statements_read_back_from_the_attestation_store_qualify(github_chain: GitHubChain, tmp_path: Path,
@@ -112,9 +132,9 @@ def test_statements_read_back_from_the_attestation_store_qualify(github_chain: G
     assert code == 0, out
     assert "QUALIFIED" in out
     notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
-    assert notes[0].startswith(f"evidence from GitHub's attestation API ({REPOSITORY}), by the digests of 1 "
-                               "candidate file(s): 2 listed, 2 verified")
-    assert notes[1].startswith("chose the aggregate of run 4242#1")
+    assert notes[0] == (f"evidence from GitHub's attestation API ({REPOSITORY}), by the digests of 1 candidate "
+                        "file(s): 2 distinct bundles listed, 2 verified")
+    assert notes[1].startswith(f"chose the aggregate of run 4242#1 at {github_chain.sha[:12]} (--sha)")
     assert any(n.startswith(f"GET /repos/{REPOSITORY}/branches/main") for n in notes)
 
 
@@ -142,26 +162,34 @@ def test_a_forged_attestation_beside_the_real_ones_is_ignored(github_chain: GitH
     decision = tmp_path / "decision.json"
     assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().out
     notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
-    assert f"3 listed, 2 verified, 1 refused ({Code.WORKFLOW_IDENTITY_MISMATCH.value} x1)" in notes[0]
+    assert f"3 distinct bundles listed, 2 verified, 1 refused ({Code.WORKFLOW_IDENTITY_MISMATCH.value} x1)" \
+        in notes[0]
 
 
-def test_an_aggregate_bound_to_a_forged_statement_finds_no_statement(github_chain: GitHubChain, tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """Only the forgery and an aggregate re-bound to it are stored: the forgery never verifies, so is missing."""
-    forged = _resigned_platform(github_chain, platform="macos")
+def test_an_aggregate_bound_to_a_forged_statement_is_refused_for_the_forgery(
+        github_chain: GitHubChain, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The genuine run, and a later attempt whose aggregate binds a statement another job signed.
+
+    The later aggregate is the one chosen; the refused statement it binds goes to the verification as it was
+    stored, so the decision names its real fault, not just a missing platform.
+    """
+    store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
+    forged = _resigned_platform(github_chain, platform="macos", attempt=2)
     _store(github_chain, tmp_path / "forged", {PLATFORM_FILE: forged,
-                                               AGGREGATE_FILE: _rebound_aggregate(github_chain, forged)})
-    assert _gate(github_chain) == 1
-    out = capsys.readouterr().out
-    assert Code.PLATFORM_MISSING.value in out
-    assert Code.AGGREGATE_MISMATCH.value in out
+                                               AGGREGATE_FILE: _rebound_aggregate(github_chain, forged, attempt=2)})
+    decision = tmp_path / "decision.json"
+    assert _gate(github_chain, "--json", str(decision)) == 1
+    reasons = json.loads(decision.read_text(encoding="utf-8"))["reasons"]
+    assert reasons[0]["code"] == Code.WORKFLOW_IDENTITY_MISMATCH.value, reasons
+    assert Code.PLATFORM_MISSING.value in {r["code"] for r in reasons if r["cause"] == "consequence"}
+    capsys.readouterr()
 
 
 def test_a_newer_rebound_aggregate_over_a_resigned_failed_journey_is_refused(
         github_chain: GitHubChain, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """An attacker with the trusted identities edits the evidence, re-signs it, re-binds a newer aggregate.
+    """An attacker with the trusted identities edits the evidence, re-signs it, re-binds a later attempt.
 
-    The gate picks the newest aggregate for these files and does not fall back to the older, genuine one:
+    The gate picks the latest run and attempt for these files and does not fall back to the earlier, genuine one:
     what decides is the re-derived outcome of the statement it binds, not the signatures.
     """
     store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
@@ -169,16 +197,65 @@ def test_a_newer_rebound_aggregate_over_a_resigned_failed_journey_is_refused(
     def journey_crashed(statement: dict[str, Any]) -> None:
         statement["predicate"]["journey"]["exit_code"] = 3
 
-    edited = _resigned_platform(github_chain, journey_crashed)
+    edited = _resigned_platform(github_chain, journey_crashed, attempt=2)
     _store(github_chain, tmp_path / "edited", {PLATFORM_FILE: edited,
-                                               AGGREGATE_FILE: _rebound_aggregate(github_chain, edited)})
+                                               AGGREGATE_FILE: _rebound_aggregate(github_chain, edited, attempt=2)})
     decision = tmp_path / "decision.json"
     assert _gate(github_chain, "--json", str(decision)) == 1
     document = json.loads(decision.read_text(encoding="utf-8"))
     codes = {r["code"] for r in document["reasons"]}
     assert Code.JOURNEY_INCOMPLETE.value in codes, document["reasons"]
-    assert "1 other verified aggregate(s) for these files not used" in document["notes"][1]
+    assert document["notes"][1].startswith("chose the aggregate of run 4242#2")
+    assert "1 other verified aggregate(s) of earlier runs or attempts not used" in document["notes"][1]
     capsys.readouterr()
+
+
+def test_an_aggregate_over_more_files_than_the_candidate_is_not_chosen(
+        github_chain: GitHubChain, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A later aggregate naming one more subject is not a qualification of exactly these files."""
+    store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
+    _store(github_chain, tmp_path / "superset",
+           {AGGREGATE_FILE: _rebound_aggregate(github_chain, attempt=2, extra_subject="5" * 64)})
+    decision = tmp_path / "decision.json"
+    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().out
+    assert json.loads(decision.read_text(encoding="utf-8"))["notes"][1].startswith("chose the aggregate of run 4242#1")
+
+
+def test_a_candidate_set_larger_than_the_aggregate_finds_no_qualification(
+        github_chain: GitHubChain, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
+    extra = tmp_path / "extra.tar.gz"
+    extra.write_bytes(b"one more file")
+    assert _gate(github_chain, artifacts=[*github_chain.artifacts, extra]) == 1
+    assert Code.EVIDENCE_MISSING.value in capsys.readouterr().out
+
+
+def test_without_sha_the_aggregate_of_mains_head_is_chosen(github_chain: GitHubChain, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A later run of another commit with the same bytes (a reproducible build) does not displace main's head."""
+    store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
+    _store(github_chain, tmp_path / "other-commit",
+           {AGGREGATE_FILE: _rebound_aggregate(github_chain, run_id=4300, sha="e" * 40)})
+    decision = tmp_path / "decision.json"
+    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().out
+    notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
+    assert "3 distinct bundles listed, 3 verified" in notes[0]
+    assert notes[1].startswith(f"chose the aggregate of run 4242#1 at {github_chain.sha[:12]} (main's head)")
+
+
+def test_a_flood_of_junk_attestations_is_read_across_pages_and_ignored(github_chain: GitHubChain, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
+    (artifact,) = github_chain.artifacts
+    repo = github_chain.emulator.repo(REPOSITORY)
+    for index in range(130):
+        repo.attestations[len(repo.attestations) + 1] = _junk_bundle(index, _digest(artifact))
+    decision = tmp_path / "decision.json"
+    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().out
+    notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
+    assert "132 distinct bundles listed, 2 verified, 130 refused" in notes[0]
+    pages = github_chain.emulator.calls(rf"/attestations/sha256:{_digest(artifact)}")
+    assert len(pages) >= 3  # the platform type's 131 over two pages of 100, and the aggregate type's one
 
 
 def test_the_platform_statement_missing_from_the_store_is_refused(github_chain: GitHubChain, tmp_path: Path,

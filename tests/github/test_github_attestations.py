@@ -51,13 +51,14 @@ def test_every_statement_is_stored_and_read_back_by_its_subject_digest(
         evidence: Path, make_client: MakeClient, github_emulator: GitHubEmulator,
         instance: TestSigstoreInstance) -> None:
     stored = store_evidence(make_client(), REPOSITORY, evidence)
-    assert [(s.file, s.attestation_id) for s in stored] == [("aggregate.sigstore.json", 1),
-                                                            ("platform-linux.sigstore.json", 2)]
+    # The aggregate last: a store that fails part-way never leaves it without the statements it binds.
+    assert [(s.file, s.attestation_id) for s in stored] == [("platform-linux.sigstore.json", 1),
+                                                            ("aggregate.sigstore.json", 2)]
     posts = [r for r in github_emulator.requests if r.method == "POST"]
     assert [r.path for r in posts] == [f"/api/v3/repos/{REPOSITORY}/attestations"] * 2
     assert all(r.authorization == f"token {DEFAULT_TOKEN}" for r in posts)
     kept = github_emulator.repo(REPOSITORY).attestations
-    assert kept[2] == json.loads((evidence / "platform-linux.sigstore.json").read_bytes())
+    assert kept[1] == json.loads((evidence / "platform-linux.sigstore.json").read_bytes())
 
     # What a release gate fetches by digest verifies again, each bundle under its own signer.
     bundles = attestations_for(make_client(), REPOSITORY, ARTIFACT)
@@ -67,9 +68,11 @@ def test_every_statement_is_stored_and_read_back_by_its_subject_digest(
                                 "github-hosted", signers=SIGNERS)
     root = trusted_root_from_bytes(instance.trusted_root_path.read_bytes(), what="test root")
     roles = [verify_dsse_bundle(b, root, expected, "fetched", role=role).identity.build_signer_uri
-             for b, role in zip(bundles, ["aggregate", "platform"], strict=True)]
-    assert roles == [expected.signer_uri("aggregate"), expected.signer_uri("linux")]
+             for b, role in zip(bundles, ["platform", "aggregate"], strict=True)]
+    assert roles == [expected.signer_uri("linux"), expected.signer_uri("aggregate")]
+    # Nothing stored for a digest: GitHub answers 404, which is an empty listing, not a failure.
     assert attestations_for(make_client(), REPOSITORY, "0" * 64) == []
+    assert github_emulator.requests[-1].path.endswith(f"/attestations/sha256:{'0' * 64}")
 
 
 def test_the_upload_command_stores_the_folder(evidence: Path, github_emulator: GitHubEmulator,
@@ -77,7 +80,7 @@ def test_the_upload_command_stores_the_folder(evidence: Path, github_emulator: G
     env = {"GITHUB_REPOSITORY": REPOSITORY, "GITHUB_API_URL": github_emulator.api_url, "GITHUB_TOKEN": DEFAULT_TOKEN}
     assert main(["store-attestations", "--evidence", str(evidence)], env=env) == 0
     out = capsys.readouterr().out
-    assert f"stored platform-linux.sigstore.json as attestation 2 of {REPOSITORY}" in out
+    assert f"stored platform-linux.sigstore.json as attestation 1 of {REPOSITORY}" in out
     assert len(github_emulator.repo(REPOSITORY).attestations) == 2
 
 

@@ -440,6 +440,8 @@ def _attestations(ctx: _Ctx, m: re.Match[str]) -> _Reply:
     wanted = ctx.query.get("predicate_type", [None])[0]
     found = [(attestation_id, bundle) for attestation_id, bundle in sorted(ctx.repo.attestations.items())
              if m.group(1) in _subject_digests(bundle) and (wanted is None or _predicate_type(bundle) == wanted)]
+    if not found:
+        raise _not_found()  # GitHub's answer when nothing is stored for the digest, not an empty list
     per_page = min(100, int(ctx.query.get("per_page", ["30"])[0]))
     cursor = ctx.query.get("after", [""])[0]
     start = int(base64.urlsafe_b64decode(cursor).decode()) if cursor else 0
