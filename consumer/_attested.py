@@ -116,14 +116,14 @@ def _unverified_payload(data: bytes) -> bytes | None:
     try:
         payload = json.loads(data)["dsseEnvelope"]["payload"]
         return base64.b64decode(payload, validate=True) if isinstance(payload, str) else None
-    except (ValueError, TypeError, KeyError, binascii.Error):
+    except (ValueError, TypeError, KeyError, binascii.Error, RecursionError):
         return None
 
 
 def _claimed_type(payload: bytes) -> str | None:
     try:
         claimed = json.loads(payload).get("predicateType")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return claimed if isinstance(claimed, str) else None
 

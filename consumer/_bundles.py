@@ -128,7 +128,8 @@ def audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
                                                                     f"{policy.file.trust.mode}")
         verdict = verify_release(policy, [opened.evidence_dir], None)
         notes.append(f"bundle sha256 {opened.sha256}")
-        root = opened.root
+        # Resolved as policy.resolve() resolves: a temp folder behind a symlink (macOS /var) must still match.
+        root = opened.root.resolve()
 
         def in_bundle(path: Path) -> str:
             # The keyring as the bundle holds it, not the temporary folder it was unpacked into for this audit.
