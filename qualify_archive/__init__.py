@@ -21,13 +21,24 @@ nothing is ever written through one. zip (Windows) carries no links at all.
 A folder's manifest (``tree_manifest``) never follows a link: a link is
 recorded by its target text, so a manifest entry names exactly one thing.
 
+Installer tools that extract themselves (``dpkg-deb``, ``unsquashfs``,
+``hdiutil``...) are held to the same rules: ``audit_tar_listing`` checks a
+package's listing before its tool writes anything, ``audit_tree`` checks
+what the tool wrote (``_audit``).
+
 Layout: ``_pack`` and ``_unpack`` (with ``_tar``, ``_zip`` and the per-member
 ``_members``), the rules they share in ``_names`` and ``_links``, the caps in
 ``_limits``, and the folder walk and manifest in ``_tree``.
 """
 
+from ._audit import audit_tree
+from ._limits import MAX_MEMBERS, MAX_UNPACKED_BYTES
 from ._pack import pack
+from ._tar import audit_tar_listing
 from ._tree import TreeEntry, manifest_sha256, read_link, tree_manifest, walk_tree
 from ._unpack import unpack
 
-__all__ = ["TreeEntry", "manifest_sha256", "pack", "read_link", "tree_manifest", "unpack", "walk_tree"]
+__all__ = [
+    "MAX_MEMBERS", "MAX_UNPACKED_BYTES", "TreeEntry", "audit_tar_listing", "audit_tree", "manifest_sha256", "pack",
+    "read_link", "tree_manifest", "unpack", "walk_tree",
+]

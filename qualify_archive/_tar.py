@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import stat
 import tarfile
 import zlib
 from collections.abc import Iterator
@@ -19,10 +20,11 @@ from typing import Protocol, Self
 from desktop_qualify.evidence_schemas import Code, QualificationError
 
 from . import _limits as limits
+from ._audit import check_link_target
 from ._limits import BLOCK, EXTENDED_TYPES, MEMBER_OVERHEAD, RECORD, REFUSED_TYPES
 from ._links import check_link_member, place_links
 from ._members import check_budget, damaged, safe_member_path, write_member
-from ._names import Layout, refuse
+from ._names import Layout, name_problem, refuse
 
 
 class _HeaderBudget:
@@ -175,3 +177,53 @@ def unpack_tar(archive: Path, prefix: Path) -> None:
         place_links(prefix, links)
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise damaged(exc) from exc
+
+
+def _audit_listed_member(member: tarfile.TarInfo, layout: Layout) -> None:
+    """One member of a package's data listing, before any tool extracts it: the unpack's rules, nothing written."""
+    if member.name in (".", "./"):
+        if not member.isdir():
+            raise refuse(member.name, "is the root, and not a folder")
+        return  # the root of a package's tree: the prefix itself
+    if problem := name_problem(member.name):
+        raise refuse(member.name, problem)
+    name = PurePosixPath(member.name)
+    if name.is_absolute() or ".." in name.parts or any(c in member.name for c in "\\:") or not name.parts:
+        raise refuse(member.name, "escapes the install prefix")
+    if len(member.pax_headers) > limits.MAX_PAX_RECORDS:
+        raise refuse(member.name, f"carries more than {limits.MAX_PAX_RECORDS} pax records")
+    if any(key.startswith("GNU.sparse.") for key in member.pax_headers):
+        raise refuse(member.name, "is a sparse file")
+    if member.mode & (stat.S_ISUID | stat.S_ISGID):
+        # The unpack strips set-id bits as it writes; a tool that extracts for us would keep them.
+        raise refuse(member.name, "has a set-user-id or set-group-id bit")
+    if member.issym():
+        check_link_target(name, member.linkname)
+        layout.add(name, "link")
+    elif member.isdir():
+        layout.add(name, "dir")
+    elif member.isreg():
+        layout.add(name, "file")
+    else:
+        raise refuse(member.name, "is a hard link or special file")
+
+
+def audit_tar_listing(stream: _Readable) -> int:
+    """Read an uncompressed tar stream to its end, refusing any member the unpack would refuse; return the count.
+
+    For an installer whose own tool extracts (``dpkg-deb -x``): the listing
+    is checked first, so the tool is never handed a device, a set-id file, a
+    hard link, a name that climbs out, or a link that points out.
+    """
+    layout = Layout()
+    limit = limits.MAX_UNPACKED_BYTES + limits.MAX_MEMBERS * MEMBER_OVERHEAD + 4 * RECORD
+    count = 0
+    try:
+        total = 0
+        for count, (_, member) in enumerate(_tar_members(_CountingReader(stream, limit)), start=1):
+            total += member.size
+            check_budget(count, total)
+            _audit_listed_member(member, layout)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise damaged(exc) from exc
+    return count

@@ -1,0 +1,84 @@
+"""Kind ``dmg`` (macOS): the disk image attached read-only at a private mount point, copied out, always detached.
+
+``-nobrowse`` keeps the volume out of Finder and ``-noautoopen`` keeps it from
+opening a window; ``-mountpoint`` puts it in a folder of this job's own,
+never under /Volumes, where another image of the same name could stand in.
+The mounted volume is audited before anything is copied (a device, a set-id
+file or a link out of it is refused there), and the copy again by the caller.
+
+Not copied: links at the volume's top level (the ``Applications -> /Applications``
+alias of a drag-to-install window is a convenience of the window, not
+content) and the volume's own bookkeeping folders. The detach runs on every
+path out; a busy volume is detached with ``-force``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.qualify_archive import audit_tree
+
+from ._installer_tools import ToolRunner, run_tool, run_tool_process
+
+HDIUTIL = "/usr/bin/hdiutil"
+# Folders macOS keeps on every volume for itself: not the image's content, and not always readable.
+_VOLUME_BOOKKEEPING = frozenset({".fseventsd", ".Trashes", ".Spotlight-V100", ".TemporaryItems"})
+_DETACH_TIMEOUT = 120.0
+
+
+def attach_argv(copy: Path, mountpoint: Path) -> list[str]:
+    return [HDIUTIL, "attach", "-readonly", "-nobrowse", "-noautoopen", "-mountpoint", str(mountpoint), str(copy)]
+
+
+def detach_argv(mountpoint: Path, *, force: bool = False) -> list[str]:
+    return [HDIUTIL, "detach", str(mountpoint), *(["-force"] if force else [])]
+
+
+def copy_volume(volume: Path, prefix: Path) -> None:
+    """Copy the volume's content into the prefix, links kept as links, never followed."""
+    for entry in sorted(volume.iterdir()):
+        if entry.name in _VOLUME_BOOKKEEPING or entry.is_symlink():
+            continue
+        target = prefix / entry.name
+        if entry.is_dir():
+            shutil.copytree(entry, target, symlinks=True)
+        else:
+            shutil.copy2(entry, target, follow_symlinks=False)
+
+
+class DmgInstaller:
+    kind = "dmg"
+
+    def __init__(self, runner: ToolRunner = run_tool_process) -> None:
+        self._runner = runner
+
+    def install(self, copy: Path, prefix: Path) -> None:
+        mountpoint = Path(tempfile.mkdtemp(prefix="qualify-dmg-"))
+        try:
+            run_tool(self._runner, attach_argv(copy, mountpoint), cwd=prefix.parent, what="hdiutil attach")
+            try:
+                staged = [entry for entry in mountpoint.iterdir()
+                          if entry.name not in _VOLUME_BOOKKEEPING and not entry.is_symlink()]
+                if not staged:
+                    raise QualificationError(Code.INSTALL_FAILED, "the disk image's volume holds nothing to install")
+                for entry in staged:
+                    if entry.is_dir():
+                        audit_tree(entry)
+                copy_volume(mountpoint, prefix)
+            except OSError as exc:
+                raise QualificationError(Code.INSTALL_FAILED, f"the disk image's volume cannot be copied: {exc}") \
+                    from exc
+            finally:
+                self._detach(mountpoint, prefix.parent)
+        finally:
+            shutil.rmtree(mountpoint, ignore_errors=True)
+
+    def _detach(self, mountpoint: Path, cwd: Path) -> None:
+        try:
+            run_tool(self._runner, detach_argv(mountpoint), cwd=cwd, what="hdiutil detach", timeout=_DETACH_TIMEOUT)
+        except QualificationError:
+            run_tool(self._runner, detach_argv(mountpoint, force=True), cwd=cwd, what="hdiutil detach -force",
+                     timeout=_DETACH_TIMEOUT)

@@ -1,0 +1,71 @@
+"""Kind ``msi`` (Windows): an administrative install (``msiexec /a``) into the prefix, with a verbose log.
+
+An administrative install lays the package's files out under TARGETDIR as
+an installation would, without registering the product, writing its
+registry keys or running the execute sequence's custom actions (only the
+rarely used admin sequence runs). ``/qn``: no user interface. msiexec parses
+its own command line, so the properties are written as it expects them
+(``TARGETDIR="C:\\path with spaces"``), one string, never argv-quoted. The
+log is written outside the prefix (not part of what was installed) and its
+tail quoted when msiexec fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path, PureWindowsPath
+
+from desktop_qualify.evidence_schemas import Code, QualificationError
+
+from ._installer_tools import ToolRunner, run_tool, run_tool_process
+
+
+def msiexec_path(system_root: str | None) -> str:
+    # The absolute System32 path, not a PATH lookup: Windows searches the current folder first.
+    return str(PureWindowsPath(system_root or r"C:\Windows") / "System32" / "msiexec.exe")
+
+
+def _quoted(path: Path | str) -> str:
+    text = str(path)
+    if '"' in text:
+        raise QualificationError(Code.INSTALL_FAILED, f"path {text[:120]!r} holds a double quote")
+    return f'"{text}"'
+
+
+def admin_install_command(msiexec: str, copy: Path, prefix: Path, log: Path) -> str:
+    return f"{_quoted(msiexec)} /a {_quoted(copy)} /qn TARGETDIR={_quoted(prefix)} /L*v {_quoted(log)}"
+
+
+def _log_tail(log: Path) -> str:
+    try:
+        raw = log.read_bytes()[-8192:]
+    except OSError:
+        return ""
+    # msiexec writes its log in UTF-16 LE with a byte-order mark.
+    text = raw.decode("utf-16-le", errors="replace") if raw[:2] == b"\xff\xfe" or b"\x00" in raw else \
+        raw.decode("utf-8", errors="replace")
+    return text[-800:].strip()
+
+
+class MsiInstaller:
+    kind = "msi"
+
+    def __init__(self, runner: ToolRunner = run_tool_process, system_root: str | None = None) -> None:
+        self._runner = runner
+        self._system_root = system_root
+
+    def install(self, copy: Path, prefix: Path) -> None:
+        logs = Path(tempfile.mkdtemp(prefix="qualify-msi-"))
+        log = logs / "msiexec.log"
+        msiexec = msiexec_path(self._system_root or os.environ.get("SYSTEMROOT"))
+        try:
+            run_tool(self._runner, admin_install_command(msiexec, copy, prefix, log), cwd=prefix.parent,
+                     what="msiexec /a")
+        except QualificationError as exc:
+            tail = _log_tail(log)
+            raise QualificationError(exc.code, f"{exc.message}; its log ends: {tail}" if tail else exc.message) \
+                from exc
+        finally:
+            shutil.rmtree(logs, ignore_errors=True)
