@@ -7,6 +7,18 @@ from typing import TYPE_CHECKING
 
 from desktop_qualify.qualify_runtime import lazy_attributes
 
+from ._app_contract import (
+    CONTRACT_VERSION,
+    INSTALLER_PLATFORMS,
+    INSTALLER_SUFFIXES,
+    AppCheck,
+    AppJourneyRecord,
+    AppProbeRecord,
+    AppStep,
+    BuildInfo,
+    DisplayKind,
+    InstallerKind,
+)
 from ._bounded import load_json, read_bounded
 from ._bundle import MAX_BUNDLE_MEMBERS, BundleFile, BundleManifest, BundlePath
 from ._canonical import canonical_bytes, sha256_hex
@@ -74,8 +86,10 @@ from ._statement import (
     Subject,
 )
 from ._types import (
+    APP_CODE_PATTERN,
     GIT_SHA_PATTERN,
     PLATFORMS,
+    AppCode,
     ErrnoName,
     GitSha,
     LayerName,
@@ -87,6 +101,18 @@ from ._types import (
 )
 
 __all__ = [
+    "APP_CODE_PATTERN",
+    "AppCode",
+    "CONTRACT_VERSION",
+    "INSTALLER_PLATFORMS",
+    "INSTALLER_SUFFIXES",
+    "AppCheck",
+    "AppJourneyRecord",
+    "AppProbeRecord",
+    "AppStep",
+    "BuildInfo",
+    "DisplayKind",
+    "InstallerKind",
     "AGGREGATE_PREDICATE_TYPE",
     "IN_TOTO_PAYLOAD_TYPE",
     "IN_TOTO_STATEMENT_TYPE",

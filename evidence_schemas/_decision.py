@@ -16,6 +16,7 @@ from ._limits import MAX_AUDIT_RUNS, MAX_LIST
 from ._predicates import RunIdentity
 from ._records import ArtifactRef
 from ._types import (
+    AppCode,
     Count,
     Excerpt,
     FileName,
@@ -26,7 +27,6 @@ from ._types import (
     Record,
     Sha256Hex,
     ShortText,
-    SkillCode,
     StepId,
     Text,
     Timestamp,
@@ -142,9 +142,9 @@ class StepCell(LateRecord):
     id: StepId
     required: bool
     expected: Literal["allow", "reject"]
-    expected_code: SkillCode | None
+    expected_code: AppCode | None
     observed: Literal["allow", "reject"] | None
-    observed_code: SkillCode | None
+    observed_code: AppCode | None
     outcome: Cell
     problem: Text | None = None
 

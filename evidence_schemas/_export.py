@@ -6,6 +6,7 @@ import json
 
 from pydantic import BaseModel
 
+from ._app_contract import AppJourneyRecord, AppProbeRecord, BuildInfo
 from ._bundle import BundleManifest
 from ._decision import AuditReport, ConsumerDecision
 from ._records import (
@@ -31,6 +32,10 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "install-record": InstallRecord,
     "launch-probe-record": LaunchProbeRecord,
     "journey-record": JourneyRecord,
+    # The app contract (docs/app-contract.md): what an app reads and writes.
+    "app-build-info": BuildInfo,
+    "app-probe-record": AppProbeRecord,
+    "app-journey-record": AppJourneyRecord,
 }
 
 

@@ -37,7 +37,7 @@ class RunIdentity(Record):
 
 
 class PlatformPredicate(Record):
-    version: Literal[1] = 1
+    version: Literal[2] = 2
     platform: Platform
     arch: ShortText
     run: RunIdentity

@@ -10,22 +10,22 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from ._app_contract import MAX_APP_LAYERS, MAX_CHECKS, AppCheck, DisplayKind, InstallerKind, IsolationLayer
 from ._limits import MAX_BUNDLE_TEXT, MAX_LIST
 from ._types import (
+    AppCode,
     Count,
     ErrnoName,
     Excerpt,
     FileName,
     GitSha,
     KeyId,
-    LayerName,
     Millis,
     Platform,
     Record,
     RelPath,
     Sha256Hex,
     ShortText,
-    SkillCode,
     StepId,
     Text,
     Timestamp,
@@ -66,10 +66,12 @@ class ArtifactRef(Record):
 
 class BuildRecord(Record):
     kind: Literal["build"] = "build"
-    version: Literal[1] = 1
+    version: Literal[2] = 2
     artifact: ArtifactRef
     build_sha: GitSha
     source_digest: Sha256Hex
+    # The policy's build argv, as written there (placeholders unexpanded): the command that ran.
+    command: Argv
     tools: dict[ShortText, ShortText] = Field(max_length=16)
     started_at: Timestamp
     duration_ms: Millis
@@ -120,9 +122,10 @@ class InstalledFile(Record):
 
 class InstallRecord(Record):
     kind: Literal["install"] = "install"
-    version: Literal[1] = 1
+    version: Literal[2] = 2
     artifact_sha256: Sha256Hex
-    method: ShortText
+    # The installer kind that installed it; the verifier requires the policy's kind for the platform.
+    method: InstallerKind
     file_count: Count
     total_bytes: Count
     manifest_sha256: Sha256Hex
@@ -133,33 +136,30 @@ class InstallRecord(Record):
     failure: Excerpt | None = None
 
 
-class IsolationLayer(Record):
-    """One layer of the worker's operating-system sandbox, as the worker reported it."""
-
-    name: LayerName
-    applied: bool
-    detail: Annotated[str, Field(max_length=120)]
-
-
-MAX_LAYERS = 16
+MAX_LAYERS = MAX_APP_LAYERS
+# One item of a command line as the policy writes it (placeholders unexpanded), recorded so the verifier
+# can hold the command that ran to the policy's.
+ArgvItem = Annotated[str, Field(min_length=1, max_length=1024)]
+Argv = Annotated[list[ArgvItem], Field(min_length=1, max_length=64)]
 
 
 class ProbeReport(Record):
-    """What the installed app said about itself (bounded, re-validated)."""
+    """What the installed app said about itself (its ``qualify-probe`` v2 record, bounded, re-validated)."""
 
     app_version: ShortText
     build_sha: GitSha
     platform: Platform
     executable_sha256: Sha256Hex
-    worker_entry_resolvable: bool
-    catalog_verified: bool
-    isolation_available: bool
+    checks: list[AppCheck] = Field(max_length=MAX_CHECKS)
     isolation_layers: list[IsolationLayer] = Field(max_length=MAX_LAYERS)
 
 
 class LaunchProbeRecord(Record):
     kind: Literal["launch-probe"] = "launch-probe"
-    version: Literal[1] = 1
+    version: Literal[2] = 2
+    # The policy's probe argv as written there, and the display it ran under.
+    command: Argv
+    display: DisplayKind
     exit_code: int | None
     timed_out: bool
     duration_ms: Millis
@@ -171,25 +171,28 @@ class LaunchProbeRecord(Record):
 
 
 class JourneyStep(Record):
+    """One step as the app (or its runner) observed it, and whether it meets the policy's step table."""
+
     id: StepId
-    expected: Literal["allow", "reject"]
-    expected_code: SkillCode | None
-    observed: Literal["allow", "reject"]
-    observed_code: SkillCode | None
-    passed: bool
-    detail: Annotated[str, Field(max_length=400)]
+    observed: Literal["allow", "reject", "error"]
+    code: AppCode | None
     # The kernel's refusal of a kernel-refusal step; None for every other step.
     errno: ErrnoName | None
+    detail: Annotated[str, Field(max_length=400)]
+    # The producer's verdict against the policy: a claim the verifier re-derives.
+    passed: bool
 
 
 class JourneyRecord(Record):
     kind: Literal["journey"] = "journey"
-    version: Literal[1] = 1
+    version: Literal[2] = 2
+    # The policy's journey argv as written there (the app's own subcommand or a runner), and the display.
+    command: Argv
+    display: DisplayKind
     exit_code: int | None
     timed_out: bool
     duration_ms: Millis
     app_build_sha: GitSha | None
-    host_pid: Count | None
     steps: list[JourneyStep] = Field(max_length=MAX_LIST)
     required_steps: list[StepId] = Field(max_length=MAX_LIST)
     missing_steps: list[StepId] = Field(max_length=MAX_LIST)

@@ -32,7 +32,9 @@ RelPath = Annotated[str, Field(pattern=r"^[^/\\\x00][^\\\x00]{0,511}$"), AfterVa
 Count = Annotated[int, Field(ge=0, le=2**53)]
 Millis = Annotated[int, Field(ge=0, le=7 * 24 * 3600 * 1000)]
 StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
-SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
+# An app's stable refusal code as evidence holds it; each policy narrows it with its own ``[app.codes] pattern``.
+APP_CODE_PATTERN = r"^[A-Z][A-Z0-9_]{1,79}$"
+AppCode = Annotated[str, Field(pattern=APP_CODE_PATTERN)]
 # An isolation layer's name as the app reports it (``no-new-privs``, ``landlock-fs``, ``sandbox-exec``...).
 LayerName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
 # A POSIX errno name (``EACCES``, ``EPERM``), as the kernel refused a journey step's operation.

@@ -31,14 +31,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import get_args
 
-from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, DisplayKind, QualificationError
 
 from ._tree_guard import TreeGuard
 
-DisplayKind = Literal["xvfb", "offscreen", "none"]
-DISPLAY_KINDS: tuple[DisplayKind, ...] = ("xvfb", "offscreen", "none")
+DISPLAY_KINDS: tuple[str, ...] = get_args(DisplayKind)
 
 # Xvfb is up in well under a second; a loaded two-core runner gets ample room, a wedged one a bounded wait.
 START_TIMEOUT = 20.0
@@ -144,3 +143,6 @@ def display_env(kind: DisplayKind, *, platform: str = sys.platform) -> Iterator[
     else:
         raise QualificationError(Code.POLICY_INVALID, f"unknown display kind {kind!r}; "
                                                       f"one of {', '.join(DISPLAY_KINDS)}")
+
+
+__all__ = ["DISPLAY_KINDS", "display_env", "xvfb_display"]

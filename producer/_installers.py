@@ -24,9 +24,9 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, Protocol
+from typing import Protocol
 
-from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 from desktop_qualify.qualify_archive import audit_tree
 
 from ._installer_appimage import AppImageInstaller
@@ -36,9 +36,6 @@ from ._installer_dmg import DmgInstaller
 from ._installer_msi import MsiInstaller
 from ._installer_nsis import NsisInstaller
 from ._installer_pkg import PkgInstaller
-
-InstallerKind = Literal["archive", "deb", "appimage", "dmg", "pkg", "msi", "nsis"]
-
 
 class Installer(Protocol):
     @property
@@ -59,7 +56,7 @@ def _discard(prefix: Path) -> None:
     shutil.rmtree(prefix, ignore_errors=True)
 
 
-def install_with(kind: str, copy: Path, prefix: Path, *,
+def install_with(kind: InstallerKind | str, copy: Path, prefix: Path, *,
                  installers: Mapping[str, Installer] = INSTALLERS) -> str:
     """Install the private copy ``copy`` into ``prefix`` (made here, or fresh and empty); return the method recorded.
 
@@ -82,3 +79,6 @@ def install_with(kind: str, copy: Path, prefix: Path, *,
         _discard(prefix)
         raise
     return installer.kind
+
+
+__all__ = ["INSTALLERS", "Installer", "install_with"]

@@ -112,6 +112,10 @@ def _required(file: PolicyFile, where: str) -> tuple[Platform, ...]:
         name: Platform = host_platform() if choice == "host" else choice
         if name in resolved:
             raise QualificationError(Code.POLICY_INVALID, f"{where}: platform {name!r} is required twice")
+        missing = file.app.missing_for(name)
+        if missing:
+            raise QualificationError(Code.POLICY_INVALID, f"{where}: platform {name!r} is required, but the policy "
+                                                          f"has no {' and no '.join(missing)}")
         resolved.append(name)
     return tuple(p for p in PLATFORMS if p in resolved)
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from desktop_qualify.evidence_schemas import ErrnoName, LayerName, Record
+from desktop_qualify.evidence_schemas import AppCode, ErrnoName, LayerName, Record
 from pydantic import Field, model_validator
+
+from ._app import AppPolicy
 
 _Name = Annotated[str, Field(min_length=1, max_length=256)]
 _RelPath = Annotated[str, Field(min_length=1, max_length=512)]
 _StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
-_SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
 PlatformChoice = Literal["linux", "macos", "windows", "host"]
 SigningState = Literal["unsigned", "signed", "notarized"]
 
@@ -84,12 +85,6 @@ class SourcePolicy(Record):
     require_clean_worktree: bool
 
 
-class ArtifactPolicy(Record):
-    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
-    app_source: _RelPath
-    spec: _RelPath
-
-
 class PlatformPolicy(Record):
     required: list[PlatformChoice] = Field(min_length=1, max_length=3)
 
@@ -97,13 +92,13 @@ class PlatformPolicy(Record):
 class StepExpectation(Record):
     """What one required journey step must show: the policy's, never the app's, idea of the step.
 
-    A step that must refuse names the exact ``CC_SKILL_*`` code; an allow path
-    names none. The app's journey cannot weaken this: the verifier compares the
+    A step that must refuse names the exact refusal code (matching the policy's
+    ``[app.codes] pattern``); an allow path names none. The app's journey cannot weaken this: the verifier compares the
     observed outcome with this, whatever the record says it expected.
     """
 
     expect: Literal["allow", "reject"]
-    code: _SkillCode | None = None
+    code: AppCode | None = None
     # A step the operating system must refuse names the errno names it may refuse with; the step's
     # recorded errno must be one of them. A step without this list must record no errno.
     errno: list[ErrnoName] | None = Field(default=None, min_length=1, max_length=4)
@@ -111,7 +106,7 @@ class StepExpectation(Record):
     @model_validator(mode="after")
     def _code_iff_reject(self) -> StepExpectation:
         if self.expect == "reject" and self.code is None:
-            raise ValueError("a step that must refuse names the CC_SKILL_* code it must refuse with")
+            raise ValueError("a step that must refuse names the code it must refuse with")
         if self.expect == "allow" and (self.code is not None or self.errno is not None):
             raise ValueError("an allow step names no refusal code and no errno")
         return self
@@ -152,17 +147,29 @@ class LimitsPolicy(Record):
 
 
 class PolicyFile(Record):
-    version: Literal[1]
+    # 2: the app contract version 2 (docs/app-contract.md): [app] replaces [artifact].
+    version: Literal[2]
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
     producer: ProducerIdentity
     trust: Ed25519Trust | SigstoreTrust = Field(discriminator="mode")
     source: SourcePolicy
-    artifact: ArtifactPolicy
+    app: AppPolicy
     platforms: PlatformPolicy
     journey: JourneyPolicy
-    isolation: IsolationPolicy
+    # Optional: an app with no sandbox of its own names none; where present it fails closed.
+    isolation: IsolationPolicy | None = None
     signing: SigningPolicy
     limits: LimitsPolicy
+
+    @model_validator(mode="after")
+    def _codes_match_the_apps_pattern(self) -> PolicyFile:
+        pattern = self.app.codes.compiled
+        wrong = [step for step, want in self.journey.steps.items()
+                 if want.code is not None and not pattern.fullmatch(want.code)]
+        if wrong:
+            raise ValueError(f"step(s) {', '.join(wrong[:5])} name a code outside [app.codes] pattern "
+                             f"{self.app.codes.pattern!r}")
+        return self
 
     @model_validator(mode="after")
     def _signers_iff_sigstore(self) -> PolicyFile:

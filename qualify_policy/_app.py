@@ -1,0 +1,196 @@
+"""The policy's ``[app]`` section: how to build, install, probe and walk one app (docs/app-contract.md).
+
+Everything the app brings is named here as data: argv lists (no shell) with a
+closed set of placeholders, per-platform output globs and installer kinds, the
+probe checks that must pass and the refusal-code pattern. None of it can loosen
+what the verifier checks; it only says what this app's evidence must show.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import PurePosixPath
+from typing import Annotated, Generic, TypeVar
+
+from desktop_qualify.evidence_schemas import (
+    INSTALLER_PLATFORMS,
+    DisplayKind,
+    InstallerKind,
+    Platform,
+    Record,
+)
+from pydantic import AfterValidator, Field, model_validator
+
+# Placeholders each command may use; anything else in braces is refused, so a typo cannot pass as text.
+BUILD_PLACEHOLDERS = frozenset({"python", "out", "source"})
+RUN_PLACEHOLDERS = frozenset({"python", "source", "executable", "record"})
+_PLACEHOLDER = re.compile(r"\{([a-z]+)\}")
+DEFAULT_CODE_PATTERN = r"^[A-Z][A-Z0-9_]{2,64}$"
+# Environment names a build may be given on top of the allow-list must never carry a credential.
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
+_RESERVED_PREFIXES = ("ACTIONS_", "GITHUB_", "QUALIFY_", "SIGSTORE_", "RUNNER_")
+
+
+def _placeholders(item: str) -> list[str]:
+    names = _PLACEHOLDER.findall(item)
+    if _PLACEHOLDER.sub("", item).count("{") or _PLACEHOLDER.sub("", item).count("}"):
+        raise ValueError(f"argv item {item[:80]!r} has a brace that is not a placeholder")
+    return names
+
+
+def _argv_checker(allowed: frozenset[str]) -> AfterValidator:
+    def check(argv: list[str]) -> list[str]:
+        for item in argv:
+            unknown = sorted(set(_placeholders(item)) - allowed)
+            if unknown:
+                raise ValueError(f"unknown placeholder(s) {', '.join(unknown)} in {item[:80]!r}; this command "
+                                 f"may use {', '.join('{' + p + '}' for p in sorted(allowed))}")
+        return argv
+    return AfterValidator(check)
+
+
+_ArgvItem = Annotated[str, Field(min_length=1, max_length=1024)]
+BuildArgv = Annotated[list[_ArgvItem], Field(min_length=1, max_length=64), _argv_checker(BUILD_PLACEHOLDERS)]
+RunArgv = Annotated[list[_ArgvItem], Field(min_length=1, max_length=64), _argv_checker(RUN_PLACEHOLDERS)]
+
+
+def _relative_posix(value: str) -> str:
+    path = PurePosixPath(value)
+    if path.is_absolute() or ".." in path.parts or "\\" in value or "\x00" in value or value != path.as_posix():
+        raise ValueError(f"{value[:80]!r} must be a plain relative POSIX path without '..'")
+    return value
+
+
+_RelativePath = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_relative_posix)]
+_Glob = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^/\\\x00]+$")]
+
+
+def _no_secret_name(name: str) -> str:
+    upper = name.upper()
+    if any(word in upper for word in _SECRET_WORDS) or upper.startswith(_RESERVED_PREFIXES):
+        raise ValueError(f"{name!r} looks like a secret, a token or the pipeline's own variable; a build is code "
+                         "of the artifact under qualification and never gets one")
+    return name
+
+
+_EnvName = Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]{0,63}$"), AfterValidator(_no_secret_name)]
+_ToolName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
+_CheckName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
+
+T = TypeVar("T")
+
+
+class PerPlatform(Record, Generic[T]):
+    """One value per platform; a platform the policy requires must have one (checked when loading)."""
+
+    linux: T | None = None
+    macos: T | None = None
+    windows: T | None = None
+
+    def get(self, platform: Platform) -> T | None:
+        value: T | None = getattr(self, platform)
+        return value
+
+
+class BuildPolicy(Record):
+    argv: BuildArgv
+    env: list[_EnvName] = Field(default_factory=list, max_length=32)
+    # Tool name -> the argv that prints its version (first line of stdout, recorded in the build record).
+    tools: dict[_ToolName, BuildArgv] = Field(default_factory=dict, max_length=8)
+    # Per platform: one glob under {out} that must match exactly one file, the artifact.
+    outputs: PerPlatform[_Glob]
+
+
+class InstallTarget(Record):
+    kind: InstallerKind
+    # The executable's path inside the installed prefix (``Notepad.app/Contents/MacOS/Notepad`` is fine).
+    executable: _RelativePath
+
+
+class InstallPolicy(PerPlatform[InstallTarget]):
+    @model_validator(mode="after")
+    def _kinds_fit_their_platforms(self) -> InstallPolicy:
+        for platform in ("linux", "macos", "windows"):
+            target = getattr(self, platform)
+            if target is not None and platform not in INSTALLER_PLATFORMS[target.kind]:
+                raise ValueError(f"installer kind {target.kind!r} does not install on {platform}")
+        return self
+
+
+class ProbePolicy(Record):
+    argv: RunArgv
+    # The named checks the probe must report, each passed; the app may report more, never fewer.
+    require: list[_CheckName] = Field(default_factory=list, max_length=32)
+
+    @model_validator(mode="after")
+    def _each_check_once(self) -> ProbePolicy:
+        if len(set(self.require)) != len(self.require):
+            raise ValueError("[app.probe] require names a check twice")
+        return self
+
+
+class JourneyCommand(Record):
+    # The app's own subcommand (argv[0] = "{executable}") or a runner from the exported source.
+    argv: RunArgv
+
+    @property
+    def is_runner(self) -> bool:
+        return self.argv[0] != "{executable}"
+
+
+class DisplayPolicy(PerPlatform[DisplayKind]):
+    @model_validator(mode="after")
+    def _xvfb_is_linux_only(self) -> DisplayPolicy:
+        for platform in ("macos", "windows"):
+            if getattr(self, platform) == "xvfb":
+                raise ValueError(f"{platform} runners have a desktop; Xvfb is for Linux")
+        return self
+
+    def kind(self, platform: Platform) -> DisplayKind:
+        return self.get(platform) or "none"
+
+
+def _anchored_regex(value: str) -> str:
+    if not (value.startswith("^") and value.endswith("$")):
+        raise ValueError("the refusal-code pattern must be anchored: ^...$")
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"the refusal-code pattern does not compile: {exc}") from None
+    return value
+
+
+class CodesPolicy(Record):
+    pattern: Annotated[str, Field(min_length=2, max_length=200), AfterValidator(_anchored_regex)] = \
+        DEFAULT_CODE_PATTERN
+
+    @cached_property
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+
+class AppPolicy(Record):
+    # A label: it names the artifact file (with the commit, platform and architecture), nothing else.
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
+    # The app's folder in the committed tree, relative to the policy file.
+    source: Annotated[str, Field(min_length=1, max_length=512)]
+    build: BuildPolicy
+    install: InstallPolicy
+    probe: ProbePolicy
+    journey: JourneyCommand
+    display: DisplayPolicy = Field(default_factory=DisplayPolicy)
+    codes: CodesPolicy = Field(default_factory=CodesPolicy)
+
+    def missing_for(self, platform: Platform) -> list[str]:
+        """The per-platform entries a required platform lacks (empty when the app can be qualified there)."""
+        missing = []
+        if self.build.outputs.get(platform) is None:
+            missing.append(f"[app.build.outputs] {platform}")
+        if self.install.get(platform) is None:
+            missing.append(f"[app.install] {platform}")
+        return missing
+
+
+__all__ = ["AppPolicy", "BuildPolicy", "CodesPolicy", "DisplayPolicy", "InstallTarget", "JourneyCommand",
+           "ProbePolicy"]
