@@ -22,6 +22,8 @@ nox.options.reuse_existing_virtualenvs = False
 ROOT = Path(__file__).parent
 OUT = ROOT / "qualification-out"
 LOCAL_POLICY = "policies/local.toml"
+EXAMPLE_POLICY = "examples/qt-notes/policy.toml"
+EXAMPLE_OUT = ROOT / "qualification-out-example"
 
 
 def _host_platform() -> str:
@@ -51,7 +53,8 @@ def _network_cut() -> list[str]:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite, including the end-to-end chain on the real PyInstaller bundle, with the network cut."""
-    session.install("-e", ".[dev]")
+    # The example app's toolkit too: the suite qualifies it end to end, with the network cut.
+    session.install("-e", ".[dev,example]")
     prefix = _network_cut()
     session.log("running the tests with no network but loopback" if prefix else
                 "no network namespace available here: running the tests with the network up")
@@ -87,12 +90,10 @@ def schemas(session: nox.Session) -> None:
     session.run("qualify", "schemas", "--out", "schemas")
 
 
-@nox.session
-def qualify(session: nox.Session) -> None:
-    """The full local qualification on this machine's platform (local Ed25519 keys)."""
-    session.install(".")
-    shutil.rmtree(OUT, ignore_errors=True)
-    evidence, artifacts = OUT / "evidence", OUT / "artifacts"
+def _local_chain(session: nox.Session, policy: str, out: Path) -> None:
+    """keygen, produce (this host's platform), aggregate and verify under ``policy``, into ``out``."""
+    shutil.rmtree(out, ignore_errors=True)
+    evidence, artifacts = out / "evidence", out / "artifacts"
     platform = _host_platform()
     run_id = f"local-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
     timings: list[tuple[str, float]] = []
@@ -102,15 +103,32 @@ def qualify(session: nox.Session) -> None:
         session.run("qualify", *args, env={"QUALIFY_RUN_ID": run_id})
         timings.append((name, time.monotonic() - started))
 
-    step("keygen", "keygen", "--policy", LOCAL_POLICY)
-    step(f"produce {platform}", "produce", "--policy", LOCAL_POLICY, "--platform", platform, "--out", str(OUT))
-    step("aggregate", "aggregate", "--policy", LOCAL_POLICY, "--evidence", str(evidence), "--out", str(evidence))
+    step("keygen", "keygen", "--policy", policy)
+    step(f"produce {platform}", "produce", "--policy", policy, "--platform", platform, "--out", str(out))
+    step("aggregate", "aggregate", "--policy", policy, "--evidence", str(evidence), "--out", str(evidence))
     candidate = [arg for path in sorted(artifacts.iterdir()) for arg in ("--artifact", str(path))]
-    step("verify", "verify", "--policy", LOCAL_POLICY, "--evidence", str(evidence), *candidate,
-         "--json", str(OUT / "decision.json"), "--summary", str(OUT / "summary.md"))
+    step("verify", "verify", "--policy", policy, "--evidence", str(evidence), *candidate,
+         "--json", str(out / "decision.json"), "--summary", str(out / "summary.md"))
     for name, seconds in timings:
         session.log(f"{name:<16} {seconds:6.1f}s")
     session.log(f"QUALIFIED: evidence in {evidence}, artifacts in {artifacts}")
+
+
+@nox.session
+def qualify(session: nox.Session) -> None:
+    """The full local qualification on this machine's platform (local Ed25519 keys)."""
+    session.install(".")
+    _local_chain(session, LOCAL_POLICY, OUT)
+
+
+@nox.session(name="qualify-example")
+def qualify_example(session: nox.Session) -> None:
+    """The same local chain on the second example app (examples/qt-notes): a Qt GUI, its own build, a .deb.
+
+    Linux only (a Debian package); needs dpkg-deb and Xvfb (Debian: apt-get install xvfb).
+    """
+    session.install(".[example]")
+    _local_chain(session, EXAMPLE_POLICY, EXAMPLE_OUT)
 
 
 @nox.session
@@ -161,7 +179,8 @@ GITHUB_OUT = ROOT / "qualification-out-github"
 @nox.session(name="qualify-github-offline")
 def qualify_github_offline(session: nox.Session) -> None:
     """The whole GitHub-mode chain offline: loopback GitHub emulator, test Sigstore instance, real producer."""
-    session.install("-e", ".[dev]")
+    # The example app's toolkit too: the suite qualifies it end to end, with the network cut.
+    session.install("-e", ".[dev,example]")
     prefix = _network_cut()
     session.log("running with no network but loopback" if prefix else
                 "no network namespace available here: running with the network up (nothing reaches it)")

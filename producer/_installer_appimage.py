@@ -19,7 +19,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 from desktop_qualify.qualify_archive import MAX_MEMBERS
 
 from ._installer_tools import ToolRunner, require_tool, run_tool, run_tool_process
@@ -85,7 +85,7 @@ def check_listing(listing: str) -> int:
 
 
 class AppImageInstaller:
-    kind = "appimage"
+    kind: InstallerKind = "appimage"
 
     def __init__(self, runner: ToolRunner = run_tool_process) -> None:
         self._runner = runner

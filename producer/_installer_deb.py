@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 from desktop_qualify.qualify_archive import audit_tar_listing
 
 from ._installer_tools import TOOL_TIMEOUT, ToolRunner, require_tool, run_tool, run_tool_process
@@ -78,7 +78,7 @@ def audit_listing(dpkg_deb: str, copy: Path, *, timeout: float = TOOL_TIMEOUT) -
 
 
 class DebInstaller:
-    kind = "deb"
+    kind: InstallerKind = "deb"
 
     def __init__(self, runner: ToolRunner = run_tool_process) -> None:
         self._runner = runner

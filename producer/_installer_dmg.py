@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 from desktop_qualify.qualify_archive import audit_tree
 
 from ._installer_tools import ToolRunner, run_tool, run_tool_process
@@ -50,7 +50,7 @@ def copy_volume(volume: Path, prefix: Path) -> None:
 
 
 class DmgInstaller:
-    kind = "dmg"
+    kind: InstallerKind = "dmg"
 
     def __init__(self, runner: ToolRunner = run_tool_process) -> None:
         self._runner = runner

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path, PureWindowsPath
 
-from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 
 from ._installer_tools import ToolRunner, run_tool, run_tool_process
 
@@ -50,7 +50,7 @@ def _log_tail(log: Path) -> str:
 
 
 class MsiInstaller:
-    kind = "msi"
+    kind: InstallerKind = "msi"
 
     def __init__(self, runner: ToolRunner = run_tool_process, system_root: str | None = None) -> None:
         self._runner = runner

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 
 from ._installer_tools import ToolRunner, run_tool, run_tool_process
 
@@ -29,7 +29,7 @@ def silent_install_command(copy: Path, prefix: Path) -> str:
 
 
 class NsisInstaller:
-    kind = "nsis"
+    kind: InstallerKind = "nsis"
 
     def __init__(self, runner: ToolRunner = run_tool_process) -> None:
         self._runner = runner

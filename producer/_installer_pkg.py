@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from desktop_qualify.evidence_schemas import InstallerKind
+
 from ._installer_tools import ToolRunner, run_tool, run_tool_process
 
 PKGUTIL = "/usr/sbin/pkgutil"
@@ -21,7 +23,7 @@ def expand_argv(copy: Path, prefix: Path) -> list[str]:
 
 
 class PkgInstaller:
-    kind = "pkg"
+    kind: InstallerKind = "pkg"
 
     def __init__(self, runner: ToolRunner = run_tool_process) -> None:
         self._runner = runner

@@ -37,9 +37,9 @@ from ._installer_msi import MsiInstaller
 from ._installer_nsis import NsisInstaller
 from ._installer_pkg import PkgInstaller
 
+
 class Installer(Protocol):
-    @property
-    def kind(self) -> str: ...
+    kind: InstallerKind
 
     def install(self, copy: Path, prefix: Path) -> None: ...
 
@@ -57,7 +57,7 @@ def _discard(prefix: Path) -> None:
 
 
 def install_with(kind: InstallerKind | str, copy: Path, prefix: Path, *,
-                 installers: Mapping[str, Installer] = INSTALLERS) -> str:
+                 installers: Mapping[str, Installer] = INSTALLERS) -> InstallerKind:
     """Install the private copy ``copy`` into ``prefix`` (made here, or fresh and empty); return the method recorded.
 
     Nothing remains at ``prefix`` after a refusal.
@@ -81,4 +81,4 @@ def install_with(kind: InstallerKind | str, copy: Path, prefix: Path, *,
     return installer.kind
 
 
-__all__ = ["INSTALLERS", "Installer", "install_with"]
+__all__ = ["INSTALLERS", "ArchiveInstaller", "Installer", "install_with"]
