@@ -42,7 +42,7 @@ INSTALLERS: Mapping[str, Installer] = MappingProxyType({
 })
 
 
-def install_with(kind: InstallerKind, copy: Path, prefix: Path) -> str:
+def install_with(kind: InstallerKind, copy: Path, prefix: Path) -> InstallerKind:
     """Install with the adapter of ``kind``; returns the method the install record names (the kind)."""
     installer = INSTALLERS.get(kind)
     if installer is None:
