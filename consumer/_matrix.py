@@ -63,8 +63,9 @@ def _observed(p: PlatformPredicate, exp: Expectations) -> dict[Check, str]:
                    + (f"; failure: {inst.failure}" if inst.failure else ""),
         "probe": ("timed out" if probe.timed_out else f"exit {probe.exit_code}")
                  + ("; no report" if report is None else f"; version {report.app_version}, build "
-                                                         f"{report.build_sha[:12]}, isolation "
-                                                         f"{'available' if report.isolation_available else 'absent'}"),
+                                                         f"{report.build_sha[:12]}, checks passed "
+                                                         f"{sum(c.passed for c in report.checks)}/"
+                                                         f"{len(report.checks)}"),
         "journey": ("timed out" if journey.timed_out else f"exit {journey.exit_code}")
                    + f"; {len(journey.steps)} step(s) reported",
         "candidate": "checked against the presented file",
@@ -90,12 +91,12 @@ def _steps(p: PlatformPredicate, exp: Expectations) -> list[StepCell]:
     for step_id, want in exp.steps.items():
         got = reported.get(step_id)
         out.append(StepCell(id=step_id, required=True, expected=want.expect, expected_code=want.code,
-                            observed=got.observed if got else None, observed_code=got.observed_code if got else None,
+                            observed=got.observed if got else None, observed_code=got.code if got else None,
                             outcome=outcome(step_id), problem=problem(step_id)))
     for step in j.steps:
         if step.id not in exp.steps and step.id not in {s.id for s in out}:
-            out.append(StepCell(id=step.id, required=False, expected=step.expected, expected_code=step.expected_code,
-                                observed=step.observed, observed_code=step.observed_code,
+            out.append(StepCell(id=step.id, required=False, expected=None, expected_code=None,
+                                observed=step.observed, observed_code=step.code,
                                 outcome=outcome(step.id), problem=problem(step.id)))
     return out
 

@@ -144,7 +144,10 @@ def reason_codes(decision: ConsumerDecision) -> list[str]:
     return list(dict.fromkeys(r.code.value for r in decision.reasons))
 
 
-def expectation(expected: str, code: str | None) -> str:
+def expectation(expected: str | None, code: str | None) -> str:
+    """The policy's requirement (or an observation) in a few words; None: the policy does not judge the step."""
+    if expected is None:
+        return "not required"
     return f"{expected} {code}" if code else expected
 
 

@@ -18,6 +18,7 @@ from ._app_contract import (
     BuildInfo,
     DisplayKind,
     InstallerKind,
+    IsolationLayer,
 )
 from ._bounded import load_json, read_bounded
 from ._bundle import MAX_BUNDLE_MEMBERS, BundleFile, BundleManifest, BundlePath
@@ -49,9 +50,9 @@ from ._limits import (
 from ._naming import (
     STATEMENT_SUFFIXES,
     aggregate_file_name,
-    archive_suffix,
     artifact_file_name,
-    executable_path,
+    artifact_stem,
+    installer_suffix,
     is_evidence_file_name,
     platform_file_name,
 )
@@ -62,7 +63,6 @@ from ._records import (
     BuildRecord,
     InstalledFile,
     InstallRecord,
-    IsolationLayer,
     JourneyRecord,
     JourneyStep,
     LaunchProbeRecord,
@@ -186,11 +186,11 @@ __all__ = [
     "sha256_hex",
     "validate_model",
     "aggregate_file_name",
-    "archive_suffix",
+    "artifact_stem",
     "platform_file_name",
     "is_evidence_file_name",
     "artifact_file_name",
-    "executable_path",
+    "installer_suffix",
     "utc_now",
 ]
 

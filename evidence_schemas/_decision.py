@@ -135,15 +135,15 @@ class CheckCell(LateRecord):
 class StepCell(LateRecord):
     """One journey step on one platform, judged against the policy by the verifier's own rule.
 
-    ``expected`` is the policy's requirement (the app's own expectation for a step the policy does not
-    require); ``observed`` is None when the step was not reported.
+    ``expected`` is the policy's requirement (None for a step the policy does not require: the app never
+    states expectations); ``observed`` is None when the step was not reported.
     """
 
     id: StepId
     required: bool
-    expected: Literal["allow", "reject"]
+    expected: Literal["allow", "reject"] | None
     expected_code: AppCode | None
-    observed: Literal["allow", "reject"] | None
+    observed: Literal["allow", "reject", "error"] | None
     observed_code: AppCode | None
     outcome: Cell
     problem: Text | None = None

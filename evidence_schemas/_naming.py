@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import re
 
+from ._app_contract import INSTALLER_SUFFIXES
+
 # Each trust mode's statement files end so: a DSSE envelope (local Ed25519), a Sigstore bundle (GitHub).
 STATEMENT_SUFFIXES = {"ed25519": ".dsse.json", "sigstore": ".sigstore.json"}
 _PLATFORM_FILE = re.compile(r"^platform-([a-z0-9]{1,16})(\.[a-z0-9.]{1,24})$")
 
 
-def archive_suffix(platform: str) -> str:
-    """A Windows bundle ships as a zip, the others as a reproducible tar.gz."""
-    return ".zip" if platform == "windows" else ".tar.gz"
+def artifact_stem(app: str, sha: str, platform: str, arch: str) -> str:
+    """The artifact's name without its ending: app, commit, platform and architecture."""
+    return f"{app}-{sha[:12]}-{platform}-{arch}"
 
 
-def artifact_file_name(app: str, sha: str, platform: str, arch: str) -> str:
-    """The archive a producer job builds: app, commit, platform and architecture, all in the name."""
-    return f"{app}-{sha[:12]}-{platform}-{arch}{archive_suffix(platform)}"
+def artifact_file_name(app: str, sha: str, platform: str, arch: str, suffix: str) -> str:
+    """The artifact a producer job releases; ``suffix`` is the build output's ending (one its installer kind has)."""
+    return artifact_stem(app, sha, platform, arch) + suffix
 
 
-def executable_path(app: str, platform: str) -> str:
-    """The app's executable relative to the install prefix (the bundle folder is named for the app)."""
-    return f"{app}/{app}.exe" if platform == "windows" else f"{app}/{app}"
+def installer_suffix(kind: str, file_name: str) -> str | None:
+    """The ending of ``file_name`` that an artifact of installer ``kind`` may have (the longest), or None."""
+    endings = [suffix for suffix in INSTALLER_SUFFIXES.get(kind, ()) if file_name.endswith(suffix)]
+    return max(endings, key=len) if endings else None
 
 
 def platform_file_name(platform: str, suffix: str) -> str:

@@ -1,91 +1,59 @@
-"""The reference app's own output, parsed as the untrusted input it is.
+"""The record an app (or its journey runner) writes, read as the untrusted input it is (docs/app-contract.md).
 
-The shapes here are the app's command-line contract (its `probe` and `journey`
-commands print one line of JSON). They are validated strictly and bounded,
-then copied into the evidence records.
+The producer names a file (``{record}``, also ``QUALIFY_RECORD``) in a folder of
+its own; the app writes one JSON object there. Never stdout: a runner's logs and
+a test tool's output go to stdout freely. The file must be a regular file (a
+link is refused, not followed), bounded, and strictly valid against the
+contract's models before anything of it reaches a record.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeVar
+import os
+import stat
+from pathlib import Path
+from typing import TypeVar
 
 from desktop_qualify.evidence_schemas import (
     MAX_APP_OUTPUT_BYTES,
-    MAX_LIST,
-    ErrnoName,
-    GitSha,
+    Code,
     JsonBounds,
-    LayerName,
-    Record,
-    Sha256Hex,
+    QualificationError,
     load_json,
     validate_model,
 )
-from pydantic import BaseModel, Field
-
-_Short = Annotated[str, Field(min_length=1, max_length=256)]
-_StepId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
-_SkillCode = Annotated[str, Field(pattern=r"^CC_SKILL_[A-Z_]{1,64}$")]
-
-
-class AppLayer(Record):
-    name: LayerName
-    applied: bool
-    detail: Annotated[str, Field(max_length=120)]
-
-
-class AppError(Record):
-    """What the app prints when it refuses (exit 3): its stable code and a bounded message."""
-
-    kind: Literal["skillhost-error"]
-    version: Literal[1]
-    code: _SkillCode
-    message: Annotated[str, Field(max_length=300)]
-
-
-class AppProbe(Record):
-    kind: Literal["skillhost-probe"]
-    version: Literal[1]
-    app_version: _Short
-    build_sha: GitSha
-    built_at: _Short
-    platform: Literal["linux", "macos", "windows"]
-    frozen: bool
-    executable_sha256: Sha256Hex
-    worker_entry_resolvable: bool
-    catalog_verified: bool
-    isolation_available: bool
-    isolation_layers: list[AppLayer] = Field(max_length=16)
-
-
-class AppJourneyStep(Record):
-    id: _StepId
-    expected: Literal["allow", "reject"]
-    expected_code: _SkillCode | None
-    observed: Literal["allow", "reject"]
-    observed_code: _SkillCode | None
-    passed: bool
-    detail: Annotated[str, Field(max_length=400)]
-    errno: ErrnoName | None
-
-
-class AppJourney(Record):
-    kind: Literal["skillhost-journey"]
-    version: Literal[1]
-    app_version: _Short
-    build_sha: GitSha
-    platform: Literal["linux", "macos", "windows"]
-    host_pid: Annotated[int, Field(ge=0)]
-    duration_ms: Annotated[int, Field(ge=0)]
-    passed: bool
-    steps: list[AppJourneyStep] = Field(max_length=MAX_LIST)
-    isolation_layers: list[AppLayer] = Field(max_length=16)
-
+from desktop_qualify.qualify_files import NOFOLLOW
+from pydantic import BaseModel
 
 M = TypeVar("M", bound=BaseModel)
+# Non-blocking: a fifo planted at the record's path must not hang the producer on open (POSIX).
+_OPEN_FLAGS = os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
+RECORD_BOUNDS = JsonBounds(max_bytes=MAX_APP_OUTPUT_BYTES, max_depth=8)
 
 
-def parse_app_output(model: type[M], stdout: bytes, *, what: str) -> M:
-    """One line of JSON, bounded, strictly validated; raises QualificationError."""
-    bounds = JsonBounds(max_bytes=MAX_APP_OUTPUT_BYTES, max_depth=8)
-    return validate_model(model, load_json(stdout.strip(), what=what, bounds=bounds), what=what)
+def parse_app_record(model: type[M], data: bytes, *, what: str) -> M:
+    """One JSON object, bounded, strictly validated; raises QualificationError."""
+    return validate_model(model, load_json(data.strip(), what=what, bounds=RECORD_BOUNDS), what=what)
+
+
+def read_app_record(path: Path, *, what: str) -> bytes:
+    """The bytes of the record file: a regular file at most MAX_APP_OUTPUT_BYTES long, opened without following."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError as exc:
+        raise QualificationError(Code.EVIDENCE_MISSING, f"{what}: the app wrote no record to {path.name}") from exc
+    except OSError as exc:
+        raise QualificationError(Code.EVIDENCE_UNEXPECTED, f"{what}: the record {path.name} cannot be opened as a "
+                                                           f"file ({exc.strerror or exc})") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise QualificationError(Code.EVIDENCE_UNEXPECTED, f"{what}: the record is not a regular file")
+        data = handle.read(MAX_APP_OUTPUT_BYTES + 1)
+    if len(data) > MAX_APP_OUTPUT_BYTES:
+        raise QualificationError(Code.EVIDENCE_TOO_LARGE, f"{what}: the record is larger than "
+                                                          f"{MAX_APP_OUTPUT_BYTES} bytes")
+    return data
+
+
+def load_app_record(model: type[M], path: Path, *, what: str) -> M:
+    return parse_app_record(model, read_app_record(path, what=what), what=what)

@@ -1,45 +1,55 @@
-"""The build stage: the committed app source, PyInstaller, OS signing, one archive.
+"""The build stage: the committed app source, the team's own build command, OS signing, one artifact.
 
 The app is built from ``git archive`` of the gated commit, never from the work
-tree, so the artifact's bytes come from exactly the SHA the evidence names.
+tree, so the artifact's bytes come from exactly the SHA the evidence names. The
+build is the policy's argv (no shell), run in the exported app folder with an
+allow-listed environment; its output is the one file the platform's glob
+matches under an empty folder of the producer's (docs/app-contract.md).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import os
 import platform as _platform
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
     ArtifactRef,
+    BuildInfo,
     BuildRecord,
     Code,
+    InstallerKind,
+    Platform,
     QualificationError,
     artifact_file_name,
+    installer_suffix,
     utc_now,
 )
-from desktop_qualify.qualify_archive import manifest_sha256, pack, tree_manifest
-from desktop_qualify.qualify_files import file_sha256
+from desktop_qualify.qualify_archive import manifest_sha256, tree_manifest
+from desktop_qualify.qualify_files import file_sha256, write_atomic
 
+from ._output_signing import sign_output
 from ._platform_signing import PlatformSigner, SigningOutcome
 from ._process import excerpt, run_bounded
 
 _MAX_SOURCE_ARCHIVE = 256 * 1024 * 1024
+_TOOL_TIMEOUT = 30
+_PLACEHOLDER = re.compile(r"\{([a-z]+)\}")
 
-# What PyInstaller may see of the job's environment. The spec file and its hooks are code of the
-# artifact under qualification: given ACTIONS_ID_TOKEN_REQUEST_* they could mint the job's OIDC token
-# and sign as the producer; given GITHUB_TOKEN, ACTIONS_RUNTIME_TOKEN or QUALIFY_* signing secrets,
-# they could push or sign. So nothing passes but what a build needs to find its tools and folders.
+# What the build may see of the job's environment. The build command is code of the artifact under
+# qualification: given ACTIONS_ID_TOKEN_REQUEST_* it could mint the job's OIDC token and sign as the
+# producer; given GITHUB_TOKEN, ACTIONS_RUNTIME_TOKEN or QUALIFY_* signing secrets, it could push or sign.
+# So nothing passes but what a build needs to find its tools and folders, and the names the policy adds
+# (which its loader refuses when they look like secrets).
 BUILD_ENV_ALLOWED = (
     "PATH", "HOME", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "TMPDIR", "TEMP", "TMP",
     "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "LANG", "LC_ALL", "LC_CTYPE", "VIRTUAL_ENV",
@@ -54,8 +64,26 @@ class BuildOutput:
     signing: SigningOutcome
 
 
-def executable_name(app: str, platform: str) -> str:
-    return f"{app}.exe" if platform == "windows" else app
+@dataclass(frozen=True)
+class BuildPlan:
+    """What the policy says about this platform's build (the producer's only input besides the source)."""
+
+    argv: Sequence[str]
+    env_names: Sequence[str]
+    tools: Mapping[str, Sequence[str]]
+    output_glob: str
+    kind: InstallerKind
+    executable: str
+
+
+def expand(argv: Sequence[str], values: Mapping[str, str]) -> list[str]:
+    """The argv with each ``{name}`` replaced; the policy's loader already refused unknown names."""
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise QualificationError(Code.POLICY_INVALID, f"placeholder {{{name}}} has no value in this command")
+        return values[name]
+    return [_PLACEHOLDER.sub(one, item) for item in argv]
 
 
 def export_committed_source(repo: Path, sha: str, app_source: Path, dest: Path) -> Path:
@@ -81,60 +109,97 @@ def export_committed_source(repo: Path, sha: str, app_source: Path, dest: Path) 
     return app_dir
 
 
-def build_environment(job_env: Mapping[str, str], build_info: Path) -> dict[str, str]:
-    """The allow-listed environment the PyInstaller run gets, plus where to find the build info."""
-    env = {name: job_env[name] for name in BUILD_ENV_ALLOWED if name in job_env}
-    env["SKILLHOST_BUILD_INFO"] = str(build_info)
+def build_environment(job_env: Mapping[str, str], build_info: Path, extra: Sequence[str] = ()) -> dict[str, str]:
+    """The allow-listed environment the build gets, the policy's extra names, and where the build info is."""
+    env = {name: job_env[name] for name in (*BUILD_ENV_ALLOWED, *extra) if name in job_env}
+    env["QUALIFY_BUILD_INFO"] = str(build_info)
     return env
 
 
-def _tools() -> dict[str, str]:
-    return {
+def tool_versions(tools: Mapping[str, Sequence[str]], *, values: Mapping[str, str], cwd: Path,
+                  env: Mapping[str, str]) -> dict[str, str]:
+    """The versions of the tools the build ran: the producer's own facts plus each policy command's answer."""
+    found = {
         "python": _platform.python_version(),
-        "pyinstaller": metadata.version("pyinstaller"),
         "os": f"{_platform.system()} {_platform.release()}"[:200],
         "machine": _platform.machine() or "unknown",
     }
+    for name, argv in tools.items():
+        result = run_bounded(expand(argv, values), timeout=_TOOL_TIMEOUT, cwd=cwd, env=env,
+                             stdout_cap=4096, stderr_cap=4096)
+        lines = result.stdout.decode("utf-8", errors="replace").strip().splitlines()
+        if result.timed_out or result.exit_code != 0 or not lines or not lines[0].strip():
+            why = "timed out" if result.timed_out else f"exit {result.exit_code}, {len(lines)} line(s)"
+            raise QualificationError(Code.BUILD_FAILED, f"the version command of tool {name!r} failed ({why}): "
+                                                        f"{excerpt(result.stderr, 300)}")
+        found[name] = lines[0].strip()[:200]
+    return found
 
 
-def build(*, repo: Path, sha: str, ref: str, app_source: Path, spec: str, app_name: str, platform: str,
-          arch: str, work: Path, artifacts: Path, signer: PlatformSigner, timeout: int,
+def find_output(out: Path, glob: str, kind: InstallerKind) -> tuple[Path, str]:
+    """The one regular file ``glob`` matches under ``out``, and its installer kind's ending."""
+    matches = sorted(out.glob(glob))
+    if len(matches) != 1:
+        listed = ", ".join(p.name for p in matches[:5]) or "nothing"
+        raise QualificationError(Code.BUILD_FAILED, f"the build output glob {glob!r} must match exactly one file "
+                                                    f"under the output folder; it matched {listed}")
+    output = matches[0]
+    if output.is_symlink() or not output.is_file():
+        raise QualificationError(Code.BUILD_FAILED, f"the build output {output.name} is not a regular file")
+    suffix = installer_suffix(kind, output.name)
+    if suffix is None:
+        raise QualificationError(Code.BUILD_FAILED, f"the build output {output.name} has no ending an installer of "
+                                                    f"kind {kind!r} takes")
+    return output, suffix
+
+
+def _copy_into(source: Path, archive: Path) -> None:
+    """Copy the build's output to the artifact's name, atomically (a partial file never passes for one)."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_name(f".{archive.name}.partial")
+    try:
+        shutil.copyfile(source, partial, follow_symlinks=False)
+        partial.replace(archive)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise QualificationError(Code.ENVIRONMENT, f"cannot write the artifact {archive.name} "
+                                                   f"({exc.strerror or exc})") from exc
+
+
+def build(*, repo: Path, sha: str, ref: str, app_source: Path, plan: BuildPlan, app_name: str,
+          platform: Platform, arch: str, work: Path, artifacts: Path, signer: PlatformSigner, timeout: int,
           environ: Mapping[str, str] | None = None) -> BuildOutput:
-    """Build, OS-sign and archive the app; ``environ`` (default: this process's) is filtered for the build."""
+    """Build, OS-sign and name the artifact; ``environ`` (default: this process's) is filtered for the build."""
     started_at = utc_now()
     started = time.monotonic()
     source_root = work / "source"
     app_dir = export_committed_source(repo, sha, app_source, source_root)
     source_digest = manifest_sha256(tree_manifest(app_dir))
     build_info = work / "build_info.json"
-    build_info.write_text(json.dumps({"build_sha": sha, "built_at": started_at, "source_ref": ref}),
-                          encoding="utf-8")
-    dist, pyi_work = work / "dist", work / "pyinstaller"
-    env = build_environment(os.environ if environ is None else environ, build_info)
-    result = run_bounded(
-        [sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
-         "--distpath", str(dist), "--workpath", str(pyi_work), str(app_dir / spec)],
-        timeout=timeout, cwd=source_root, env=env, stdout_cap=16 * 1024, stderr_cap=32 * 1024,
-    )
-    bundle = dist / app_name
-    exe = bundle / executable_name(app_name, platform)
-    if result.timed_out or result.exit_code != 0 or not exe.is_file():
+    info = BuildInfo(build_sha=sha, built_at=started_at, source_ref=ref, platform=platform)
+    write_atomic(build_info, info.model_dump_json().encode("utf-8") + b"\n")
+    out = work / "out"
+    out.mkdir()
+    env = build_environment(os.environ if environ is None else environ, build_info, plan.env_names)
+    values = {"python": sys.executable, "out": str(out), "source": str(app_dir)}
+    result = run_bounded(expand(plan.argv, values), timeout=timeout, cwd=app_dir, env=env,
+                         stdout_cap=16 * 1024, stderr_cap=32 * 1024)
+    if result.timed_out or result.exit_code != 0:
         why = "timed out" if result.timed_out else f"exit {result.exit_code}"
-        raise QualificationError(Code.BUILD_FAILED, f"PyInstaller {why}: {excerpt(result.stderr, 800)}")
-    # OS code signing changes the bundle's bytes, so it happens before archiving; it runs here, in the
-    # producer, after PyInstaller has exited, so the signing identity never reaches the build.
-    signing = signer.sign(bundle, exe)
-    artifacts.mkdir(parents=True, exist_ok=True)
-    archive = artifacts / artifact_file_name(app_name, sha, platform, arch)
-    partial = archive.with_name(f".{archive.name}.partial")
-    pack(bundle, partial)
-    partial.replace(archive)
-    shutil.rmtree(pyi_work, ignore_errors=True)
+        raise QualificationError(Code.BUILD_FAILED, f"the build command {why}: {excerpt(result.stderr, 800)}")
+    tools = tool_versions(plan.tools, values=values, cwd=app_dir, env=env)
+    output, suffix = find_output(out, plan.output_glob, plan.kind)
+    # OS code signing runs here, in the producer, after the build has exited: the identity never reaches it.
+    signed, signing = sign_output(plan.kind, output, signer, plan.executable, work / "signing")
+    archive = artifacts / artifact_file_name(app_name, sha, platform, arch, suffix)
+    _copy_into(signed, archive)
+    shutil.rmtree(work / "signing", ignore_errors=True)
     record = BuildRecord(
         artifact=ArtifactRef(name=archive.name, size=archive.stat().st_size, sha256=file_sha256(archive)),
         build_sha=sha,
         source_digest=source_digest,
-        tools=_tools(),
+        command=list(plan.argv),
+        tools=tools,
         started_at=started_at,
         duration_ms=int((time.monotonic() - started) * 1000),
         passed=True,

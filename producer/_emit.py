@@ -33,7 +33,7 @@ def emit(*, predicate: PlatformPredicate, archive: Path, gate: SourceGate, signe
     statement = PlatformStatement(
         type_="https://in-toto.io/Statement/v1",
         subject=[Subject(name=archive.name, digest=DigestSet(sha256=predicate.build.artifact.sha256))],
-        predicateType="https://desktop-qualify.invalid/evidence/platform-qualification/v1",
+        predicateType="https://desktop-qualify.invalid/evidence/platform-qualification/v2",
         predicate=predicate,
     )
     payload = canonical_bytes(statement)

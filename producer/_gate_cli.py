@@ -32,7 +32,7 @@ def run_gate(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> 
         if policy.sigstore is None:
             raise QualificationError(Code.USAGE, f"policy {policy.file.name!r} is not a GitHub-mode (sigstore) "
                                                  "policy; the local chain gates with git in `qualify produce`")
-        checkout = policy.resolve(policy.file.artifact.app_source)
+        checkout = policy.resolve(policy.file.app.source)
         gate = GitHubGate(policy, os.environ if env is None else env, checkout=checkout)
         record = gate.observe()
         target = args.out / RECORD_NAME

@@ -1,4 +1,4 @@
-"""The install stage: re-hash the archive, unpack it into a fresh prefix, record what landed.
+"""The install stage: re-hash the artifact, install it into a fresh prefix with its kind's installer, record it.
 
 The archive is read once, into a private copy, hashed as it is copied; the
 copy is what gets unpacked. So the bytes installed are the bytes hashed, even
@@ -17,10 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import BuildRecord, InstallRecord, QualificationError
-from desktop_qualify.qualify_archive import manifest_sha256, tree_manifest, unpack
+from desktop_qualify.evidence_schemas import BuildRecord, InstallerKind, InstallRecord, QualificationError
+from desktop_qualify.qualify_archive import manifest_sha256, tree_manifest
 from desktop_qualify.qualify_files import file_sha256
 from pydantic import ValidationError
+
+from ._installers import install_with
 
 _ZERO = "0" * 64
 
@@ -30,9 +32,9 @@ def _printable(text: str) -> str:
     return text.encode("utf-8", errors="backslashreplace").decode("utf-8")[:2000]
 
 
-def _failed(*, digest: str, executable: str, started: float, why: str) -> InstallRecord:
+def _failed(*, digest: str, kind: InstallerKind, executable: str, started: float, why: str) -> InstallRecord:
     return InstallRecord(
-        artifact_sha256=digest, method="unpack", file_count=0, total_bytes=0, manifest_sha256=_ZERO,
+        artifact_sha256=digest, method=kind, file_count=0, total_bytes=0, manifest_sha256=_ZERO,
         executable=executable, executable_sha256=_ZERO,
         duration_ms=int((time.monotonic() - started) * 1000), passed=False, failure=_printable(why),
     )
@@ -41,8 +43,8 @@ def _failed(*, digest: str, executable: str, started: float, why: str) -> Instal
 def _private_copy(archive: Path, folder: Path) -> tuple[Path, str]:
     """Copy ``archive`` into a new file of this job's own in ``folder``; return it and the digest of what was copied.
 
-    The copy keeps the archive's name as its ending, which is what tells unpack
-    a zip from a tar.gz.
+    The copy keeps the artifact's name as its ending, which is what tells the
+    archive installer a zip from a tar.gz (and what some installers require).
     """
     folder.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=".install-", suffix=f"-{archive.name}", dir=folder)
@@ -59,29 +61,31 @@ def _private_copy(archive: Path, folder: Path) -> tuple[Path, str]:
     return copy, digest.hexdigest()
 
 
-def install(*, archive: Path, build: BuildRecord, prefix: Path, executable: str) -> InstallRecord:
+def install(*, archive: Path, build: BuildRecord, prefix: Path, kind: InstallerKind,
+            executable: str) -> InstallRecord:
     started = time.monotonic()
     try:
         copy, digest = _private_copy(archive, prefix.parent)
     except OSError as exc:
-        return _failed(digest=_ZERO, executable=executable, started=started,
-                       why=f"archive {archive.name} cannot be read into the install folder: {exc.strerror or exc}")
+        return _failed(digest=_ZERO, kind=kind, executable=executable, started=started,
+                       why=f"artifact {archive.name} cannot be read into the install folder: {exc.strerror or exc}")
     try:
-        return _install_copy(copy, digest, build=build, prefix=prefix, executable=executable, started=started)
+        return _install_copy(copy, digest, build=build, prefix=prefix, kind=kind, executable=executable,
+                             started=started)
     finally:
         copy.unlink(missing_ok=True)
 
 
-def _install_copy(copy: Path, digest: str, *, build: BuildRecord, prefix: Path, executable: str,
-                  started: float) -> InstallRecord:
+def _install_copy(copy: Path, digest: str, *, build: BuildRecord, prefix: Path, kind: InstallerKind,
+                  executable: str, started: float) -> InstallRecord:
     def failed(why: str) -> InstallRecord:
-        return _failed(digest=digest, executable=executable, started=started, why=why)
+        return _failed(digest=digest, kind=kind, executable=executable, started=started, why=why)
 
     # The bytes installed must be the bytes built and signed.
     if digest != build.artifact.sha256:
-        return failed(f"archive digest {digest[:16]} differs from the build's {build.artifact.sha256[:16]}")
+        return failed(f"artifact digest {digest[:16]} differs from the build's {build.artifact.sha256[:16]}")
     try:
-        unpack(copy, prefix)
+        method = install_with(kind, copy, prefix)
         entries = tree_manifest(prefix)
         exe = prefix / executable
         if not exe.is_file() or exe.is_symlink():
@@ -96,7 +100,7 @@ def _install_copy(copy: Path, digest: str, *, build: BuildRecord, prefix: Path, 
         return failed(f"the installed files cannot be read back: {exc}")
     return InstallRecord(
         artifact_sha256=digest,
-        method="unpack",
+        method=method,
         file_count=len(entries),
         total_bytes=sum(e.size for e in entries),
         manifest_sha256=manifest_sha256(entries),

@@ -1,22 +1,32 @@
-"""The launch probe and the journey: the installed app, run as installed.
+"""The launch probe and the journey: the installed app, run as installed (docs/app-contract.md).
 
-Both run the installed executable (never the build tree, never the source),
-re-hashing it right before it runs, with a minimal environment, a fresh
-working folder, a timeout and bounded capture.
+Both run the policy's argv against the installed executable (never the build
+tree), re-hashing the executable and the whole installed tree right before the
+command starts, with a minimal environment, the policy's display, a timeout and
+bounded capture. The command is the app's own subcommand (argv[0] is
+``{executable}``) or a runner from a fresh export of the committed source that
+drives the installed app from outside. Either writes its record to the file the
+producer names; stdout and stderr are logs.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from desktop_qualify.evidence_schemas import (
+    AppJourneyRecord,
+    AppProbeRecord,
+    DisplayKind,
     InstallRecord,
-    IsolationLayer,
     JourneyRecord,
     JourneyStep,
     LaunchProbeRecord,
+    Platform,
     ProbeReport,
     QualificationError,
 )
@@ -26,17 +36,49 @@ from desktop_qualify.qualify_policy import StepExpectation
 from desktop_qualify.qualify_verify import journey_facts, probe_facts
 from pydantic import ValidationError
 
-from ._app_output import AppError, AppJourney, AppProbe, parse_app_output
+from ._app_output import load_app_record
+from ._build import expand
+from ._display import display_env
 from ._process import ProcessResult, excerpt, minimal_environment, run_bounded
 
+Stage = Literal["probe", "journey"]
+_RECORD_NAME = "record.json"
 
-def _run_installed(prefix: Path, install: InstallRecord, command: str, timeout: int) -> ProcessResult | str:
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The policy's command for one stage and what it runs under."""
+
+    argv: Sequence[str]
+    display: DisplayKind
+    timeout: int
+    # Exports the committed app folder into the given (non-existent) folder and returns it: a runner's source.
+    export_source: Callable[[Path], Path]
+
+    @property
+    def is_runner(self) -> bool:
+        return self.argv[0] != "{executable}"
+
+
+@dataclass(frozen=True)
+class _Ran:
+    result: ProcessResult
+    record: Path
+
+
+def _fresh(folder: Path) -> Path:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def _installed_problem(prefix: Path, install: InstallRecord) -> str | None:
     if not install.passed:
         return "not run: the install stage failed"
     exe = prefix / install.executable
     # Re-read the bytes right before executing them: what runs is what was installed, the executable and
     # every library and data file beside it (the whole tree against the install's manifest).
-    if not exe.is_file() or file_sha256(exe) != install.executable_sha256:
+    if not exe.is_file() or exe.is_symlink() or file_sha256(exe) != install.executable_sha256:
         return "installed executable changed or vanished after install"
     try:
         unchanged = manifest_sha256(tree_manifest(prefix)) == install.manifest_sha256
@@ -44,83 +86,109 @@ def _run_installed(prefix: Path, install: InstallRecord, command: str, timeout: 
         unchanged = False
     if not unchanged:
         return "the installed tree changed after install (its manifest differs from the install record's)"
-    # The app's home lives in the job's work folder, beside the prefix: a killed job's rerun removes it.
-    home = prefix.parent / f"home-{command}"
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
+    return None
+
+
+def _run_installed(prefix: Path, install: InstallRecord, stage: Stage, plan: RunPlan) -> _Ran | str:
+    work = prefix.parent
+    # The app's home, the record's folder and a runner's source live in the job's work folder, beside the
+    # prefix: a killed job's rerun removes them.
+    home, records, source = work / f"home-{stage}", work / f"record-{stage}", work / f"source-{stage}"
     try:
-        return run_bounded([str(exe), command], timeout=timeout, cwd=home, env=minimal_environment(home))
+        cwd = home
+        _fresh(home)
+        _fresh(records)
+        if plan.is_runner:
+            shutil.rmtree(source, ignore_errors=True)
+            cwd = plan.export_source(source)
+        # The last look before the command starts: nothing may change the installed tree after this.
+        problem = _installed_problem(prefix, install)
+        if problem is not None:
+            return problem
+        exe, record = prefix / install.executable, records / _RECORD_NAME
+        argv = expand(plan.argv, {"executable": str(exe), "record": str(record), "python": sys.executable,
+                                  "source": str(cwd)})
+        with display_env(plan.display) as shown:
+            env = {**minimal_environment(home), **shown, "QUALIFY_RECORD": str(record),
+                   "QUALIFY_EXECUTABLE": str(exe)}
+            return _Ran(run_bounded(argv, timeout=plan.timeout, cwd=cwd, env=env), record)
+    except QualificationError as exc:
+        return f"not run: {exc.message}"[:2000]
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(source, ignore_errors=True)
 
 
-def _refusal(stdout: bytes) -> str:
-    """The app's own refusal (its ``CC_SKILL_*`` code and message), for the record's excerpt; else ''."""
-    try:
-        said = parse_app_output(AppError, stdout, what="probe refusal")
-    except QualificationError:
-        return ""
-    return f"the app refused: {said.code}: {said.message}"
+def _logs(result: ProcessResult) -> str:
+    """Bounded tails of the command's own output, for the record's excerpt (logs are never evidence)."""
+    parts = [excerpt(result.stderr, 1200).strip(), excerpt(result.stdout, 600).strip()]
+    return "\n".join(part for part in parts if part)
 
 
-def launch_probe(*, prefix: Path, install: InstallRecord, platform: str, gate_sha: str, timeout: int,
-                 required_layers: Sequence[str]) -> LaunchProbeRecord:
-    result = _run_installed(prefix, install, "probe", timeout)
-    if isinstance(result, str):
-        return LaunchProbeRecord(exit_code=None, timed_out=False, duration_ms=0, report=None,
-                                 build_sha_matches=False, executable_matches_install=False,
-                                 stderr_excerpt=result, passed=False)
+def _excerpt(*parts: str) -> str:
+    return "\n".join(part for part in parts if part).strip()[:2000]
+
+
+def launch_probe(*, prefix: Path, install: InstallRecord, platform: Platform, gate_sha: str, plan: RunPlan,
+                 required_checks: Sequence[str], required_layers: Sequence[str] | None) -> LaunchProbeRecord:
+    ran = _run_installed(prefix, install, "probe", plan)
+    if isinstance(ran, str):
+        return LaunchProbeRecord(command=list(plan.argv), display=plan.display, exit_code=None, timed_out=False,
+                                 duration_ms=0, report=None, build_sha_matches=False,
+                                 executable_matches_install=False, stderr_excerpt=ran, passed=False)
+    result = ran.result
     report: ProbeReport | None = None
-    problem = ""
-    if result.exit_code == 0 and not result.timed_out:
-        try:
-            app = parse_app_output(AppProbe, result.stdout, what="probe output")
-            report = ProbeReport(
-                app_version=app.app_version, build_sha=app.build_sha, platform=app.platform,
-                executable_sha256=app.executable_sha256, worker_entry_resolvable=app.worker_entry_resolvable,
-                catalog_verified=app.catalog_verified, isolation_available=app.isolation_available,
-                isolation_layers=[IsolationLayer(**entry.model_dump()) for entry in app.isolation_layers],
-            )
-        except QualificationError as exc:
-            problem = exc.diagnostics()
-    elif not result.timed_out:
-        problem = _refusal(result.stdout)
-    facts = probe_facts(report=report, exit_code=result.exit_code, timed_out=result.timed_out, platform=platform,
-                        sha=gate_sha, installed_executable_sha256=install.executable_sha256,
-                        required_layers=required_layers)
-    problem = "\n".join([problem, *facts.layer_problems]).strip()
-    return LaunchProbeRecord(
-        exit_code=result.exit_code, timed_out=result.timed_out, duration_ms=result.duration_ms, report=report,
-        build_sha_matches=facts.build_sha_matches, executable_matches_install=facts.executable_matches_install,
-        stderr_excerpt=(problem + "\n" + excerpt(result.stderr, 1500)).strip()[:2000], passed=facts.passed,
-    )
-
-
-def journey(*, prefix: Path, install: InstallRecord, gate_sha: str, expected: Mapping[str, StepExpectation],
-            timeout: int, required_layers: Sequence[str], probe: LaunchProbeRecord) -> JourneyRecord:
-    """The installed app's journey, judged against the policy's step table (never the app's own expectations)."""
-    result = _run_installed(prefix, install, "journey", timeout)
-    if isinstance(result, str):
-        return JourneyRecord(exit_code=None, timed_out=False, duration_ms=0, app_build_sha=None, host_pid=None,
-                             steps=[], required_steps=list(expected), missing_steps=list(expected),
-                             failed_steps=[], isolation_layers=[], stderr_excerpt=result, passed=False)
-    app: AppJourney | None = None
     problem = ""
     if not result.timed_out:
         try:
-            app = parse_app_output(AppJourney, result.stdout, what="journey output")
+            app = load_app_record(AppProbeRecord, ran.record, what="probe record")
+            report = ProbeReport(app_version=app.app_version, build_sha=app.build_sha, platform=app.platform,
+                                 executable_sha256=app.executable_sha256, checks=list(app.checks),
+                                 isolation_layers=list(app.isolation_layers))
         except QualificationError as exc:
             problem = exc.diagnostics()
-    steps = [JourneyStep(**step.model_dump()) for step in app.steps] if app else []
-    layers = [IsolationLayer(**entry.model_dump()) for entry in app.isolation_layers] if app else []
-    facts = journey_facts(steps=steps, expected=expected, exit_code=result.exit_code, timed_out=result.timed_out,
-                          app_build_sha=app.build_sha if app else None, sha=gate_sha, layers=layers,
-                          required_layers=required_layers,
+    facts = probe_facts(report=report, exit_code=result.exit_code, timed_out=result.timed_out, platform=platform,
+                        sha=gate_sha, installed_executable_sha256=install.executable_sha256,
+                        required_checks=required_checks, required_layers=required_layers)
+    return LaunchProbeRecord(
+        command=list(plan.argv), display=plan.display, exit_code=result.exit_code, timed_out=result.timed_out,
+        duration_ms=result.duration_ms, report=report, build_sha_matches=facts.build_sha_matches,
+        executable_matches_install=facts.executable_matches_install,
+        stderr_excerpt=_excerpt(problem, *facts.problems, _logs(result)), passed=facts.passed,
+    )
+
+
+def journey(*, prefix: Path, install: InstallRecord, platform: Platform, gate_sha: str, plan: RunPlan,
+            expected: Mapping[str, StepExpectation], code_pattern: str, required_layers: Sequence[str] | None,
+            probe: LaunchProbeRecord) -> JourneyRecord:
+    """The installed app's journey, judged against the policy's step table (the app never grades itself)."""
+    ran = _run_installed(prefix, install, "journey", plan)
+    if isinstance(ran, str):
+        return JourneyRecord(command=list(plan.argv), display=plan.display, exit_code=None, timed_out=False,
+                             duration_ms=0, app_build_sha=None, steps=[], required_steps=list(expected),
+                             missing_steps=list(expected), failed_steps=[], isolation_layers=[],
+                             stderr_excerpt=ran, passed=False)
+    result = ran.result
+    app: AppJourneyRecord | None = None
+    problem = ""
+    if not result.timed_out:
+        try:
+            app = load_app_record(AppJourneyRecord, ran.record, what="journey record")
+            if app.platform != platform:
+                problem, app = f"journey record: the record is for {app.platform}, the job for {platform}", None
+        except QualificationError as exc:
+            problem = exc.diagnostics()
+    observed = list(app.steps) if app else []
+    layers = list(app.isolation_layers) if app else []
+    facts = journey_facts(steps=observed, expected=expected, code_pattern=code_pattern, exit_code=result.exit_code,
+                          timed_out=result.timed_out, app_build_sha=app.build_sha if app else None, sha=gate_sha,
+                          layers=layers, required_layers=required_layers,
                           probe_layers=probe.report.isolation_layers if probe.report else None)
+    steps = [JourneyStep(id=s.id, observed=s.observed, code=s.code, errno=s.errno, detail=s.detail,
+                         passed=s.id not in facts.failed) for s in observed]
     return JourneyRecord(
-        exit_code=result.exit_code, timed_out=result.timed_out, duration_ms=result.duration_ms,
-        app_build_sha=app.build_sha if app else None, host_pid=app.host_pid if app else None, steps=steps,
+        command=list(plan.argv), display=plan.display, exit_code=result.exit_code, timed_out=result.timed_out,
+        duration_ms=result.duration_ms, app_build_sha=app.build_sha if app else None, steps=steps,
         required_steps=list(facts.required), missing_steps=list(facts.missing), failed_steps=list(facts.failed),
-        isolation_layers=layers, stderr_excerpt=(problem + "\n" + excerpt(result.stderr, 1500)).strip()[:2000],
-        passed=facts.passed,
+        isolation_layers=layers, stderr_excerpt=_excerpt(problem, _logs(result)), passed=facts.passed,
     )

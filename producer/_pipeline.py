@@ -32,17 +32,17 @@ from desktop_qualify.evidence_schemas import (
     utc_now,
 )
 from desktop_qualify.qualify_files import remove_output, write_atomic
-from desktop_qualify.qualify_policy import Policy, host_arch, host_platform
+from desktop_qualify.qualify_policy import InstallTarget, Policy, host_arch, host_platform
 from desktop_qualify.qualify_trust import StatementSigner, StatementVerifier, verifier_for
 from desktop_qualify.qualify_trust import signer_for as statement_signer_for
 from pydantic import BaseModel
 
-from ._build import BuildOutput, build, executable_name
+from ._build import BuildOutput, BuildPlan, build, export_committed_source
 from ._emit import emit
 from ._gate import LocalGitGate, SourceGate, repository_root
 from ._gate_github import GitHubGate, github_run_identity
 from ._install import install
-from ._launch import journey, launch_probe
+from ._launch import RunPlan, journey, launch_probe
 from ._platform_signing import platform_signer_from_env
 from ._progress import Progress
 from ._sign import sign_artifact
@@ -98,7 +98,7 @@ class _Job:
         suffix = self.signer.file_suffix
         remove_output(self.evidence_dir / platform_file_name(self.platform, suffix))
         remove_output(self.evidence_dir / aggregate_file_name(suffix))
-        app = self.policy.file.artifact.name
+        app = self.policy.file.app.name
         try:
             partials = sorted(self.artifacts_dir.glob(f".{app}-*-{self.platform}-*.partial"))
             for partial in partials:
@@ -159,7 +159,7 @@ def _prepare(policy: Policy, platform: Platform, out: Path, *, run_id: str | Non
 
 
 def _gate(job: _Job) -> tuple[SourceGate, SourceGateRecord]:
-    app_source = job.policy.resolve(job.policy.file.artifact.app_source)
+    app_source = job.policy.resolve(job.policy.file.app.source)
     gate: SourceGate
     if job.policy.sigstore is not None:
         gate = GitHubGate(job.policy, job.env, checkout=app_source)
@@ -181,13 +181,26 @@ def _run_identity(job: _Job, gate_record: SourceGateRecord) -> RunIdentity:
                        attempt=1, trigger="local", runner_environment="local")
 
 
+def _target(job: _Job) -> tuple[str, InstallTarget]:
+    """This platform's output glob and installer (the policy's loader made sure a required platform has both)."""
+    app = job.policy.file.app
+    glob, target = app.build.outputs.get(job.platform), app.install.get(job.platform)
+    if glob is None or target is None:
+        raise QualificationError(Code.POLICY_INVALID, f"policy {job.policy.file.name!r} names no build output or "
+                                                      f"installer for {job.platform}")
+    return glob, target
+
+
 def _build(job: _Job, gate_record: SourceGateRecord) -> BuildOutput:
-    app = job.policy.file.artifact
-    app_source = job.policy.resolve(app.app_source)
+    app = job.policy.file.app
+    glob, target = _target(job)
+    plan = BuildPlan(argv=app.build.argv, env_names=app.build.env, tools=app.build.tools, output_glob=glob,
+                     kind=target.kind, executable=target.executable)
+    app_source = job.policy.resolve(app.source)
     with job.progress.stage("build") as said:
         built = build(repo=repository_root(app_source), sha=gate_record.sha, ref=gate_record.ref,
-                      app_source=job.policy.resolve(app.app_source), spec=app.spec, app_name=app.name,
-                      platform=job.platform, arch=job.arch, work=job.work_dir, artifacts=job.artifacts_dir,
+                      app_source=app_source, plan=plan, app_name=app.name, platform=job.platform, arch=job.arch,
+                      work=job.work_dir, artifacts=job.artifacts_dir,
                       signer=platform_signer_from_env(job.platform, job.env), environ=job.env,
                       timeout=job.policy.file.limits.build_timeout_seconds)
         artifact = built.record.artifact
@@ -208,31 +221,49 @@ def _sign(job: _Job, built: BuildOutput) -> SignatureRecord:
 
 
 def _install(job: _Job, built: BuildOutput) -> InstallRecord:
-    app = job.policy.file.artifact.name
+    _, target = _target(job)
     with job.progress.stage("install") as said:
-        record = install(archive=built.archive, build=built.record, prefix=job.install_prefix,
-                         executable=f"{app}/{executable_name(app, job.platform)}")
-        said.append(f"{record.file_count} files passed={record.passed}")
+        record = install(archive=built.archive, build=built.record, prefix=job.install_prefix, kind=target.kind,
+                         executable=target.executable)
+        said.append(f"{record.method}: {record.file_count} files passed={record.passed}")
     job.record("install", record)
     return record
 
 
+def _run_plan(job: _Job, sha: str, argv: list[str], timeout: int) -> RunPlan:
+    app = job.policy.file.app
+    app_source = job.policy.resolve(app.source)
+
+    def export(dest: Path) -> Path:
+        # A runner comes from the gated commit, exported afresh: the build may have changed its own copy.
+        return export_committed_source(repository_root(app_source), sha, app_source, dest)
+
+    return RunPlan(argv=argv, display=app.display.kind(job.platform), timeout=timeout, export_source=export)
+
+
+def _layers(job: _Job) -> list[str] | None:
+    isolation = job.policy.file.isolation
+    return None if isolation is None else list(getattr(isolation, job.platform))
+
+
 def _probe(job: _Job, installed: InstallRecord, sha: str) -> LaunchProbeRecord:
+    app = job.policy.file.app
     with job.progress.stage("launch probe") as said:
+        plan = _run_plan(job, sha, app.probe.argv, job.policy.file.limits.probe_timeout_seconds)
         record = launch_probe(prefix=job.install_prefix, install=installed, platform=job.platform, gate_sha=sha,
-                              timeout=job.policy.file.limits.probe_timeout_seconds,
-                              required_layers=getattr(job.policy.file.isolation, job.platform))
+                              plan=plan, required_checks=app.probe.require, required_layers=_layers(job))
         said.append(f"exit={record.exit_code} passed={record.passed}")
     job.record("launch-probe", record)
     return record
 
 
 def _journey(job: _Job, installed: InstallRecord, sha: str, probe: LaunchProbeRecord) -> JourneyRecord:
+    app = job.policy.file.app
     with job.progress.stage("journey") as said:
-        record = journey(prefix=job.install_prefix, install=installed, gate_sha=sha,
-                         expected=job.policy.file.journey.steps,
-                         timeout=job.policy.file.limits.journey_timeout_seconds,
-                         required_layers=getattr(job.policy.file.isolation, job.platform), probe=probe)
+        plan = _run_plan(job, sha, app.journey.argv, job.policy.file.limits.journey_timeout_seconds)
+        record = journey(prefix=job.install_prefix, install=installed, platform=job.platform, gate_sha=sha,
+                         plan=plan, expected=job.policy.file.journey.steps, code_pattern=app.codes.pattern,
+                         required_layers=_layers(job), probe=probe)
         said.append(f"{sum(s.passed for s in record.steps)}/{len(record.steps)} steps passed, "
                     f"missing={len(record.missing_steps)} passed={record.passed}")
     job.record("journey", record)

@@ -1,6 +1,8 @@
 """The committed policy: what is trusted, what must be covered, what the limits are."""
 
+from ._app import AppPolicy, InstallTarget
 from ._load import Policy, host_arch, host_platform, load_policy
 from ._model import PolicyFile, StepExpectation
 
-__all__ = ["Policy", "PolicyFile", "StepExpectation", "host_arch", "host_platform", "load_policy"]
+__all__ = ["AppPolicy", "InstallTarget", "Policy", "PolicyFile", "StepExpectation", "host_arch", "host_platform",
+           "load_policy"]

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from desktop_qualify.evidence_schemas import Platform
-from desktop_qualify.qualify_policy import Policy, StepExpectation
+from desktop_qualify.evidence_schemas import DisplayKind, Platform
+from desktop_qualify.qualify_policy import InstallTarget, Policy, StepExpectation
 
 
 @dataclass(frozen=True)
@@ -23,12 +23,21 @@ class Expectations:
     # Each required journey step and what it must show, in the policy's order.
     steps: Mapping[str, StepExpectation]
     accepted_signing: Mapping[str, frozenset[str]]
-    # The sandbox layers each platform's worker must report as applied, in the policy's order.
-    isolation: Mapping[str, tuple[str, ...]]
+    # The sandbox layers each platform's worker must report as applied, in the policy's order; None when the
+    # policy has no [isolation] (the app has no sandbox of its own to prove).
+    isolation: Mapping[str, tuple[str, ...]] | None
     require_clean_worktree: bool
     max_statement_bytes: int
     policy_sha256: str
     artifact_name: str
+    # The app contract (docs/app-contract.md): the policy's commands, installers, checks, displays, codes.
+    install: Mapping[str, InstallTarget]
+    build_command: tuple[str, ...]
+    probe_command: tuple[str, ...]
+    journey_command: tuple[str, ...]
+    probe_checks: tuple[str, ...]
+    displays: Mapping[str, DisplayKind]
+    code_pattern: str
 
     @property
     def mode(self) -> Literal["local", "github"]:
@@ -39,9 +48,17 @@ class Expectations:
     def required_steps(self) -> tuple[str, ...]:
         return tuple(self.steps)
 
+    def layers_for(self, platform: str) -> tuple[str, ...] | None:
+        return None if self.isolation is None else self.isolation[platform]
+
+    def display_for(self, platform: str) -> DisplayKind:
+        return self.displays.get(platform, "none")
+
     @classmethod
     def from_policy(cls, policy: Policy) -> Expectations:
         f = policy.file
+        app, iso = f.app, f.isolation
+        platforms: tuple[Platform, ...] = ("linux", "macos", "windows")
         return cls(
             trust_mode=f.trust.mode,
             repository=f.producer.repository,
@@ -54,10 +71,17 @@ class Expectations:
             accepted_signing=MappingProxyType({"linux": frozenset(f.signing.linux),
                                                "macos": frozenset(f.signing.macos),
                                                "windows": frozenset(f.signing.windows)}),
-            isolation=MappingProxyType({"linux": tuple(f.isolation.linux), "macos": tuple(f.isolation.macos),
-                                        "windows": tuple(f.isolation.windows)}),
+            isolation=None if iso is None else MappingProxyType(
+                {"linux": tuple(iso.linux), "macos": tuple(iso.macos), "windows": tuple(iso.windows)}),
             require_clean_worktree=f.source.require_clean_worktree,
             max_statement_bytes=f.limits.max_statement_bytes,
             policy_sha256=policy.sha256,
-            artifact_name=f.artifact.name,
+            artifact_name=app.name,
+            install=MappingProxyType({p: t for p in platforms if (t := app.install.get(p)) is not None}),
+            build_command=tuple(app.build.argv),
+            probe_command=tuple(app.probe.argv),
+            journey_command=tuple(app.journey.argv),
+            probe_checks=tuple(app.probe.require),
+            displays=MappingProxyType({p: app.display.kind(p) for p in platforms}),
+            code_pattern=app.codes.pattern,
         )

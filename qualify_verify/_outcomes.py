@@ -11,17 +11,18 @@ from these outcomes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from desktop_qualify.evidence_schemas import (
+    INSTALLER_SUFFIXES,
     Code,
     IsolationLayer,
-    JourneyStep,
     PlatformPredicate,
     ProbeReport,
-    artifact_file_name,
-    executable_path,
+    artifact_stem,
 )
 from desktop_qualify.qualify_policy import StepExpectation
 
@@ -97,12 +98,16 @@ def assess_source_gate(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
 def assess_build(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     build = p.build
     out = _Collect("build", Code.BUILD_FAILED)
-    want = artifact_file_name(exp.artifact_name, p.run.sha, p.platform, p.arch)
-    if build.artifact.name != want:
+    target = exp.install.get(p.platform)
+    stem = artifact_stem(exp.artifact_name, p.run.sha, p.platform, p.arch)
+    endings = INSTALLER_SUFFIXES[target.kind] if target is not None else ()
+    if not any(build.artifact.name == stem + ending for ending in endings):
         out.fail(f"the build names its artifact {build.artifact.name!r}; a {p.platform}/{p.arch} build of "
-                 f"{p.run.sha[:12]} is {want!r}")
+                 f"{p.run.sha[:12]} is {stem!r} with an ending of {', '.join(endings) or 'no installer'}")
     if build.artifact.size == 0:
         out.fail("the built artifact is empty")
+    if tuple(build.command) != exp.build_command:
+        out.fail(f"the build ran {build.command!r}, the policy's build command is {list(exp.build_command)!r}")
     # A failed build produces no statement at all, so a signed build record that says it failed is a lie.
     out.claim("passed", build.passed, not out.problems)
     return out.done()
@@ -177,17 +182,21 @@ def _check_notarization_claim(p: PlatformPredicate, out: _Collect) -> None:
 def assess_install(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     inst = p.install
     out = _Collect("install", Code.INSTALL_FAILED)
+    target = exp.install.get(p.platform)
     if inst.failure is not None:
         out.fail(f"install failed: {inst.failure[:300]}")
     if inst.artifact_sha256 != p.build.artifact.sha256:
-        out.fail("the install unpacked other bytes than the built artifact")
-    if inst.method != "unpack":
-        out.fail(f"install method {inst.method!r} is not the producer's 'unpack'")
+        out.fail("the install installed other bytes than the built artifact")
+    if target is None:
+        out.fail(f"the policy names no installer for {p.platform}")
+    else:
+        # The app cannot choose its installer: the policy's kind, and the policy's executable in it.
+        if inst.method != target.kind:
+            out.fail(f"install method {inst.method!r} is not the policy's installer kind {target.kind!r}")
+        if inst.executable != target.executable:
+            out.fail(f"the installed executable is {inst.executable!r}, the policy's is {target.executable!r}")
     if inst.file_count == 0 or inst.total_bytes == 0:
         out.fail("no files installed")
-    want = executable_path(exp.artifact_name, p.platform)
-    if inst.executable != want:
-        out.fail(f"the installed executable is {inst.executable!r}, the {p.platform} bundle's is {want!r}")
     if _ZERO_DIGEST in (inst.executable_sha256, inst.manifest_sha256):
         out.fail("the install recorded no digest of what it installed")
     out.claim("passed", inst.passed, not out.problems)
@@ -217,53 +226,81 @@ def _layer_pairs(layers: Sequence[IsolationLayer]) -> list[tuple[str, bool]]:
     return [(entry.name, entry.applied) for entry in layers]
 
 
+def check_problems(checks: Sequence[tuple[str, bool]], required: Sequence[str]) -> list[str]:
+    """Why a probe's named checks fall short of the policy's ``require``: each required one reported once and
+    passed, and no check reported failed (an app may add checks, never drop or fail the policy's)."""
+    names = [name for name, _ in checks]
+    problems = [f"check {name!r} is reported {names.count(name)} times" for name in sorted(set(names))
+                if names.count(name) > 1]
+    missing = [name for name in required if name not in names]
+    if missing:
+        problems.append(f"required check(s) not reported: {', '.join(missing)}")
+    failed = [name for name, passed in checks if not passed]
+    if failed:
+        problems.append(f"check(s) reported failed: {', '.join(failed)}")
+    return problems
+
+
 @dataclass(frozen=True)
 class ProbeFacts:
     build_sha_matches: bool
     executable_matches_install: bool
-    layer_problems: tuple[str, ...]
+    # What the report falls short of (empty when there is no report: the stage fails on that alone).
+    problems: tuple[str, ...]
     passed: bool
 
 
 def probe_facts(*, report: ProbeReport | None, exit_code: int | None, timed_out: bool, platform: str, sha: str,
-                installed_executable_sha256: str, required_layers: Sequence[str]) -> ProbeFacts:
+                installed_executable_sha256: str, required_checks: Sequence[str],
+                required_layers: Sequence[str] | None) -> ProbeFacts:
     """The probe's verdict from what the app reported: the producer writes it, the verifier re-derives it."""
     sha_ok = report is not None and report.build_sha == sha
     exe_ok = report is not None and report.executable_sha256 == installed_executable_sha256
-    layers = tuple(layer_problems(report.isolation_layers, required_layers)) if report is not None else ()
-    passed = (exit_code == 0 and not timed_out and report is not None and sha_ok and exe_ok
-              and report.platform == platform and report.worker_entry_resolvable and report.catalog_verified
-              and report.isolation_available and not layers)
-    return ProbeFacts(sha_ok, exe_ok, layers, passed)
+    problems: list[str] = []
+    if report is not None:
+        if not sha_ok:
+            problems.append(f"the app reports build {report.build_sha[:12]}, the gate's commit is {sha[:12]}")
+        if not exe_ok:
+            problems.append("the app's own executable digest differs from the installed executable's")
+        if report.platform != platform:
+            problems.append(f"the app reports platform {report.platform}, the statement is for {platform}")
+        problems += check_problems([(c.name, c.passed) for c in report.checks], required_checks)
+        problems += [f"the probe's isolation: {why}"
+                     for why in layer_problems(report.isolation_layers, required_layers or ())]
+    passed = exit_code == 0 and not timed_out and report is not None and not problems
+    return ProbeFacts(sha_ok, exe_ok, tuple(problems), passed)
+
+
+def _command_problems(out: _Collect, what: str, ran: tuple[Sequence[str], str],
+                      want: tuple[Sequence[str], str]) -> None:
+    """The command and display a stage ran with must be the policy's (the app cannot swap in its own)."""
+    (command, display), (want_command, want_display) = ran, want
+    if tuple(command) != tuple(want_command):
+        out.fail(f"the {what} ran {list(command)!r}, the policy's command is {list(want_command)!r}")
+    if display != want_display:
+        out.fail(f"the {what} ran under display {display!r}, the policy's is {want_display!r}")
 
 
 def assess_probe(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     probe = p.launch_probe
-    report = probe.report
     out = _Collect("launch probe", Code.PROBE_FAILED)
-    facts = probe_facts(report=report, exit_code=probe.exit_code, timed_out=probe.timed_out, platform=p.platform,
-                        sha=p.source_gate.sha, installed_executable_sha256=p.install.executable_sha256,
-                        required_layers=exp.isolation[p.platform])
+    facts = probe_facts(report=probe.report, exit_code=probe.exit_code, timed_out=probe.timed_out,
+                        platform=p.platform, sha=p.source_gate.sha,
+                        installed_executable_sha256=p.install.executable_sha256,
+                        required_checks=exp.probe_checks, required_layers=exp.layers_for(p.platform))
     if probe.timed_out:
         out.fail("the launch probe timed out")
     elif probe.exit_code != 0:
         out.fail(f"the launch probe exited {probe.exit_code}")
-    if report is None:
+    if probe.report is None:
         out.fail("the launched app gave no report")
-    else:
-        if not facts.build_sha_matches:
-            out.fail(f"the app reports build {report.build_sha[:12]}, the gate's commit is {p.source_gate.sha[:12]}")
-        if not facts.executable_matches_install:
-            out.fail("the app's own executable digest differs from the installed executable's")
-        if report.platform != p.platform:
-            out.fail(f"the app reports platform {report.platform}, the statement is for {p.platform}")
-        for flag in ("worker_entry_resolvable", "catalog_verified", "isolation_available"):
-            if not getattr(report, flag):
-                out.fail(f"the app reports {flag} = false")
-        for problem in facts.layer_problems:
-            out.fail(f"the probe's worker sandbox: {problem}")
+    for problem in facts.problems:
+        out.fail(problem)
+    _command_problems(out, "launch probe", (probe.command, probe.display),
+                      (exp.probe_command, exp.display_for(p.platform)))
     out.claim("build_sha_matches", probe.build_sha_matches, facts.build_sha_matches)
     out.claim("executable_matches_install", probe.executable_matches_install, facts.executable_matches_install)
+    # The command and display are the policy's, checked above; the verdict's claim is about the app's facts.
     out.claim("passed", probe.passed, facts.passed)
     return out.done()
 
@@ -281,7 +318,20 @@ class JourneyFacts:
     passed: bool
 
 
-def _errno_problem(step: JourneyStep, want: StepExpectation) -> str | None:
+class ObservedStep(Protocol):
+    """A journey step as observed: the app's record (``AppStep``) or the evidence's copy (``JourneyStep``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def observed(self) -> str: ...
+    @property
+    def code(self) -> str | None: ...
+    @property
+    def errno(self) -> str | None: ...
+
+
+def _errno_problem(step: ObservedStep, want: StepExpectation) -> str | None:
     """A kernel-refusal step must carry an errno the policy accepts; every other step carries none."""
     if want.errno is None:
         return None if step.errno is None else f"{step.id}: records errno {step.errno}, the policy expects none"
@@ -290,29 +340,29 @@ def _errno_problem(step: JourneyStep, want: StepExpectation) -> str | None:
     return None
 
 
-def _step_problem(step: JourneyStep, want: StepExpectation | None) -> str | None:
-    """Why one reported step does not count as passed, or None."""
-    own = step.observed == step.expected and step.observed_code == step.expected_code
-    if step.passed != own:
-        return (f"{step.id}: the step contradicts itself (passed={step.passed}, expected {step.expected} "
-                f"{step.expected_code}, observed {step.observed} {step.observed_code})")
+def _step_problem(step: ObservedStep, want: StepExpectation | None, codes: re.Pattern[str]) -> str | None:
+    """Why one reported step does not count as passed, or None. The policy's table is the only expectation."""
+    if step.observed == "error":
+        return f"{step.id}: the step could not be carried out"
+    if step.observed == "allow" and step.code is not None:
+        return f"{step.id}: an allowed step names refusal code {step.code}"
+    if step.code is not None and not codes.fullmatch(step.code):
+        return f"{step.id}: refusal code {step.code} is outside the policy's pattern {codes.pattern}"
     if want is None:
-        # Not required: the policy does not judge it, but a step the app itself failed is a failed journey.
-        return None if own else f"{step.id}: the app's own check failed"
-    if (step.expected, step.expected_code) != (want.expect, want.code):
-        return (f"{step.id}: the app's journey expects {step.expected} {step.expected_code or ''}".rstrip()
-                + f" where the policy requires {want.expect} {want.code or ''}".rstrip())
-    if (step.observed, step.observed_code) != (want.expect, want.code):
-        return (f"{step.id}: observed {step.observed} {step.observed_code or ''}".rstrip()
+        # Not required: the policy does not judge its outcome.
+        return None
+    if (step.observed, step.code) != (want.expect, want.code):
+        return (f"{step.id}: observed {step.observed} {step.code or ''}".rstrip()
                 + f", the policy requires {want.expect} {want.code or ''}".rstrip())
     return _errno_problem(step, want)
 
 
-def journey_facts(*, steps: Sequence[JourneyStep], expected: Mapping[str, StepExpectation],
+def journey_facts(*, steps: Sequence[ObservedStep], expected: Mapping[str, StepExpectation], code_pattern: str,
                   exit_code: int | None, timed_out: bool, app_build_sha: str | None, sha: str,
-                  layers: Sequence[IsolationLayer], required_layers: Sequence[str],
+                  layers: Sequence[IsolationLayer], required_layers: Sequence[str] | None,
                   probe_layers: Sequence[IsolationLayer] | None) -> JourneyFacts:
     """The journey's verdict against the policy's step table: the producer writes it, the verifier re-derives it."""
+    codes = re.compile(code_pattern)
     ids = [s.id for s in steps]
     repeated = {step for step in ids if ids.count(step) > 1}
     problems: list[str] = []
@@ -324,7 +374,7 @@ def journey_facts(*, steps: Sequence[JourneyStep], expected: Mapping[str, StepEx
                 failed.append(step.id)
                 problems.append(f"{step.id}: reported {ids.count(step.id)} times")
             continue
-        why = _step_problem(step, expected.get(step.id))
+        why = _step_problem(step, expected.get(step.id), codes)
         if why is not None:
             failed.append(step.id)
             problems.append(why)
@@ -336,7 +386,7 @@ def journey_facts(*, steps: Sequence[JourneyStep], expected: Mapping[str, StepEx
         problems.append(f"the journey exited {exit_code}")
     if app_build_sha != sha:
         problems.append(f"the journey ran build {str(app_build_sha)[:12]}, not {sha[:12]}")
-    problems += [f"the journey's worker sandbox: {why}" for why in layer_problems(layers, required_layers)]
+    problems += [f"the journey's isolation: {why}" for why in layer_problems(layers, required_layers or ())]
     if probe_layers is not None and _layer_pairs(probe_layers) != _layer_pairs(layers):
         # One build on one machine: its probe's worker and its journey's cannot have been confined differently.
         problems.append("the journey's worker reports other isolation layers than the probe's")
@@ -346,9 +396,9 @@ def journey_facts(*, steps: Sequence[JourneyStep], expected: Mapping[str, StepEx
 def platform_journey_facts(p: PlatformPredicate, exp: Expectations) -> JourneyFacts:
     """The journey facts of one platform statement under the policy: one rule for the verdict and every report."""
     j = p.journey
-    return journey_facts(steps=j.steps, expected=exp.steps, exit_code=j.exit_code, timed_out=j.timed_out,
-                         app_build_sha=j.app_build_sha, sha=p.source_gate.sha, layers=j.isolation_layers,
-                         required_layers=exp.isolation[p.platform],
+    return journey_facts(steps=j.steps, expected=exp.steps, code_pattern=exp.code_pattern, exit_code=j.exit_code,
+                         timed_out=j.timed_out, app_build_sha=j.app_build_sha, sha=p.source_gate.sha,
+                         layers=j.isolation_layers, required_layers=exp.layers_for(p.platform),
                          probe_layers=p.launch_probe.report.isolation_layers if p.launch_probe.report else None)
 
 
@@ -361,6 +411,10 @@ def assess_journey(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
         # One reason for the journey, however many steps: each step's why, in the order reported, bounded.
         listed = "; ".join(problems)
         out.fail(f"{len(problems)} problem(s): {listed[:1500]}{' ...' if len(listed) > 1500 else ''}")
+    _command_problems(out, "journey", (j.command, j.display), (exp.journey_command, exp.display_for(p.platform)))
+    # Each step's own verdict is the producer's claim too: it must be what the policy's table gives.
+    for step in j.steps:
+        out.claim(f"steps[{step.id}].passed", step.passed, step.id not in facts.failed)
     out.claim("required_steps", tuple(j.required_steps), facts.required)
     out.claim("missing_steps", tuple(j.missing_steps), facts.missing)
     out.claim("failed_steps", tuple(j.failed_steps), facts.failed)

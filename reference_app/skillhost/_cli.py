@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -62,8 +63,9 @@ def _parser() -> _Parser:
     p = _Parser(prog="skillhost", add_help=False)
     sub = p.add_subparsers(dest="cmd")
     sub.required = True
-    sub.add_parser("probe", add_help=False)
-    sub.add_parser("journey", add_help=False)
+    for name in ("probe", "journey"):
+        # --record: where the app contract's record goes (also QUALIFY_RECORD); stdout gets the same line.
+        sub.add_parser(name, add_help=False).add_argument("--record")
     w = sub.add_parser("worker", add_help=False)
     w.add_argument("--self-test", action="store_true")
     s = sub.add_parser("sign-skill", add_help=False)
@@ -124,15 +126,43 @@ def _error(code: str, message: object) -> ErrorReport:
     return {"kind": "skillhost-error", "version": 1, "code": code, "message": str(message)[:300]}
 
 
+def _record_path(ns: argparse.Namespace) -> str | None:
+    path = ns.record or os.environ.get("QUALIFY_RECORD")
+    return path or None
+
+
+def write_record(path: str, report: Report) -> None:
+    """The contract's record file: created new (never through a link, never over a file), one JSON object."""
+    data = (json.dumps(report, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+    if len(data) >= MAX_OUTPUT:
+        raise SkillError("CC_SKILL_OUTPUT_TOO_LARGE", "the record exceeded 64 KiB")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise SkillError("CC_SKILL_RECORD_UNWRITABLE", f"cannot create the record file: {exc.strerror}") from None
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
 def _dispatch(ns: argparse.Namespace) -> tuple[Report, int]:
     if ns.cmd == "probe":
         from skillhost._probe import run_probe
 
-        return run_probe()
+        probe, rc, refusal = run_probe()
+        if (path := _record_path(ns)) is not None:
+            write_record(path, probe)
+        if refusal is not None:
+            # The app does not start without its checks: the record says which failed, the refusal says why.
+            raise refusal
+        return probe, rc
     if ns.cmd == "journey":
         from skillhost._journey import run_journey
 
-        return run_journey()
+        journey, rc = run_journey()
+        if (path := _record_path(ns)) is not None:
+            write_record(path, journey)
+        return journey, rc
     if ns.cmd == "keygen":
         import base64
 

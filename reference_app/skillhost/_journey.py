@@ -1,5 +1,9 @@
 """Scripted, self-contained journey: each allow path and each fail-closed path.
 
+The report is a ``qualify-journey`` v2 record (docs/app-contract.md): each step
+says what was observed, never what was expected or whether it passed; the
+policy's step table judges it. The app's own expectations stay in its step
+tables, which is how it tells an observation from a broken step (``error``).
 The order of the phases is the order of the report, which the committed
 policies pin step for step. The fail-closed external-skill steps are tables of
 rows (``_journey_rows``) in ``_journey_external``, ``_journey_brokers`` and
@@ -11,7 +15,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import TypedDict
 
@@ -31,17 +34,35 @@ from skillhost._signing import TrustStore, new_key
 SECRET_CANARY = "SKILLHOST_JOURNEY_CANARY"  # noqa: S105 - a variable name, not a secret
 
 
+class ObservedStep(TypedDict):
+    """One step as the contract reports it: observed outcome, refusal code, errno, detail."""
+
+    id: str
+    observed: str
+    code: str | None
+    errno: str | None
+    detail: str
+
+
 class JourneyReport(TypedDict):
     kind: str
     version: int
     app_version: str
     build_sha: str
     platform: str
-    host_pid: int
-    duration_ms: int
-    passed: bool
-    steps: list[Step]
+    steps: list[ObservedStep]
     isolation_layers: list[Layer]
+
+
+def observed(step: Step) -> ObservedStep:
+    """The contract's view of a step. A step whose own check failed although its outcome looked as expected
+    (an allow path that returned the wrong value) is an ``error``: no policy can take it for its outcome."""
+    broken = not step["passed"] and (step["observed"], step["observed_code"]) == (step["expected"],
+                                                                                  step["expected_code"])
+    if broken:
+        return {"id": step["id"], "observed": "error", "code": None, "errno": None, "detail": step["detail"]}
+    return {"id": step["id"], "observed": step["observed"], "code": step["observed_code"], "errno": step["errno"],
+            "detail": step["detail"]}
 
 
 def _catalog_step(pkg: Path) -> Step:
@@ -124,7 +145,6 @@ def _steps(tmp: Path) -> tuple[list[Step], list[Layer]]:
 
 
 def run_journey() -> tuple[JourneyReport, int]:
-    t0 = time.monotonic()
     info = build_info()
     os.environ[SECRET_CANARY] = "host-only-secret"  # must never reach a worker
     tmp = Path(tempfile.mkdtemp(prefix="skillhost-journey-"))
@@ -133,17 +153,14 @@ def run_journey() -> tuple[JourneyReport, int]:
     finally:
         os.environ.pop(SECRET_CANARY, None)
         shutil.rmtree(tmp, ignore_errors=True)
-    passed = bool(steps) and all(s["passed"] for s in steps)
     report: JourneyReport = {
-        "kind": "skillhost-journey",
-        "version": 1,
+        "kind": "qualify-journey",
+        "version": 2,
         "app_version": __version__,
         "build_sha": info["build_sha"],
         "platform": platform_name(),
-        "host_pid": os.getpid(),
-        "duration_ms": int((time.monotonic() - t0) * 1000),
-        "passed": passed,
-        "steps": steps,
+        "steps": [observed(step) for step in steps],
         "isolation_layers": layers,
     }
-    return report, (0 if passed else 1)
+    # The journey ran to its end: exit 0. Whether its observations qualify is the policy's to say.
+    return report, 0

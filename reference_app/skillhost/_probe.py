@@ -1,8 +1,16 @@
-"""Launch probe: version, embedded build SHA, own digest, worker entry, catalog, isolation."""
+"""Launch probe: version, embedded build SHA, own digest, and the named checks (app contract v2).
+
+The record is a ``qualify-probe`` v2 record (docs/app-contract.md): the checks
+``worker-entry-resolvable``, ``isolation`` and ``catalog-verified``, each with
+whether it passed, and the worker's isolation layers. The skill host still
+refuses to start without them: a failed check is also a refusal (exit 3) with
+its ``CC_SKILL_*`` code, after the record says which check failed.
+"""
 
 import os
 import stat
 import sys
+from collections.abc import Callable
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TypedDict
@@ -23,18 +31,20 @@ from skillhost._runtime import (
 )
 
 
+class Check(TypedDict):
+    name: str
+    passed: bool
+    detail: str
+
+
 class ProbeReport(TypedDict):
     kind: str
     version: int
     app_version: str
     build_sha: str
-    built_at: str
     platform: str
-    frozen: bool
     executable_sha256: str
-    worker_entry_resolvable: bool
-    catalog_verified: bool
-    isolation_available: bool
+    checks: list[Check]
     isolation_layers: list[Layer]
 
 
@@ -71,26 +81,40 @@ def _isolation() -> WorkerSelfTest:
     return answer
 
 
-def run_probe() -> tuple[ProbeReport, int]:
-    info = build_info()
-    _worker_entry_resolvable()
-    answer = _isolation()
+def _catalog_verified() -> None:
     try:
         verify(package_dir())
     except SkillError as exc:
         raise SkillError("CC_SKILL_CATALOG_DRIFT", exc.message) from None
+
+
+def _check(name: str, run: Callable[[], object], refusals: list[SkillError]) -> Check:
+    try:
+        run()
+    except SkillError as exc:
+        refusals.append(exc)
+        return {"name": name, "passed": False, "detail": f"{exc.code}: {exc.message}"[:400]}
+    return {"name": name, "passed": True, "detail": "ok"}
+
+
+def run_probe() -> tuple[ProbeReport, int, SkillError | None]:
+    """The probe's record, its exit status, and the first refusal (the app does not start without its checks)."""
+    info = build_info()
+    refusals: list[SkillError] = []
+    answers: list[WorkerSelfTest] = []
+    checks = [
+        _check("worker-entry-resolvable", _worker_entry_resolvable, refusals),
+        _check("isolation", lambda: answers.append(_isolation()), refusals),
+        _check("catalog-verified", _catalog_verified, refusals),
+    ]
     report: ProbeReport = {
-        "kind": "skillhost-probe",
-        "version": 1,
+        "kind": "qualify-probe",
+        "version": 2,
         "app_version": __version__,
         "build_sha": info["build_sha"],
-        "built_at": info["built_at"],
         "platform": platform_name(),
-        "frozen": is_frozen(),
         "executable_sha256": sha256_file(sys.executable),
-        "worker_entry_resolvable": True,
-        "catalog_verified": True,
-        "isolation_available": True,
-        "isolation_layers": answer.get("isolation_layers", []),
+        "checks": checks,
+        "isolation_layers": answers[0].get("isolation_layers", []) if answers else [],
     }
-    return report, 0
+    return report, (3 if refusals else 0), (refusals[0] if refusals else None)

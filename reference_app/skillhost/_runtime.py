@@ -79,7 +79,7 @@ def _read_build_info(path: Path) -> BuildInfo:
 def build_info() -> BuildInfo:
     if is_frozen():
         return _read_build_info(package_dir() / "build_info.json")
-    env_path = os.environ.get("SKILLHOST_BUILD_INFO")
+    env_path = os.environ.get("QUALIFY_BUILD_INFO")
     if env_path:
         return _read_build_info(Path(env_path))
     return {"build_sha": "0" * 40, "built_at": "", "source_ref": ""}

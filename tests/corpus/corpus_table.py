@@ -848,7 +848,7 @@ CORPUS: list[Row] = [
     GitHubRow("gh-signed-payload-extra-field", gh(payload=sub(b'{"_type"', b'{"note":"trust me","_type"')),
               C.SCHEMA_INVALID),
     GitHubRow("gh-signed-payload-unknown-predicate-type",
-              gh(payload=sub(b"platform-qualification/v1", b"platform-qualification/v9")), C.PREDICATE_TYPE_UNKNOWN),
+              gh(payload=sub(b"platform-qualification/v2", b"platform-qualification/v9")), C.PREDICATE_TYPE_UNKNOWN),
     GitHubRow("gh-local-envelope-name-in-github-folder", gh_statement_renamed("platform-linux.dsse.json"),
               C.EVIDENCE_UNEXPECTED),
     # -- the artifact signature

@@ -224,7 +224,7 @@ def test_the_signed_payload_is_exactly_the_statement_built_from_the_records(
     statement = PlatformStatement(
         type_="https://in-toto.io/Statement/v1",
         subject=[Subject(name=archive.name, digest=DigestSet(sha256=predicate.build.artifact.sha256))],
-        predicateType="https://desktop-qualify.invalid/evidence/platform-qualification/v1",
+        predicateType="https://desktop-qualify.invalid/evidence/platform-qualification/v2",
         predicate=predicate,
     )
     assert payload == canonical_bytes(statement)

@@ -12,7 +12,7 @@ APP_DIR = REPO / "reference_app"
 
 def run_source(args, pythonpath=APP_DIR, env_extra=None, timeout=60):
     """Run ``python -m skillhost ARGS`` from source; return (rc, parsed single JSON line, raw stdout)."""
-    env = {k: v for k, v in os.environ.items() if k != "SKILLHOST_BUILD_INFO"}
+    env = {k: v for k, v in os.environ.items() if k != "QUALIFY_BUILD_INFO"}
     env["PYTHONPATH"] = str(pythonpath)
     env.update(env_extra or {})
     proc = subprocess.run(

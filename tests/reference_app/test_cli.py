@@ -85,7 +85,7 @@ def test_probe_build_info_from_env(tmp_path):
     info.write_text(
         '{"build_sha": "' + "ab" * 32 + '", "built_at": "2026-01-01T00:00:00Z", "source_ref": "refs/heads/main"}'
     )
-    rc, out, _ = run_source(["probe"], env_extra={"SKILLHOST_BUILD_INFO": str(info)})
+    rc, out, _ = run_source(["probe"], env_extra={"QUALIFY_BUILD_INFO": str(info)})
     assert rc == 0
     assert out["build_sha"] == "ab" * 32
     assert out["built_at"] == "2026-01-01T00:00:00Z"
@@ -94,7 +94,7 @@ def test_probe_build_info_from_env(tmp_path):
 def test_probe_bad_build_info_refused(tmp_path):
     info = tmp_path / "bi.json"
     info.write_text('{"build_sha": "NOT-HEX"}')
-    rc, out, _ = run_source(["probe"], env_extra={"SKILLHOST_BUILD_INFO": str(info)})
+    rc, out, _ = run_source(["probe"], env_extra={"QUALIFY_BUILD_INFO": str(info)})
     assert rc == 3
     assert out["kind"] == "skillhost-error"
     assert out["code"] == "CC_SKILL_BUILD_INFO_INVALID"

@@ -14,9 +14,9 @@ SPEC = REPO / "reference_app" / "skillhost.spec"
 
 
 def _pyinstaller(tmp_path, build_info_env, timeout=600):
-    env = {k: v for k, v in os.environ.items() if k != "SKILLHOST_BUILD_INFO"}
+    env = {k: v for k, v in os.environ.items() if k != "QUALIFY_BUILD_INFO"}
     if build_info_env is not None:
-        env["SKILLHOST_BUILD_INFO"] = build_info_env
+        env["QUALIFY_BUILD_INFO"] = build_info_env
     cmd = [
         sys.executable,
         "-m",
@@ -76,7 +76,7 @@ def test_frozen_bundle_probe_and_journey(tmp_path):
     assert json.loads(bundled_info.read_text())["build_sha"] == sha
 
     # Run from a neutral cwd with an environment that does not point at the sources.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SKILLHOST_BUILD_INFO")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "QUALIFY_BUILD_INFO")}
 
     def run(*a):
         return subprocess.run([str(exe), *a], capture_output=True, cwd=str(tmp_path), env=env, timeout=120, check=False)

@@ -303,7 +303,7 @@ def platform_payload(predicate: PlatformPredicate, *, subject: Subject | None = 
     statement = PlatformStatement(
         type_="https://in-toto.io/Statement/v1",
         subject=[subject or Subject(name=artifact.name, digest=DigestSet(sha256=artifact.sha256))],
-        predicateType="https://desktop-qualify.invalid/evidence/platform-qualification/v1",
+        predicateType="https://desktop-qualify.invalid/evidence/platform-qualification/v2",
         predicate=predicate,
     )
     return canonical_bytes(statement)

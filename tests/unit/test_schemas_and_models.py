@@ -191,7 +191,7 @@ def test_parse_statement_routes_by_predicate_type() -> None:
         parse_statement(b"[]", what="s")
     assert caught.value.code is Code.SCHEMA_INVALID
     with pytest.raises(QualificationError) as caught:
-        parse_statement(b'{"predicateType": "https://desktop-qualify.invalid/evidence/platform-qualification/v1"}',
+        parse_statement(b'{"predicateType": "https://desktop-qualify.invalid/evidence/platform-qualification/v2"}',
                         what="s")
     assert caught.value.code is Code.SCHEMA_INVALID
 
