@@ -69,7 +69,7 @@ def lint(session: nox.Session) -> None:
     """ruff with a broad rule set, mypy --strict with the pydantic plugin, zizmor on the workflows."""
     # A regular (not editable) install: mypy follows no import hook, so it reads the package the way the wheel
     # lays it out (desktop_qualify/<folder>), from outside the checkout, whose top-level folders it would see first.
-    session.install(".[dev]")
+    session.install(".[dev,example]")
     session.run("ruff", "check", ".")
     with session.chdir(session.create_tmp()):
         session.run("mypy", "--config-file", str(ROOT / "pyproject.toml"), "-p", "desktop_qualify")
@@ -78,6 +78,9 @@ def lint(session: nox.Session) -> None:
     with session.chdir("reference_app"):
         session.run("mypy", "--strict", "--python-version", "3.11", "--exclude", "skillhost/bundled_skills/",
                     "skillhost", "tools", "skillhost_launcher.py")
+    # The example app, with its toolkit's own type stubs (PySide6 ships them).
+    with session.chdir("examples/qt-notes"):
+        session.run("mypy", "--strict", "--python-version", "3.11", "qt_notes", "build.py", "journey/run.py")
     if (ROOT / ".github" / "workflows").is_dir():
         session.install("zizmor>=1.30,<2")
         session.run("zizmor", "--offline", ".github/workflows")

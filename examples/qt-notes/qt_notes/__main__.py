@@ -17,9 +17,15 @@ import json
 import sys
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
 from . import __version__
 from .build_info import build_info
 from .notebook import NotesError
+from .probe import probe as write_probe_record
+from .window import NotesWindow, image_is_drawn
 
 
 def _say(payload: dict[str, object]) -> None:
@@ -27,15 +33,12 @@ def _say(payload: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
-def _application() -> object:
-    from PySide6.QtWidgets import QApplication
-
-    return QApplication.instance() or QApplication(["qt-notes"])
+def _application() -> QApplication:
+    existing = QApplication.instance()
+    return existing if isinstance(existing, QApplication) else QApplication(["qt-notes"])
 
 
 def _open(args: argparse.Namespace) -> int:
-    from .window import NotesWindow, image_is_drawn
-
     _application()
     window = NotesWindow(Path(args.notebook))
     window.show()
@@ -44,8 +47,8 @@ def _open(args: argparse.Namespace) -> int:
     except NotesError as exc:
         _say({"ok": False, "code": exc.code, "message": exc.message})
         return 3
-    image = window.render()
-    if args.screenshot and not image.save(args.screenshot, "PNG"):
+    image = window.render_window()
+    if args.screenshot and not image.save(args.screenshot, b"PNG"):
         _say({"ok": False, "code": "NOTES_SCREENSHOT_FAILED", "message": "the window could not be saved"})
         return 3
     _say({"ok": True, "characters": len(window.editor.toPlainText()), "drawn": image_is_drawn(image),
@@ -54,11 +57,6 @@ def _open(args: argparse.Namespace) -> int:
 
 
 def _save(args: argparse.Namespace) -> int:
-    from PySide6.QtCore import Qt
-    from PySide6.QtTest import QTest
-
-    from .window import NotesWindow
-
     _application()
     window = NotesWindow(Path(args.notebook))
     window.show()
@@ -69,7 +67,7 @@ def _save(args: argparse.Namespace) -> int:
         if char == "\n":
             QTest.keyClick(window.editor, Qt.Key.Key_Return)
         elif char.isascii() and char.isprintable():
-            QTest.keyClick(window.editor, char)
+            QTest.keyClicks(window.editor, char)
         else:
             window.editor.insertPlainText(char)
     window.save_action.trigger()
@@ -84,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="qt-notes")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("about")
-    probe = commands.add_parser("probe")
-    probe.add_argument("--record", required=True)
+    probe_command = commands.add_parser("probe")
+    probe_command.add_argument("--record", required=True)
     opened = commands.add_parser("open")
     opened.add_argument("notebook")
     opened.add_argument("name")
@@ -100,9 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         _say({"app_version": __version__, "build_sha": info["build_sha"], "platform": info["platform"]})
         return 0
     if args.command == "probe":
-        from .probe import probe
-
-        return probe(Path(args.record))
+        _application()
+        return write_probe_record(Path(args.record))
     return _open(args) if args.command == "open" else _save(args)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -47,5 +46,5 @@ def write_note(notebook: Path, name: str, text: str) -> int:
         raise NotesError("NOTES_FILE_TOO_LARGE", f"the note is {len(data)} bytes; at most {MAX_NOTE_BYTES}")
     partial = path.with_name(f".{path.name}.partial")
     partial.write_bytes(data)
-    os.replace(partial, path)  # a reader never sees half a note
+    partial.replace(path)  # a reader never sees half a note
     return len(data)

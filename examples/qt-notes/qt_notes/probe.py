@@ -9,9 +9,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import PySide6
+from PySide6.QtWidgets import QApplication
+
 from . import __version__
 from .build_info import build_info
 from .notebook import NotesError, read_note, write_note
+from .window import NotesWindow, image_is_drawn
 
 
 def _own_executable_sha256() -> str:
@@ -24,19 +28,14 @@ def _own_executable_sha256() -> str:
 
 
 def _checks() -> list[dict[str, object]]:
-    from PySide6.QtWidgets import QApplication
-
-    from .window import NotesWindow, image_is_drawn
-
     checks: list[dict[str, object]] = []
-    app = QApplication.instance() or QApplication(["qt-notes"])
-    platform_name = app.platformName()  # type: ignore[attr-defined]
+    platform_name = QApplication.platformName()
     checks.append({"name": "qt-platform-loaded", "passed": bool(platform_name),
-                   "detail": f"Qt {__import__('PySide6').__version__} on the {platform_name!r} platform"})
+                   "detail": f"Qt {PySide6.__version__} on the {platform_name!r} platform"})
     with tempfile.TemporaryDirectory() as folder:
         window = NotesWindow(Path(folder))
         window.show()
-        image = window.render()
+        image = window.render_window()
         checks.append({"name": "window-renders", "passed": image_is_drawn(image),
                        "detail": f"main window drawn at {image.width()}x{image.height()}"})
         try:
@@ -54,8 +53,10 @@ def _checks() -> list[dict[str, object]]:
 
 def probe(record: Path) -> int:
     info = build_info()
+    checks = _checks()
     report = {"kind": "qualify-probe", "version": 2, "app_version": __version__, "build_sha": info["build_sha"],
-              "platform": info["platform"], "executable_sha256": _own_executable_sha256(), "checks": _checks()}
+              "platform": info["platform"], "executable_sha256": _own_executable_sha256(), "checks": checks}
     record.write_text(json.dumps(report, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
-    sys.stdout.write(f"probe: {sum(1 for c in report['checks'] if c['passed'])} checks passed\n")  # type: ignore[union-attr]
+    passed = sum(1 for check in checks if check["passed"])
+    sys.stdout.write(f"probe: {passed} of {len(checks)} checks passed\n")
     return 0

@@ -45,7 +45,7 @@ class NotesWindow(QMainWindow):
         self.last_error = None
         self.status.setText(f"saved {self.name}: {written} bytes")
 
-    def render(self) -> QImage:
+    def render_window(self) -> QImage:
         """The window as it is drawn now (under Xvfb, offscreen or a desktop alike)."""
         QApplication.processEvents()
         return self.grab().toImage()

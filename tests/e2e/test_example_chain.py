@@ -1,0 +1,174 @@
+"""The second example app (examples/qt-notes) through the whole local chain: its own build, a .deb, a Qt GUI
+under a private Xvfb, a journey runner driving the installed binary from outside; ends QUALIFIED.
+
+The app and its policy are committed into a fresh repository on `main`, laid
+out as the project is (the policy's keyring paths point at the repository's
+`.qualify/`), so the run tests them as they are now. Then the evidence is
+tampered with, and judged under policies that ask more than the app showed:
+each is refused with its own code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from support.chain import REPO, git, qualify
+
+POLICY = Path("examples") / "qt-notes" / "policy.toml"
+
+
+@dataclass(frozen=True)
+class ExampleChain:
+    repo: Path
+    out: Path
+    sha: str
+
+    @property
+    def policy(self) -> Path:
+        return self.repo / POLICY
+
+    @property
+    def artifacts(self) -> list[Path]:
+        return sorted((self.out / "artifacts").iterdir())
+
+    def record(self, name: str) -> dict[str, object]:
+        loaded: dict[str, object] = json.loads((self.out / "records" / "linux" / f"{name}.json").read_text())
+        return loaded
+
+    def verify(self, *, policy: Path | None = None, evidence: Path | None = None,
+               artifacts: list[Path] | None = None) -> tuple[int, str]:
+        candidate = [arg for path in (artifacts or self.artifacts) for arg in ("--artifact", path)]
+        done = qualify("verify", "--policy", policy or self.policy, "--evidence", evidence or self.out / "evidence",
+                       *candidate)
+        return done.returncode, done.stdout + done.stderr
+
+
+def _requirements() -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the example app is a Debian package: Linux only")
+    missing = [name for name in ("dpkg-deb", "Xvfb") if shutil.which(name) is None]
+    if importlib.util.find_spec("PySide6") is None:
+        missing.append("PySide6 (pip install '.[example]')")
+    if missing:
+        pytest.skip(f"the example app's chain needs {', '.join(missing)}, not installed here "
+                    "(Debian: apt-get install dpkg xvfb)")
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> ExampleChain:
+    _requirements()
+    root = tmp_path_factory.mktemp("example")
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "e2e@desktop-qualify.invalid")
+    git(repo, "config", "user.name", "e2e")
+    shutil.copytree(REPO / "examples" / "qt-notes", repo / "examples" / "qt-notes",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copyfile(REPO / ".gitignore", repo / ".gitignore")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the example app under qualification")
+    sha = git(repo, "rev-parse", "HEAD")
+    out, policy = root / "out", repo / POLICY
+    steps = {
+        "keygen": qualify("keygen", "--policy", policy),
+        "produce": qualify("produce", "--policy", policy, "--platform", "linux", "--out", out, "--run-id", "example-1"),
+        "aggregate": qualify("aggregate", "--policy", policy, "--evidence", out / "evidence",
+                             "--out", out / "evidence"),
+    }
+    for name, done in steps.items():
+        assert done.returncode == 0, f"{name} failed:\n{done.stdout}\n{done.stderr}"
+    return ExampleChain(repo, out, sha)
+
+
+def test_the_example_app_is_qualified_end_to_end(example: ExampleChain) -> None:
+    code, said = example.verify()
+    assert code == 0, said
+    assert "QUALIFIED" in said.splitlines()
+    [artifact] = example.artifacts
+    assert artifact.name == f"qt-notes-{example.sha[:12]}-linux-{artifact.name.split('-linux-')[1]}"
+    assert artifact.name.endswith(".deb")
+
+
+def test_every_extension_point_is_the_example_apps_own(example: ExampleChain) -> None:
+    build = example.record("build")
+    assert build["command"] == ["{python}", "build.py", "--out", "{out}"]
+    assert "dpkg-deb" in build["tools"]  # type: ignore[operator]
+    assert "pyinstaller" not in build["tools"]  # type: ignore[operator]
+    install = example.record("install")
+    assert (install["method"], install["executable"]) == ("deb", "opt/qt-notes/qt-notes")
+    probe = example.record("launch-probe")
+    assert probe["display"] == "xvfb"
+    reported = {check["name"]: check for check in probe["report"]["checks"]}  # type: ignore[index]
+    assert set(reported) == {"qt-platform-loaded", "window-renders", "notebook-roundtrip", "build-info-embedded"}
+    assert all(check["passed"] for check in reported.values())
+    assert "'xcb' platform" in reported["qt-platform-loaded"]["detail"]  # drawn by X, under the private Xvfb
+    journey = example.record("journey")
+    assert journey["display"] == "xvfb"
+    assert journey["command"][:2] == ["{python}", "journey/run.py"]  # type: ignore[index]
+    observed = {step["id"]: (step["observed"], step["code"]) for step in journey["steps"]}  # type: ignore[union-attr]
+    assert observed == {
+        "save-note": ("allow", None),
+        "open-note-renders-window": ("allow", None),
+        "open-too-large-refused": ("reject", "NOTES_FILE_TOO_LARGE"),
+        "open-not-utf8-refused": ("reject", "NOTES_NOT_UTF8"),
+        "save-outside-notebook-refused": ("reject", "NOTES_PATH_OUTSIDE_NOTEBOOK"),
+        "open-missing-refused": ("reject", "NOTES_NOT_FOUND"),
+    }
+
+
+def test_a_flipped_byte_in_the_package_is_refused(example: ExampleChain, tmp_path: Path) -> None:
+    [artifact] = example.artifacts
+    tampered = tmp_path / artifact.name
+    data = bytearray(artifact.read_bytes())
+    data[len(data) // 2] ^= 1
+    tampered.write_bytes(bytes(data))
+    code, said = example.verify(artifacts=[tampered])
+    assert code == 1
+    assert "QE_ARTIFACT_DIGEST_MISMATCH" in said
+
+
+@pytest.mark.parametrize("name", ["platform-linux.dsse.json", "aggregate.dsse.json"])
+def test_a_flipped_byte_in_the_evidence_is_refused(example: ExampleChain, tmp_path: Path, name: str) -> None:
+    evidence = tmp_path / "evidence"
+    shutil.copytree(example.out / "evidence", evidence)
+    data = bytearray((evidence / name).read_bytes())
+    middle = len(data) // 2
+    data[middle] = ord("A") if data[middle] != ord("A") else ord("B")
+    (evidence / name).write_bytes(bytes(data))
+    code, said = example.verify(evidence=evidence)
+    assert code == 1
+    assert "QE_" in said
+    assert "Traceback" not in said
+
+
+@pytest.mark.parametrize(("old", "new", "refusal"), [
+    # The app installed a .deb; a policy that names another installer kind does not accept it.
+    ('kind = "deb"', 'kind = "archive"', "install method 'deb' is not the policy's installer kind 'archive'"),
+    # A check the policy requires and the app never reported.
+    ('require = ["qt-platform-loaded"', 'require = ["spell-check-loaded", "qt-platform-loaded"',
+     "required check(s) not reported: spell-check-loaded"),
+    # A step outcome other than the policy's: the app's own code is not the one the policy requires.
+    ('code = "NOTES_NOT_FOUND"', 'code = "NOTES_MISSING"',
+     "open-missing-refused: observed reject NOTES_NOT_FOUND, the policy requires reject NOTES_MISSING"),
+    # A step the policy requires and the runner never walked.
+    ('[signing]', 'open-read-only-refused = { expect = "reject", code = "NOTES_READ_ONLY" }\n\n[signing]',
+     "QE_JOURNEY_INCOMPLETE"),
+])
+def test_the_policy_not_the_app_decides(example: ExampleChain, old: str, new: str, refusal: str) -> None:
+    text = example.policy.read_text(encoding="utf-8")
+    assert old in text
+    stricter = example.policy.with_name("stricter.toml")
+    stricter.write_text(text.replace(old, new, 1), encoding="utf-8")
+    try:
+        code, said = example.verify(policy=stricter)
+    finally:
+        stricter.unlink()
+    assert code == 1, said
+    assert refusal in said
