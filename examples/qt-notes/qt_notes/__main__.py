@@ -48,7 +48,7 @@ def _open(args: argparse.Namespace) -> int:
         _say({"ok": False, "code": exc.code, "message": exc.message})
         return 3
     image = window.render_window()
-    if args.screenshot and not image.save(args.screenshot, b"PNG"):
+    if args.screenshot and not image.save(args.screenshot):
         _say({"ok": False, "code": "NOTES_SCREENSHOT_FAILED", "message": "the window could not be saved"})
         return 3
     _say({"ok": True, "characters": len(window.editor.toPlainText()), "drawn": image_is_drawn(image),
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     opened = commands.add_parser("open")
     opened.add_argument("notebook")
     opened.add_argument("name")
-    opened.add_argument("--screenshot")
+    opened.add_argument("--screenshot", help="a .png file: the format follows the name")
     saved = commands.add_parser("save")
     saved.add_argument("notebook")
     saved.add_argument("name")
