@@ -145,7 +145,8 @@ def test_the_build_sees_no_secret_and_signing_happens_after_it(
     with tarfile.open(out.archive, "r:gz") as tf:
         assert sorted(tf.getnames()) == ["app", "app/_internal", "app/_internal/lib.so", "app/app"]
         member = tf.extractfile("app/app")
-        assert member is not None and member.read().endswith(b"signed")
+        assert member is not None
+        assert member.read().endswith(b"signed")
     assert out.record.build_sha == sha
     assert out.record.command == BUILD_ARGV
     assert out.record.artifact.sha256 == hashlib.sha256(out.archive.read_bytes()).hexdigest()
