@@ -45,10 +45,16 @@ def read_app_record(path: Path, *, what: str) -> bytes:
     except OSError as exc:
         raise QualificationError(Code.EVIDENCE_UNEXPECTED, f"{what}: the record {path.name} cannot be opened as a "
                                                            f"file ({exc.strerror or exc})") from exc
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise QualificationError(Code.EVIDENCE_UNEXPECTED, f"{what}: the record is not a regular file")
-        data = handle.read(MAX_APP_OUTPUT_BYTES + 1)
+        chunks, left = [], MAX_APP_OUTPUT_BYTES + 1
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
     if len(data) > MAX_APP_OUTPUT_BYTES:
         raise QualificationError(Code.EVIDENCE_TOO_LARGE, f"{what}: the record is larger than "
                                                           f"{MAX_APP_OUTPUT_BYTES} bytes")

@@ -35,10 +35,10 @@ PLATFORM_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
     "predicate.launch_probe.duration_ms": "a duration",
     "predicate.launch_probe.stderr_excerpt": "bounded free text from the app; logs are never evidence",
     "predicate.launch_probe.report.app_version": "the app's version string; the build SHA identifies the build",
+    "predicate.launch_probe.report.checks.*.detail": "bounded free text from the app about one named check",
     "predicate.launch_probe.report.isolation_layers.*.detail": "why a sandbox layer was or was not applied, for people",
     "predicate.journey.isolation_layers.*.detail": "why a sandbox layer was or was not applied, for people",
     "predicate.journey.duration_ms": "a duration",
-    "predicate.journey.host_pid": "the app's process id during its journey, for reading its own report",
     "predicate.journey.stderr_excerpt": "bounded free text from the app; logs are never evidence",
     "predicate.journey.steps.*.detail": "bounded free text from the app about one step",
     # The notarization hook's result: its outcome is checked against the OS signing state; these say more.

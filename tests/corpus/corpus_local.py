@@ -458,6 +458,25 @@ def repeat_step(step_id: str, **changes: Any) -> PredicateEdit:
     return apply
 
 
+def check(check_name: str, /, **changes: Any) -> PredicateEdit:
+    """The probe's named check ``check_name`` reported with ``changes`` (``passed=False``, another ``name``)."""
+
+    def apply(pred: dict[str, Any]) -> None:
+        for entry in pred["launch_probe"]["report"]["checks"]:
+            if entry["name"] == check_name:
+                entry.update(changes)
+
+    return apply
+
+
+def drop_check(name: str) -> PredicateEdit:
+    def apply(pred: dict[str, Any]) -> None:
+        report = pred["launch_probe"]["report"]
+        report["checks"] = [c for c in report["checks"] if c["name"] != name]
+
+    return apply
+
+
 def _section(pred: dict[str, Any], section: str) -> dict[str, Any]:
     for part in section.split("."):
         pred = pred[part]
@@ -623,8 +642,8 @@ def aggregate_extra_entry(tmp_path: Path) -> list[str]:
 
 
 def steps_of(count: int) -> list[dict[str, Any]]:
-    return [{"id": f"s-{i}", "expected": "allow", "expected_code": None, "observed": "allow",
-             "observed_code": None, "passed": True, "detail": ""} for i in range(count)]
+    return [{"id": f"s-{i}", "observed": "allow", "code": None, "errno": None, "detail": "", "passed": True}
+            for i in range(count)]
 
 
 def subjects_of(count: int) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:

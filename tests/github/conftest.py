@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from desktop_qualify.qualify_github import ClientConfig, GitHubClient
 from gh_testenv import FAST_RETRY, POLICY_TEMPLATE, REPOSITORY, WORKFLOW, MakeClient, git
+from support.evidence_factory import app_section
 from support.github_emulator import DEFAULT_TOKEN, GitHubEmulator
 
 
@@ -48,5 +49,5 @@ def policy_dir(tmp_path: Path) -> Path:
     git(checkout, "add", "app.py")
     git(checkout, "commit", "-q", "-m", "one")
     (tmp_path / "policy.toml").write_text(POLICY_TEMPLATE.format(repository=REPOSITORY, workflow=WORKFLOW,
-                                                                 zeros="0" * 64))
+                                                                 zeros="0" * 64, app=app_section("checkout")))
     return tmp_path

@@ -16,7 +16,7 @@ WORKFLOW = ".github/workflows/qualify.yml"
 FAST_RETRY = RetryPolicy(max_attempts=3, base_backoff=0.01, max_backoff=0.05, max_total_wait=3.0)
 MakeClient = Callable[..., GitHubClient]
 POLICY_TEMPLATE = """
-version = 1
+version = 2
 name = "release-test"
 
 [producer]
@@ -41,11 +41,7 @@ trusted_root_sha256 = "{zeros}"
 [source]
 require_clean_worktree = true
 
-[artifact]
-name = "skillhost"
-app_source = "checkout"
-spec = "skillhost.spec"
-
+{app}
 [platforms]
 required = ["linux", "macos", "windows"]
 

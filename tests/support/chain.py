@@ -54,7 +54,7 @@ def write_policy(root: Path, app_source: Path, *, name: str = "policy.toml", **o
             f'platform_key = "{(keys / "platform.pem").as_posix()}"',
         'aggregate_key = "../.qualify/keys/aggregate.ed25519.pem"':
             f'aggregate_key = "{(keys / "aggregate.pem").as_posix()}"',
-        'app_source = "../reference_app"': f'app_source = "{app_source.as_posix()}"',
+        'source = "../reference_app"': f'source = "{app_source.as_posix()}"',
         **overrides,
     }
     for old, new in replacements.items():

@@ -44,7 +44,6 @@ from desktop_qualify.evidence_schemas import (
     PlatformStatement,
     Subject,
     canonical_bytes,
-    executable_path,
 )
 from desktop_qualify.qualify_policy import Policy, host_platform, load_policy
 from desktop_qualify.qualify_trust import add_to_keyring, generate_private_key
@@ -72,6 +71,16 @@ REJECT_CODES = {"external-unsigned-rejected": "CC_SKILL_SIGNATURE_MISSING",
 # A kernel-refusal step names the errno names it accepts in the policy; a passing one records the first.
 KERNEL_ERRNO_CHOICES = {"kernel-refuses-exec-shell": ("EPERM", "EACCES")}
 KERNEL_ERRNOS = {step: choices[0] for step, choices in KERNEL_ERRNO_CHOICES.items()}
+
+# The policy's app section (policies/local.toml's): commands as written there, the installer and executable.
+BUILD_ARGV = ["{python}", "tools/build_release.py", "--out", "{out}"]
+PROBE_ARGV = ["{executable}", "probe", "--record", "{record}"]
+JOURNEY_ARGV = ["{executable}", "journey", "--record", "{record}"]
+PROBE_CHECKS = ("catalog-verified", "worker-entry-resolvable", "isolation")
+EXECUTABLES = {"linux": "skillhost/skillhost", "macos": "skillhost/skillhost", "windows": "skillhost/skillhost.exe"}
+OUTPUTS = {"linux": "skillhost-*-linux.tar.gz", "macos": "skillhost-*-macos.tar.gz",
+           "windows": "skillhost-*-windows.zip"}
+CODE_PATTERN = "^CC_SKILL_[A-Z_]{1,64}$"
 
 # The policy's required sandbox layers per platform (policies/*.toml), and what a passing worker reports:
 # every required layer applied, and on Linux one optional layer that this machine could not apply.
@@ -141,6 +150,37 @@ def _toml_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
 
+def app_section(source: str) -> str:
+    """policies/local.toml's ``[app]`` section (the reference app), with ``source`` as the app's folder."""
+    return f"""[app]
+name = "skillhost"
+source = {json.dumps(source)}
+
+[app.build]
+argv = {_toml_list(BUILD_ARGV)}
+
+[app.build.outputs]
+linux = "{OUTPUTS["linux"]}"
+macos = "{OUTPUTS["macos"]}"
+windows = "{OUTPUTS["windows"]}"
+
+[app.install]
+linux = {{ kind = "archive", executable = "{EXECUTABLES["linux"]}" }}
+macos = {{ kind = "archive", executable = "{EXECUTABLES["macos"]}" }}
+windows = {{ kind = "archive", executable = "{EXECUTABLES["windows"]}" }}
+
+[app.probe]
+argv = {_toml_list(PROBE_ARGV)}
+require = {_toml_list(PROBE_CHECKS)}
+
+[app.journey]
+argv = {_toml_list(JOURNEY_ARGV)}
+
+[app.codes]
+pattern = "{CODE_PATTERN}"
+"""
+
+
 def _journey_table(steps: Sequence[str]) -> str:
     """The policy's ``[journey.steps]`` entries: each step with the outcome (and code) it must show."""
     lines = []
@@ -166,7 +206,7 @@ def policy_text(keys: Keys, *, required: Sequence[str] = ("host",), required_ste
         return json.dumps(os.path.relpath(path, relative_to) if relative_to is not None else str(path))
 
     signing = {"linux": ["unsigned"], "macos": ["unsigned"], "windows": ["unsigned"], **(signing or {})}
-    return f"""version = 1
+    return f"""version = 2
 name = "local"
 
 [producer]
@@ -185,11 +225,7 @@ aggregate_key = {where(keys.aggregate_path)}
 [source]
 require_clean_worktree = {"true" if require_clean else "false"}
 
-[artifact]
-name = "skillhost"
-app_source = {json.dumps(str(app_source or keys.keyring.parent))}
-spec = "skillhost.spec"
-
+{app_section(str(app_source or keys.keyring.parent))}
 [platforms]
 required = {_toml_list(required)}
 
@@ -227,14 +263,18 @@ def write_artifact(directory: Path, platform: str, sha: str) -> Path:
     return path
 
 
+def probe_checks() -> list[dict[str, Any]]:
+    """What a passing probe reports: each check the policy requires, passed."""
+    return [{"name": name, "passed": True, "detail": "ok"} for name in PROBE_CHECKS]
+
+
 def _journey_steps(steps: Sequence[str]) -> list[dict[str, Any]]:
     out = []
     for step in steps:
         code = REJECT_CODES.get(step)
         verdict = "reject" if code else "allow"
-        out.append({"id": step, "expected": verdict, "expected_code": code, "observed": verdict,
-                    "observed_code": code, "passed": True, "detail": f"{step}: as expected",
-                    "errno": KERNEL_ERRNOS.get(step)})
+        out.append({"id": step, "observed": verdict, "code": code, "errno": KERNEL_ERRNOS.get(step),
+                    "detail": f"{step}: as expected", "passed": True})
     return out
 
 
@@ -247,7 +287,7 @@ def predicate_data(*, platform: Platform, artifact: Path, sha: str, run_id: str,
     exe_digest = _sha256(b"installed executable of " + data[:32])
     now = utc_now()
     return {
-        "version": 1,
+        "version": 2,
         "platform": platform,
         "arch": "x86_64",
         "run": {"mode": "local", "repository": REPOSITORY, "workflow": WORKFLOW, "ref": MAIN_REF, "sha": sha,
@@ -262,9 +302,9 @@ def predicate_data(*, platform: Platform, artifact: Path, sha: str, run_id: str,
             "passed": True,
         },
         "build": {
-            "kind": "build", "version": 1,
+            "kind": "build", "version": 2,
             "artifact": {"name": artifact.name, "size": len(data), "sha256": digest},
-            "build_sha": sha, "source_digest": _sha256(b"source of " + sha.encode()),
+            "build_sha": sha, "source_digest": _sha256(b"source of " + sha.encode()), "command": list(BUILD_ARGV),
             "tools": {"python": "3.11.7", "pyinstaller": "6.22.3"}, "started_at": now, "duration_ms": 1000,
             "passed": True,
         },
@@ -275,22 +315,24 @@ def predicate_data(*, platform: Platform, artifact: Path, sha: str, run_id: str,
             "passed": True,
         },
         "install": {
-            "kind": "install", "version": 1, "artifact_sha256": digest, "method": "unpack", "file_count": 3,
+            "kind": "install", "version": 2, "artifact_sha256": digest, "method": "archive", "file_count": 3,
             "total_bytes": 4096, "manifest_sha256": _sha256(b"manifest " + data[:32]),
-            "executable": executable_path("skillhost", platform), "executable_sha256": exe_digest,
+            "executable": EXECUTABLES[platform], "executable_sha256": exe_digest,
             "duration_ms": 20,
             "passed": True, "failure": None,
         },
         "launch_probe": {
-            "kind": "launch-probe", "version": 1, "exit_code": 0, "timed_out": False, "duration_ms": 100,
+            "kind": "launch-probe", "version": 2, "command": list(PROBE_ARGV), "display": "none", "exit_code": 0,
+            "timed_out": False, "duration_ms": 100,
             "report": {"app_version": "0.1.0", "build_sha": sha, "platform": platform,
-                       "executable_sha256": exe_digest, "worker_entry_resolvable": True, "catalog_verified": True,
-                       "isolation_available": True, "isolation_layers": isolation_layers(platform)},
+                       "executable_sha256": exe_digest, "checks": probe_checks(),
+                       "isolation_layers": isolation_layers(platform)},
             "build_sha_matches": True, "executable_matches_install": True, "stderr_excerpt": "", "passed": True,
         },
         "journey": {
-            "kind": "journey", "version": 1, "exit_code": 0, "timed_out": False, "duration_ms": 900,
-            "app_build_sha": sha, "host_pid": 4242, "steps": _journey_steps(required_steps),
+            "kind": "journey", "version": 2, "command": list(JOURNEY_ARGV), "display": "none", "exit_code": 0,
+            "timed_out": False, "duration_ms": 900,
+            "app_build_sha": sha, "steps": _journey_steps(required_steps),
             "required_steps": list(required_steps), "missing_steps": [], "failed_steps": [],
             "isolation_layers": isolation_layers(platform), "stderr_excerpt": "", "passed": True,
         },

@@ -70,7 +70,7 @@ def github_policy(root: Path, instance: TestSigstoreInstance, app_source: Path) 
             "repository": f'"{REPOSITORY}"',
             "trusted_root": f'"{instance.trusted_root_path.as_posix()}"',
             "trusted_root_sha256": f'"{instance.trusted_root_sha256}"',
-            "app_source": f'"{app_source.as_posix()}"',
+            "source": f'"{app_source.as_posix()}"',
             "required": '["linux"]',
         }.get(key)
         lines.append(f"{key} = {value}" if value is not None and "=" in line else line)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import BuildRecord, Code, InstallRecord, QualificationError
-from desktop_qualify.producer import _install
+from desktop_qualify.producer import _installers
 from desktop_qualify.producer._install import install
 from desktop_qualify.qualify_archive import pack, unpack
 from desktop_qualify.qualify_files import file_sha256
@@ -69,7 +69,7 @@ def test_utf8_names_beyond_ascii_are_installed(tmp_path: Path) -> None:
 def _build_record(archive: Path) -> BuildRecord:
     return BuildRecord.model_validate({
         "artifact": {"name": archive.name, "size": archive.stat().st_size, "sha256": file_sha256(archive)},
-        "build_sha": "a" * 40, "source_digest": hashlib.sha256(b"source").hexdigest(),
+        "build_sha": "a" * 40, "source_digest": hashlib.sha256(b"source").hexdigest(), "command": ["make"],
         "tools": {"python": "3.11"}, "started_at": utc_now(), "duration_ms": 1, "passed": True,
     })
 
@@ -83,7 +83,7 @@ def _assert_failed(record: InstallRecord, why: str) -> None:
 
 def test_install_records_a_non_utf8_member_name_as_a_failure(tmp_path: Path) -> None:
     archive = tgz(tmp_path, files_and_links(["top/top", "top/caf\udce9"]))
-    record = install(archive=archive, build=_build_record(archive), prefix=tmp_path / "prefix",
+    record = install(archive=archive, build=_build_record(archive), prefix=tmp_path / "prefix", kind="archive",
                      executable="top/top")
     _assert_failed(record, "is not valid UTF-8")
 
@@ -101,9 +101,9 @@ def test_install_records_a_manifest_it_cannot_write_as_a_failure(tmp_path: Path,
         (prefix / "top" / "top").write_bytes(b"x")
         (prefix / "top" / "caf\udce9").write_bytes(b"x")
 
-    monkeypatch.setattr(_install, "unpack", unpack_anything)
+    monkeypatch.setattr(_installers, "unpack", unpack_anything)
     archive = tgz(tmp_path, files_and_links(["top/top"]))
-    record = install(archive=archive, build=_build_record(archive), prefix=tmp_path / "prefix",
+    record = install(archive=archive, build=_build_record(archive), prefix=tmp_path / "prefix", kind="archive",
                      executable="top/top")
     _assert_failed(record, "cannot be recorded in a manifest")
 
@@ -112,7 +112,8 @@ def test_install_records_an_unreadable_archive_as_a_failure(tmp_path: Path) -> N
     archive = tgz(tmp_path, files_and_links(["top/top"]))
     build = _build_record(archive)
     archive.unlink()
-    record = install(archive=archive, build=build, prefix=tmp_path / "prefix", executable="top/top")
+    record = install(archive=archive, build=build, prefix=tmp_path / "prefix", kind="archive",
+                     executable="top/top")
     _assert_failed(record, "cannot be read")
     assert not (tmp_path / "prefix").exists()
 

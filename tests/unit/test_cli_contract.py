@@ -101,11 +101,11 @@ def test_key_path_that_is_a_folder_is_key_invalid(tmp_path: Path, qualify) -> No
 def test_gate_that_cannot_observe_the_source_is_an_environment_error(tmp_path: Path, qualify) -> None:  # type: ignore[no-untyped-def]
     evidence = make_evidence(tmp_path)
     policy_text = evidence.policy_path.read_text()
-    app_line = next(line for line in policy_text.splitlines() if line.startswith("app_source"))
+    app_line = next(line for line in policy_text.splitlines() if line.startswith("source = "))
     not_git = tmp_path / "not-a-repo"
     not_git.mkdir()
     policy = tmp_path / "no-git.toml"
-    policy.write_text(policy_text.replace(app_line, f'app_source = "{not_git.as_posix()}"'))
+    policy.write_text(policy_text.replace(app_line, f'source = "{not_git.as_posix()}"'))
     out = tmp_path / "out"
     result = qualify(["produce", "--policy", str(policy), "--platform", "linux", "--out", str(out)])
     assert result.status == 2

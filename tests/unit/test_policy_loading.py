@@ -46,7 +46,7 @@ def test_the_committed_local_policy_loads(tmp_path: Path) -> None:
         LOCAL.replace('name = "local"', 'name = "local"\ncolour = "blue"'),
         LOCAL.replace("require_clean_worktree = false", "require_clean_worktree = false\nextra = 1"),
         LOCAL.replace("require_clean_worktree = false", 'require_clean_worktree = "no"'),
-        LOCAL.replace("version = 1", "version = 2"),
+        LOCAL.replace("version = 2", "version = 1"),
         LOCAL.replace('ref = "refs/heads/main"', 'ref = "refs/heads/release"'),
         LOCAL.replace('repository = "local/desktop-qualify"', 'repository = "no-slash"'),
         LOCAL.replace('workflow = ".github/workflows/qualify.yml"', 'workflow = "../evil.yml"'),
@@ -72,16 +72,67 @@ def test_the_committed_local_policy_loads(tmp_path: Path) -> None:
         LOCAL.replace('macos = ["unsigned"]', 'macos = ["unsigned"]\n').replace('linux = ["unsigned"]',
                                                                                  'linux = ["notarized"]'),
         LOCAL.replace('windows = ["unsigned"]', 'windows = ["signed", "notarized"]'),
+        # The app contract's [app] section (docs/app-contract.md).
+        LOCAL.replace('[app]\n', '[artifact]\nname = "skillhost"\napp_source = "../reference_app"\n'
+                      'spec = "skillhost.spec"\n\n[app]\n'),
+        LOCAL.replace('"--out", "{out}"]', '"--out", "{out}", "--token", "{token}"]'),
+        LOCAL.replace('"--out", "{out}"]', '"--out", "{out}", "{"]'),
+        LOCAL.replace('probe", "--record", "{record}"]', 'probe", "--record", "{out}"]'),
+        LOCAL.replace('argv = ["{python}", "tools/build_release.py", "--out", "{out}"]', "argv = []"),
+        LOCAL.replace("[app.build]\n", '[app.build]\nenv = ["GITHUB_TOKEN"]\n'),
+        LOCAL.replace("[app.build]\n", '[app.build]\nenv = ["NPM_API_KEY"]\n'),
+        LOCAL.replace("[app.build]\n", '[app.build]\nenv = ["ACTIONS_ID_TOKEN_REQUEST_URL"]\n'),
+        LOCAL.replace("[app.build]\n", '[app.build]\nenv = ["lower"]\n'),
+        LOCAL.replace('linux = { kind = "archive"', 'linux = { kind = "msi"'),
+        LOCAL.replace('windows = { kind = "archive"', 'windows = { kind = "deb"'),
+        LOCAL.replace('linux = { kind = "archive"', 'linux = { kind = "snap"'),
+        LOCAL.replace('executable = "skillhost/skillhost" }', 'executable = "/usr/bin/skillhost" }'),
+        LOCAL.replace('executable = "skillhost/skillhost" }', 'executable = "../skillhost" }'),
+        LOCAL.replace('executable = "skillhost/skillhost.exe" }', 'executable = "skillhost\\\\skillhost.exe" }'),
+        LOCAL.replace('linux = "skillhost-*-linux.tar.gz"', 'linux = "../skillhost-*-linux.tar.gz"'),
+        LOCAL.replace('require = ["catalog-verified", "worker-entry-resolvable", "isolation"]',
+                      'require = ["catalog-verified", "catalog-verified"]'),
+        LOCAL.replace("[app.codes]", '[app.display]\nmacos = "xvfb"\n\n[app.codes]'),
+        LOCAL.replace("[app.codes]", '[app.display]\nlinux = "wayland"\n\n[app.codes]'),
+        LOCAL.replace('pattern = "^CC_SKILL_[A-Z_]{1,64}$"', 'pattern = "CC_SKILL_.*"'),
+        LOCAL.replace('pattern = "^CC_SKILL_[A-Z_]{1,64}$"', 'pattern = "^CC_SKILL_[$"'),
+        LOCAL.replace('pattern = "^CC_SKILL_[A-Z_]{1,64}$"', 'pattern = "^APP_[A-Z_]{1,64}$"'),
     ],
     ids=["bad-toml", "unknown-table", "unknown-key", "unknown-nested-key", "wrong-type", "version", "ref-not-main",
          "repository", "workflow-path", "no-platforms", "unknown-platform", "unknown-signing-state",
          "limit-out-of-range", "unknown-trust-mode", "bad-step-id", "step-without-expectation",
          "step-as-bare-string", "step-unknown-outcome", "reject-without-code", "allow-with-code",
          "code-not-a-skill-code", "step-unknown-key", "old-required-steps-list", "no-steps", "linux-notarized",
-         "windows-notarized"],
+         "windows-notarized", "v1-artifact-section", "unknown-placeholder", "stray-brace",
+         "build-placeholder-in-probe", "empty-build-argv", "env-token", "env-key", "env-actions", "env-lower-case",
+         "msi-on-linux", "deb-on-windows", "unknown-installer", "absolute-executable", "executable-escapes",
+         "executable-backslash", "output-glob-with-folder", "check-required-twice", "xvfb-on-macos",
+         "unknown-display", "unanchored-code-pattern", "code-pattern-does-not-compile", "step-code-outside-pattern"],
 )
 def test_invalid_policies_are_refused(text: str, tmp_path: Path) -> None:
     _refused(_write(tmp_path, text))
+
+
+def test_a_required_platform_needs_an_output_and_an_installer(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+    without_output = LOCAL.replace('linux = "skillhost-*-linux.tar.gz"\n', "")
+    assert "[app.build.outputs] linux" in _refused(_write(tmp_path, without_output)).message
+    without_installer = LOCAL.replace('linux = { kind = "archive", executable = "skillhost/skillhost" }\n', "")
+    assert "[app.install] linux" in _refused(_write(tmp_path, without_installer)).message
+    # A platform the policy does not require needs neither.
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert load_policy(_write(tmp_path, without_output)).required_platforms == ("macos",)
+
+
+def test_isolation_is_optional_and_the_code_pattern_has_a_default(tmp_path: Path) -> None:
+    text = LOCAL[:LOCAL.index("[isolation]")] + LOCAL[LOCAL.index("[signing]"):]
+    text = text.replace('[app.codes]\npattern = "^CC_SKILL_[A-Z_]{1,64}$"\n', "")
+    policy = load_policy(_write(tmp_path, text))
+    assert policy.file.isolation is None
+    assert policy.file.app.codes.pattern == "^[A-Z][A-Z0-9_]{2,64}$"
+    assert policy.file.app.display.kind("linux") == "none"
+    assert policy.file.app.install.get("windows") is not None
 
 
 def test_policy_file_problems(tmp_path: Path) -> None:

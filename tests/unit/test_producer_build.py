@@ -1,23 +1,23 @@
-"""producer/_build: PyInstaller (code of the artifact under test) never sees the job's credentials.
+"""producer/_build: the team's own build command (code of the artifact under test) never sees the job's credentials.
 
-The real PyInstaller run is the e2e test's; here a stand-in "PyInstaller" is a
-real child process started through the real ``run_bounded`` with the build's
-environment, which records what it can read, as a spec file or hook could.
+The build here is a real committed script run through the real ``run_bounded``
+with the build's environment, as the policy's ``[app.build] argv`` names it: it
+records what it can read, as any build tool or hook could, and writes its one
+output file. The real PyInstaller build is the e2e test's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import sys
 import tarfile
 from pathlib import Path
-from typing import Any
 
 import pytest
-from desktop_qualify.producer import _build
-from desktop_qualify.producer._build import BUILD_ENV_ALLOWED, build, build_environment
-from desktop_qualify.producer._platform_signing import PlatformSigner, SigningOutcome
-from desktop_qualify.producer._process import ProcessResult, run_bounded
+from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.producer._build import BUILD_ENV_ALLOWED, BuildPlan, build, build_environment
+from desktop_qualify.producer._output_signing import sign_output
+from desktop_qualify.producer._platform_signing import NoPlatformSigner, PlatformSigner, SigningOutcome
 from support.chain import git
 
 SECRETS = {
@@ -34,28 +34,23 @@ SECRETS = {
     "SSH_AUTH_SOCK": "/tmp/agent.sock",
 }
 
-
-def test_build_environment_is_the_allow_list_and_nothing_else(tmp_path: Path) -> None:
-    allowed = {name: f"value-of-{name}" for name in BUILD_ENV_ALLOWED}
-    env = build_environment({**allowed, **SECRETS}, tmp_path / "build_info.json")
-    assert env == {**allowed, "SKILLHOST_BUILD_INFO": str(tmp_path / "build_info.json")}
-
-
-def test_missing_allowed_names_are_not_invented(tmp_path: Path) -> None:
-    assert build_environment({"PATH": "/bin", **SECRETS}, tmp_path / "i.json") == {
-        "PATH": "/bin", "SKILLHOST_BUILD_INFO": str(tmp_path / "i.json")}
-
-
-_FAKE_PYINSTALLER = """
-import json, os, pathlib, sys
-argv = sys.argv[1:]
-dist = pathlib.Path(argv[argv.index("--distpath") + 1])
-bundle = dist / "app"
+# The team's build: a bundle folder packed into one .tar.gz under --out, and what it could see, recorded.
+_BUILD_SCRIPT = """
+import json, os, pathlib, sys, tarfile
+out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
+seen = pathlib.Path(os.environ["SEEN"]) if "SEEN" in os.environ else out.parent / "seen-env.json"
+seen.write_text(json.dumps({"env": dict(os.environ), "cwd": os.getcwd(),
+                            "info": json.loads(pathlib.Path(os.environ["QUALIFY_BUILD_INFO"]).read_text())}))
+bundle = out.parent / "bundle" / "app"
 (bundle / "_internal").mkdir(parents=True)
 (bundle / "app").write_bytes(b"\\x7fELF fake app")
 (bundle / "_internal" / "lib.so").write_bytes(b"\\x7fELF fake lib")
-pathlib.Path(sys.argv[0]).with_name("seen-env.json").write_text(json.dumps(dict(os.environ)))
+names = sys.argv[sys.argv.index("--names") + 1:] if "--names" in sys.argv else ["app-1.0-linux.tar.gz"]
+for name in names:
+    with tarfile.open(out / name, "w:gz") as tf:
+        tf.add(bundle, arcname="app")
 """
+BUILD_ARGV = ["{python}", "build.py", "--out", "{out}"]
 
 
 class _RecordingSigner(PlatformSigner):
@@ -72,6 +67,7 @@ class _RecordingSigner(PlatformSigner):
 
     def sign(self, bundle: Path, executable: Path) -> SigningOutcome:
         self.calls.append((bundle, executable, sorted(p.name for p in bundle.rglob("*"))))
+        executable.write_bytes(executable.read_bytes() + b"\nsigned")
         return SigningOutcome(self.tool, "signed")
 
 
@@ -79,7 +75,7 @@ class _RecordingSigner(PlatformSigner):
 def app_repo(tmp_path: Path) -> tuple[Path, str]:
     repo = tmp_path / "repo"
     (repo / "app").mkdir(parents=True)
-    (repo / "app" / "app.spec").write_text("# stand-in spec\n", encoding="utf-8")
+    (repo / "app" / "build.py").write_text(_BUILD_SCRIPT, encoding="utf-8")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.email", "t@example.invalid")
     git(repo, "config", "user.name", "t")
@@ -88,47 +84,128 @@ def app_repo(tmp_path: Path) -> tuple[Path, str]:
     return repo, git(repo, "rev-parse", "HEAD")
 
 
-def _fake_pyinstaller(where: Path, seen: list[dict[str, Any]]) -> Any:
-    script = where / "pyinstaller_standin.py"
-    script.write_text(_FAKE_PYINSTALLER, encoding="utf-8")
+def _plan(**changes: object) -> BuildPlan:
+    values: dict[str, object] = {"argv": BUILD_ARGV, "env_names": (), "tools": {}, "output_glob": "app-*-linux.tar.gz",
+                                 "kind": "archive", "executable": "app/app"}
+    values.update(changes)
+    return BuildPlan(**values)  # type: ignore[arg-type]
 
-    def run(argv: list[str], **kwargs: Any) -> ProcessResult:
-        assert argv[1:3] == ["-m", "PyInstaller"]
-        seen.append({"argv": argv, "env": dict(kwargs["env"])})
-        # The real runner, the real environment: only the program is a stand-in.
-        return run_bounded([sys.executable, str(script), *argv[3:]], **kwargs)
 
-    return run
+def _build(repo: Path, sha: str, tmp_path: Path, *, plan: BuildPlan | None = None,
+           signer: PlatformSigner | None = None, environ: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return build(repo=repo, sha=sha, ref="refs/heads/main", app_source=repo / "app", plan=plan or _plan(),
+                 app_name="app", platform="linux", arch="x86_64", work=tmp_path / "work",
+                 artifacts=tmp_path / "artifacts", signer=signer or NoPlatformSigner(), timeout=60,
+                 environ=environ if environ is not None else {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+
+
+def test_build_environment_is_the_allow_list_the_policys_names_and_the_build_info(tmp_path: Path) -> None:
+    allowed = {name: f"value-of-{name}" for name in BUILD_ENV_ALLOWED}
+    env = build_environment({**allowed, **SECRETS, "NODE_OPTIONS": "--max-old-space-size=4096"},
+                            tmp_path / "build_info.json", ["NODE_OPTIONS"])
+    assert env == {**allowed, "NODE_OPTIONS": "--max-old-space-size=4096",
+                   "QUALIFY_BUILD_INFO": str(tmp_path / "build_info.json")}
+
+
+def test_missing_allowed_names_are_not_invented(tmp_path: Path) -> None:
+    assert build_environment({"PATH": "/bin", **SECRETS}, tmp_path / "i.json", ["NODE_OPTIONS"]) == {
+        "PATH": "/bin", "QUALIFY_BUILD_INFO": str(tmp_path / "i.json")}
 
 
 @pytest.mark.parametrize("source", ["process", "argument"])
 def test_the_build_sees_no_secret_and_signing_happens_after_it(
         source: str, app_repo: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo, sha = app_repo
-    seen: list[dict[str, Any]] = []
-    monkeypatch.setattr(_build, "run_bounded", _fake_pyinstaller(tmp_path, seen))
     environ: dict[str, str] | None = None
     if source == "process":
         for name, value in SECRETS.items():
             monkeypatch.setenv(name, value)
+        monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     else:
-        environ = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **SECRETS}
+        environ = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SOURCE_DATE_EPOCH": "1700000000", **SECRETS}
     signer = _RecordingSigner()
-    out = build(repo=repo, sha=sha, ref="refs/heads/main", app_source=repo / "app", spec="app.spec", app_name="app",
+    out = build(repo=repo, sha=sha, ref="refs/heads/main", app_source=repo / "app", plan=_plan(), app_name="app",
                 platform="linux", arch="x86_64", work=tmp_path / "work", artifacts=tmp_path / "artifacts",
                 signer=signer, timeout=60, environ=environ)
 
-    [call] = seen
-    child_env = json.loads((tmp_path / "seen-env.json").read_text())
-    for env in (call["env"], child_env):
-        assert not set(SECRETS) & set(env), "a job secret reached the build"
-        assert set(env) - {"SKILLHOST_BUILD_INFO"} <= set(BUILD_ENV_ALLOWED)
-    build_info = json.loads(Path(child_env["SKILLHOST_BUILD_INFO"]).read_text())
-    assert build_info["build_sha"] == sha
-    # The OS signer ran in this process, after the build, on the bundle folder and its executable.
-    bundle = tmp_path / "work" / "dist" / "app"
-    assert signer.calls == [(bundle, bundle / "app", ["_internal", "app", "lib.so"])]
+    seen = json.loads((tmp_path / "work" / "seen-env.json").read_text())
+    assert not set(SECRETS) & set(seen["env"]), "a job secret reached the build"
+    assert set(seen["env"]) - {"QUALIFY_BUILD_INFO"} <= set(BUILD_ENV_ALLOWED)
+    # The build ran in the exported copy of the committed app folder, never in the work tree.
+    assert Path(seen["cwd"]) == tmp_path / "work" / "source" / "app"
+    assert seen["info"] == {"kind": "qualify-build-info", "version": 1, "build_sha": sha,
+                            "built_at": seen["info"]["built_at"], "source_ref": "refs/heads/main",
+                            "platform": "linux"}
+    # The OS signer ran in this process, after the build, on the unpacked bundle folder and its executable.
+    [(bundle, exe, names)] = signer.calls
+    assert (bundle.name, exe.relative_to(bundle).as_posix(), names) == ("app", "app", ["_internal", "app", "lib.so"])
     assert out.signing == SigningOutcome("recorder", "signed")
+    # The released artifact is the signed repack, named for the app, commit, platform and architecture.
+    assert out.archive.name == f"app-{sha[:12]}-linux-x86_64.tar.gz"
     with tarfile.open(out.archive, "r:gz") as tf:
         assert sorted(tf.getnames()) == ["app", "app/_internal", "app/_internal/lib.so", "app/app"]
+        member = tf.extractfile("app/app")
+        assert member is not None
+        assert member.read().endswith(b"signed")
     assert out.record.build_sha == sha
+    assert out.record.command == BUILD_ARGV
+    assert out.record.artifact.sha256 == hashlib.sha256(out.archive.read_bytes()).hexdigest()
+
+
+def test_unsigned_the_artifact_is_the_builds_output_byte_for_byte(app_repo: tuple[Path, str], tmp_path: Path) -> None:
+    repo, sha = app_repo
+    out = _build(repo, sha, tmp_path)
+    built = tmp_path / "work" / "out" / "app-1.0-linux.tar.gz"
+    assert out.archive.read_bytes() == built.read_bytes()
+    assert out.signing == SigningOutcome("none", "unsigned")
+
+
+def test_the_tools_the_policy_names_are_recorded_from_their_own_answer(app_repo: tuple[Path, str],
+                                                                      tmp_path: Path) -> None:
+    repo, sha = app_repo
+    tools = {"fake-tool": ["{python}", "-c", "print('fake-tool 9.8.7'); print('more')"]}
+    out = _build(repo, sha, tmp_path, plan=_plan(tools=tools))
+    assert out.record.tools["fake-tool"] == "fake-tool 9.8.7"
+    assert {"python", "os", "machine"} <= set(out.record.tools)
+
+
+@pytest.mark.parametrize(("plan", "why"), [
+    (_plan(output_glob="nothing-*.tar.gz"), "matched nothing"),
+    (_plan(argv=[*BUILD_ARGV, "--names", "app-1-linux.tar.gz", "app-2-linux.tar.gz"]), "app-1-linux.tar.gz"),
+    (_plan(argv=[*BUILD_ARGV, "--names", "app-1.0-linux.tgz"], output_glob="app-*"), "no ending"),
+    (_plan(kind="deb"), "no ending"),
+    (_plan(argv=["{python}", "-c", "raise SystemExit(3)"]), "exit 3"),
+    (_plan(tools={"broken": ["{python}", "-c", "raise SystemExit(1)"]}), "version command of tool 'broken'"),
+], ids=["no-match", "two-matches", "unknown-ending", "ending-of-another-kind", "build-fails", "tool-fails"])
+def test_a_build_that_does_not_give_exactly_one_artifact_is_refused(
+        plan: BuildPlan, why: str, app_repo: tuple[Path, str], tmp_path: Path) -> None:
+    repo, sha = app_repo
+    with pytest.raises(QualificationError) as caught:
+        _build(repo, sha, tmp_path, plan=plan)
+    assert caught.value.code is Code.BUILD_FAILED
+    assert why in caught.value.message
+    assert not (tmp_path / "artifacts").exists() or not any((tmp_path / "artifacts").iterdir())
+
+
+def test_the_producer_does_not_sign_an_installer_it_cannot_open(tmp_path: Path) -> None:
+    """Only an archive is signed inside; another kind is released as built and honestly 'unsigned'."""
+    package = tmp_path / "app_1.0_amd64.deb"
+    package.write_bytes(b"!<arch>\n")
+    signer = _RecordingSigner()
+    released, outcome = sign_output("deb", package, signer, "usr/bin/app", tmp_path / "staging")
+    assert (released, outcome, signer.calls) == (package, SigningOutcome("none", "unsigned"), [])
+
+
+def test_an_archive_with_more_than_its_bundle_at_the_top_is_not_signed(tmp_path: Path) -> None:
+    bundle = tmp_path / "tree"
+    (bundle / "app").mkdir(parents=True)
+    (bundle / "app" / "app").write_bytes(b"exe")
+    (bundle / "README").write_bytes(b"hi")
+    archive = tmp_path / "app.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(bundle / "app", arcname="app")
+        tf.add(bundle / "README", arcname="README")
+    with pytest.raises(QualificationError) as caught:
+        sign_output("archive", archive, _RecordingSigner(), "app/app", tmp_path / "staging")
+    assert caught.value.code is Code.BUILD_FAILED
+    assert "only top-level entry" in caught.value.message

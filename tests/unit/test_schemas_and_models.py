@@ -156,14 +156,18 @@ def test_timestamps_are_utc_with_z(stamp: str) -> None:
 
 
 def test_step_codes_and_ids() -> None:
-    good = {"id": "step-1", "expected": "reject", "expected_code": "CC_SKILL_TIMEOUT", "observed": "reject",
-            "observed_code": "CC_SKILL_TIMEOUT", "passed": True, "detail": "", "errno": None}
+    good = {"id": "step-1", "observed": "reject", "code": "CC_SKILL_TIMEOUT", "errno": None, "detail": "",
+            "passed": True}
     assert validate_model(JourneyStep, good, what="s").id == "step-1"
     assert validate_model(JourneyStep, {**good, "errno": "EACCES"}, what="s").errno == "EACCES"
     _invalid(JourneyStep, {**good, "errno": "eacces"})
     _invalid(JourneyStep, {**good, "errno": "13"})
     _invalid(JourneyStep, {**good, "id": "Step"})
-    _invalid(JourneyStep, {**good, "expected_code": "QE_SCHEMA_INVALID"})
+    # Any upper-case code the evidence can hold; each policy narrows it with its own pattern.
+    assert validate_model(JourneyStep, {**good, "code": "APP_DENIED"}, what="s").code == "APP_DENIED"
+    _invalid(JourneyStep, {**good, "code": "app_denied"})
+    _invalid(JourneyStep, {**good, "observed": "skipped"})
+    _invalid(JourneyStep, {**good, "expected": "reject"})
     _invalid(JourneyStep, {**good, "detail": "d" * 401})
 
 
