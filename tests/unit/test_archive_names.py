@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import BuildRecord, Code, InstallRecord, QualificationError
-from desktop_qualify.producer import _installers
+from desktop_qualify.producer import _installer_archive, _installers
 from desktop_qualify.producer._install import install
 from desktop_qualify.qualify_archive import pack, unpack
 from desktop_qualify.qualify_files import file_sha256
@@ -90,7 +90,8 @@ def test_install_records_a_non_utf8_member_name_as_a_failure(tmp_path: Path) -> 
 
 def test_install_records_a_manifest_it_cannot_write_as_a_failure(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    # Should a name that no manifest can hold land all the same (here: unpack bypassed), install must not raise.
+    # Should a name that no manifest can hold land all the same (here: unpack and the installed-tree audit both
+    # bypassed), install must not raise.
     try:
         (tmp_path / "probe\udce9").write_bytes(b"")
     except (OSError, UnicodeEncodeError):
@@ -101,9 +102,14 @@ def test_install_records_a_manifest_it_cannot_write_as_a_failure(tmp_path: Path,
         (prefix / "top" / "top").write_bytes(b"x")
         (prefix / "top" / "caf\udce9").write_bytes(b"x")
 
-    monkeypatch.setattr(_installers, "unpack", unpack_anything)
+    monkeypatch.setattr(_installer_archive, "unpack", unpack_anything)
     archive = tgz(tmp_path, files_and_links(["top/top"]))
     record = install(archive=archive, build=_build_record(archive), prefix=tmp_path / "prefix", kind="archive",
+                     executable="top/top")
+    # The audit of what the installer wrote refuses the name first.
+    _assert_failed(record, "is not valid UTF-8")
+    monkeypatch.setattr(_installers, "audit_tree", lambda root: 0)
+    record = install(archive=archive, build=_build_record(archive), prefix=tmp_path / "prefix2", kind="archive",
                      executable="top/top")
     _assert_failed(record, "cannot be recorded in a manifest")
 
