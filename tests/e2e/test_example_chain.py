@@ -10,15 +10,27 @@ each is refused with its own code.
 
 from __future__ import annotations
 
+import base64
+import copy
+import hashlib
 import importlib.util
 import json
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from desktop_qualify.evidence_schemas import PlatformStatement, canonical_bytes
+from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_trust._envelope import sign_envelope
+from desktop_qualify.qualify_verify import verify_release
+from desktop_qualify.qualify_verify._informational import is_informational
 from support.chain import REPO, git, qualify
+from support.leaves import leaves, mutation, set_leaf
 
 POLICY = Path("examples") / "qt-notes" / "policy.toml"
 
@@ -172,3 +184,91 @@ def test_the_policy_not_the_app_decides(example: ExampleChain, old: str, new: st
         stricter.unlink()
     assert code == 1, said
     assert refusal in said
+
+
+def _payload(envelope: Path) -> bytes:
+    return base64.b64decode(json.loads(envelope.read_bytes())["payload"])
+
+
+def _key(example: ExampleChain, role: str) -> Ed25519PrivateKey:
+    key = load_pem_private_key((example.repo / ".qualify" / "qt-notes" / "keys" / f"{role}.ed25519.pem").read_bytes(),
+                               None)
+    assert isinstance(key, Ed25519PrivateKey)
+    return key
+
+
+class _Resigner:
+    """The real chain's statements with one leaf changed, signed again with the chain's own keys and re-bound."""
+
+    def __init__(self, example: ExampleChain) -> None:
+        evidence = example.out / "evidence"
+        self.example = example
+        self.platform_payload = _payload(evidence / "platform-linux.dsse.json")
+        self.statement: dict[str, Any] = json.loads(self.platform_payload)
+        self.aggregate: dict[str, Any] = json.loads(_payload(evidence / "aggregate.dsse.json"))
+        self.keys = {role: _key(example, role) for role in ("platform", "aggregate")}
+        # The stricter form of the example's policy (as the release policy is): a clean work tree is required,
+        # so the gate's flag is a checked fact too. The aggregate is re-bound to it.
+        text = example.policy.read_text(encoding="utf-8")
+        assert "require_clean_worktree = false" in text
+        stricter = example.policy.with_name("stricter-clean.toml")
+        stricter.write_text(text.replace("require_clean_worktree = false", "require_clean_worktree = true"),
+                            encoding="utf-8")
+        try:
+            self.policy = load_policy(stricter)
+        finally:
+            stricter.unlink()
+        self.aggregate["predicate"]["policy_sha256"] = self.policy.sha256
+
+    def qualifies(self, folder: Path, statement: dict[str, Any]) -> bool:
+        payload = canonical_bytes(PlatformStatement.model_validate(statement))
+        aggregate = copy.deepcopy(self.aggregate)
+        aggregate["predicate"]["platforms"][0]["payload_sha256"] = hashlib.sha256(payload).hexdigest()
+        folder.mkdir()
+        (folder / "platform-linux.dsse.json").write_bytes(sign_envelope(payload, self.keys["platform"]))
+        (folder / "aggregate.dsse.json").write_bytes(
+            sign_envelope(canonical_bytes(aggregate), self.keys["aggregate"]))
+        return verify_release(self.policy, [folder], self.example.artifacts).qualified
+
+
+# The app folder's digest is compared between the platform statements of one commit (qualify_verify's
+# check_one_commit); the verifier has no source to recompute it from. Under a policy that requires one platform
+# (a .deb is Linux only) nothing reads it, and this walk says so rather than hide it.
+_UNREAD_WITH_ONE_PLATFORM = {("predicate", "build", "source_digest")}
+
+
+def test_every_leaf_of_the_example_apps_statement_is_checked_or_informational(example: ExampleChain,
+                                                                             tmp_path: Path) -> None:
+    """The leaf-coverage walk of tests/unit/test_evidence_leaves.py, on the example app's real, re-signed evidence:
+    its .deb install, its Xvfb display, its runner's command, its own checks and codes are all read by a check."""
+    resign = _Resigner(example)
+    # The re-signing reproduces the producer's bytes exactly, so an untouched statement qualifies.
+    assert canonical_bytes(PlatformStatement.model_validate(resign.statement)) == resign.platform_payload
+    assert resign.qualifies(tmp_path / "untouched", resign.statement)
+    base = {"predicate": resign.statement["predicate"]}
+    escaped, wrongly_listed = [], []
+    counts = {"checked": 0, "informational": 0, "schema-fixed": 0, "one-platform": 0}
+    for index, (path, value) in enumerate(leaves(base)):
+        changed = mutation("platform", base, path, value)
+        if changed is ...:
+            counts["schema-fixed"] += 1
+            continue
+        statement = copy.deepcopy(resign.statement)
+        set_leaf(statement, path, changed)
+        qualified = resign.qualifies(tmp_path / f"leaf-{index}", statement)
+        if path in _UNREAD_WITH_ONE_PLATFORM:
+            counts["one-platform"] += 1
+            if not qualified:
+                wrongly_listed.append(".".join(path))
+        elif is_informational("platform", path):
+            counts["informational"] += 1
+            if not qualified:
+                wrongly_listed.append(".".join(path))
+        else:
+            counts["checked"] += 1
+            if qualified:
+                escaped.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
+    print(f"example app statement leaves: {counts}")
+    assert counts["checked"] > 100
+    assert escaped == [], "leaves no check reads (check them, or declare them informational): " + "; ".join(escaped)
+    assert wrongly_listed == [], f"declared informational, yet a change is refused: {wrongly_listed}"

@@ -14,12 +14,11 @@ the schema and counted as such.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from desktop_qualify.evidence_schemas import AggregateStatement, PlatformPredicate
+from desktop_qualify.evidence_schemas import PlatformPredicate
 from desktop_qualify.qualify_policy import load_policy
 from desktop_qualify.qualify_verify import verify_release
 from desktop_qualify.qualify_verify._informational import (
@@ -28,85 +27,10 @@ from desktop_qualify.qualify_verify._informational import (
     is_informational,
     matches,
 )
-from pydantic import ValidationError
 from support.evidence_factory import PlatformSpec, make_evidence, predicate_data
+from support.leaves import Path_, leaves, mutation, set_leaf
 
 THREE = ("linux", "macos", "windows")
-Path_ = tuple[str, ...]
-
-# Values a changed enum-like string may take: another member of the same vocabulary.
-_ALTERNATIVES = {
-    "local": "github", "github": "local", "allow": "reject", "reject": "allow", "unsigned": "signed",
-    "signed": "unsigned", "linux": "macos", "macos": "windows", "windows": "linux", "not-observed": "protected",
-    "ed25519-detached": "sigstore-bundle", "none": "codesign", "unpack": "copy",
-}
-# What an empty list or a null may become; the first the schema accepts is used.
-_FILLERS: tuple[Any, ...] = ("catalog-verified", "CC_SKILL_TIMEOUT", "x", 0, "0" * 64)
-
-
-def _leaves(data: Any, path: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield from _leaves(value, (*path, str(key)))
-    elif isinstance(data, list) and data:
-        for index, value in enumerate(data):
-            yield from _leaves(value, (*path, str(index)))
-    else:
-        yield path, data
-
-
-def _candidates(value: Any) -> list[Any]:
-    if isinstance(value, bool):
-        return [not value]
-    if isinstance(value, int):
-        return [value + 1, value - 1]
-    if value is None or value == []:
-        return [[f] for f in _FILLERS] if value == [] else list(_FILLERS)
-    text = str(value)
-    out = []
-    if text in _ALTERNATIVES:
-        out.append(_ALTERNATIVES[text])
-    if text.startswith("CC_SKILL_"):
-        out.append("CC_SKILL_TIMEOUT" if text != "CC_SKILL_TIMEOUT" else "CC_SKILL_ABORTED")
-    # One character changed in place keeps every pattern (hex stays hex, a timestamp stays one).
-    for i in range(len(text) - 1, -1, -1):
-        if text[i].isdigit() or text[i] in "abcdef":
-            swapped = "1" if text[i] == "0" else "0"
-            out.append(text[:i] + swapped + text[i + 1:])
-            break
-    out += [text + "x", text[:-1] + ("y" if text[-1:] != "y" else "z")]
-    return out
-
-
-def _set(data: Any, path: Path_, value: Any) -> None:
-    for part in path[:-1]:
-        data = data[int(part)] if isinstance(data, list) else data[part]
-    if isinstance(data, list):
-        data[int(path[-1])] = value
-    else:
-        data[path[-1]] = value
-
-
-def _schema_accepts(kind: str, data: dict[str, Any]) -> bool:
-    try:
-        if kind == "platform":
-            PlatformPredicate.model_validate(data["predicate"])
-        else:
-            AggregateStatement.model_validate(data)
-    except ValidationError:
-        return False
-    return True
-
-
-def _mutation(kind: str, base: dict[str, Any], path: Path_, value: Any) -> Any:
-    """The first changed value the schema still accepts, or ``...`` when it admits none."""
-    for candidate in _candidates(value):
-        trial = copy.deepcopy(base)
-        _set(trial, path, candidate)
-        if _schema_accepts(kind, trial):
-            return candidate
-    return ...
-
 
 def _qualifies(tmp: Path, *, platform_edit: Any = None, aggregate_edit: Any = None) -> bool:
     specs = [PlatformSpec("linux", edit=platform_edit), PlatformSpec("macos"), PlatformSpec("windows")]
@@ -161,8 +85,8 @@ def _edit_at(kind: str, path: Path_, changed: Any) -> dict[str, Any]:
     """The factory keyword that applies one change: a platform edit sees the predicate, an aggregate edit the
     whole statement."""
     if kind == "platform":
-        return {"platform_edit": lambda pred: _set(pred, path[1:], changed)}
-    return {"aggregate_edit": lambda data: _set(data, path, changed)}
+        return {"platform_edit": lambda pred: set_leaf(pred, path[1:], changed)}
+    return {"aggregate_edit": lambda data: set_leaf(data, path, changed)}
 
 
 @pytest.mark.parametrize("kind", ["platform", "aggregate"])
@@ -170,8 +94,8 @@ def test_every_leaf_is_checked_or_informational(kind: str, tmp_path_factory: pyt
     base_dir = tmp_path_factory.mktemp("base")
     base = _platform_base(base_dir) if kind == "platform" else _aggregate_base(base_dir)
     escaped, wrongly_listed, counts = [], [], {"checked": 0, "informational": 0, "schema-fixed": 0}
-    for path, value in _leaves(base):
-        changed = _mutation(kind, base, path, value)
+    for path, value in leaves(base):
+        changed = mutation(kind, base, path, value)
         if changed is ...:
             counts["schema-fixed"] += 1
             continue
@@ -193,15 +117,15 @@ def test_every_notarization_leaf_is_checked_or_informational(tmp_path_factory: p
     base = _macos_base(tmp_path_factory.mktemp("base"))
     assert _macos_qualifies(tmp_path_factory.mktemp("untouched"), lambda pred: None)
     escaped, wrongly_listed, seen = [], [], 0
-    for path, value in _leaves(base):
+    for path, value in leaves(base):
         if path[:3] != ("predicate", "signature", "notarization"):
             continue
         seen += 1
-        changed = _mutation("platform", base, path, value)
+        changed = mutation("platform", base, path, value)
         if changed is ...:
             continue
         qualified = _macos_qualifies(tmp_path_factory.mktemp("leaf"),
-                                     lambda pred, p=path, c=changed: _set(pred, p[1:], c))
+                                     lambda pred, p=path, c=changed: set_leaf(pred, p[1:], c))
         if is_informational("platform", path) != qualified:
             where = wrongly_listed if not qualified else escaped
             where.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
@@ -214,9 +138,9 @@ def test_every_notarization_leaf_is_checked_or_informational(tmp_path_factory: p
                                              ("aggregate", AGGREGATE_INFORMATIONAL)])
 def test_every_informational_pattern_names_a_real_leaf(kind: str, table: Any, tmp_path: Path) -> None:
     base = _platform_base(tmp_path) if kind == "platform" else _aggregate_base(tmp_path / "a")
-    paths = [path for path, _ in _leaves(base)]
+    paths = [path for path, _ in leaves(base)]
     if kind == "platform":
-        paths += [path for path, _ in _leaves(_macos_base(tmp_path / "m"))]
+        paths += [path for path, _ in leaves(_macos_base(tmp_path / "m"))]
     stale = [pattern for pattern in table if not any(matches(pattern, path) for path in paths)]
     assert stale == []
 
@@ -226,5 +150,5 @@ def test_the_walk_sees_every_record(tmp_path: Path) -> None:
     data = predicate_data(platform="linux", artifact=make_evidence(tmp_path).artifact_paths[0], sha="a" * 40,
                           run_id="r", attempt=1, key=make_evidence(tmp_path / "k").keys.platform,
                           required_steps=("catalog-verified",))
-    tops = {path[0] for path, _ in _leaves(data)}
+    tops = {path[0] for path, _ in leaves(data)}
     assert tops == set(PlatformPredicate.model_fields)
