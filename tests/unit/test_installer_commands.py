@@ -211,3 +211,18 @@ def test_an_unknown_kind_is_refused(tmp_path: Path) -> None:
 def test_every_kind_has_one_adapter_named_after_it() -> None:
     assert sorted(INSTALLERS) == sorted(["archive", "deb", "appimage", "dmg", "pkg", "msi", "nsis"])
     assert all(installer.kind == kind for kind, installer in INSTALLERS.items())
+
+
+@pytest.mark.parametrize(("kind", "tool"), [("deb", "dpkg-deb"), ("appimage", "unsquashfs")])
+def test_a_missing_linux_tool_is_an_environment_error_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               kind: str, tool: str) -> None:
+    copy = tmp_path / f"app.{kind}"
+    copy.write_bytes(b"x" * 128)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    prefix = _prefix(tmp_path)
+    with pytest.raises(QualificationError) as caught:
+        install_with(kind, copy, prefix)
+    assert caught.value.code is Code.ENVIRONMENT
+    assert tool in caught.value.message
+    assert "apt-get install" in (caught.value.hint or "")
+    assert not prefix.exists()
