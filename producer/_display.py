@@ -91,9 +91,9 @@ def xvfb_display(*, xvfb: str | None = None, start_timeout: float = START_TIMEOU
     """A private Xvfb for the duration of the block; yields ``{"DISPLAY": ":N"}``."""
     found = xvfb or shutil.which("Xvfb")
     if found is None:
-        raise QualificationError(Code.ENVIRONMENT, "the policy asks for an Xvfb display, and Xvfb is not installed",
-                                 hint="install it (Debian: apt-get install xvfb), or set [app.display] to "
-                                      "\"offscreen\" for a toolkit with a headless platform")
+        raise QualificationError(Code.ENVIRONMENT, "the policy asks for an Xvfb display, and Xvfb is not installed "
+                                                   "(Debian: apt-get install xvfb)",
+                                 hint="or set [app.display] to \"offscreen\" for a toolkit with a headless platform")
     read_fd, write_fd = os.pipe()
     guard = TreeGuard.start()
     with tempfile.TemporaryDirectory(prefix="qualify-xvfb-") as scratch:

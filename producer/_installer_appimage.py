@@ -24,7 +24,7 @@ from desktop_qualify.qualify_archive import MAX_MEMBERS
 
 from ._installer_tools import ToolRunner, require_tool, run_tool, run_tool_process
 
-_HINT = "the appimage installer needs unsquashfs (Debian and Ubuntu: apt-get install squashfs-tools)"
+_NEEDED = "the appimage installer needs unsquashfs (Debian and Ubuntu: apt-get install squashfs-tools)"
 _SQUASHFS_MAGIC = b"hsqs"
 EXTRACTED = "squashfs-root"
 # One -lln line per member, under 600 bytes even with a long name: enough for the member cap.
@@ -91,7 +91,7 @@ class AppImageInstaller:
         self._runner = runner
 
     def install(self, copy: Path, prefix: Path) -> None:
-        unsquashfs = require_tool("unsquashfs", _HINT)
+        unsquashfs = require_tool("unsquashfs", _NEEDED)
         with copy.open("rb") as handle:
             head = handle.read(64)
             offset = squashfs_offset(head, copy.stat().st_size)

@@ -28,7 +28,7 @@ from ._process import excerpt, minimal_environment
 
 # GNU tar pads its output to whole records (10 KiB by default); a listing ends with at most that.
 _MAX_TRAILER = 1024 * 1024
-_HINT = "the deb installer needs dpkg-deb (Debian and Ubuntu: apt-get install dpkg)"
+_NEEDED = "the deb installer needs dpkg-deb (Debian and Ubuntu: apt-get install dpkg)"
 
 
 def fsys_tarfile_argv(dpkg_deb: str, copy: Path) -> list[str]:
@@ -84,6 +84,6 @@ class DebInstaller:
         self._runner = runner
 
     def install(self, copy: Path, prefix: Path) -> None:
-        dpkg_deb = require_tool("dpkg-deb", _HINT)
+        dpkg_deb = require_tool("dpkg-deb", _NEEDED)
         audit_listing(dpkg_deb, copy)
         run_tool(self._runner, extract_argv(dpkg_deb, copy, prefix), cwd=prefix.parent, what="dpkg-deb -x")

@@ -80,9 +80,9 @@ def run_tool(runner: ToolRunner, command: Sequence[str] | str, *, cwd: Path, wha
     return result.stdout
 
 
-def require_tool(name: str, hint: str) -> str:
-    """The tool's absolute path from the job's PATH, or QE_ENVIRONMENT naming what to install."""
+def require_tool(name: str, needed: str) -> str:
+    """The tool's absolute path from the job's PATH, or QE_ENVIRONMENT saying what needs it and where it comes from."""
     found = shutil.which(name, path=os.environ.get("PATH", os.defpath))
     if found is None:
-        raise QualificationError(Code.ENVIRONMENT, f"the installer needs {name}, which is not installed", hint=hint)
+        raise QualificationError(Code.ENVIRONMENT, f"{needed}; {name} is not installed")
     return found
