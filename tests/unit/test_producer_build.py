@@ -131,6 +131,8 @@ def test_the_build_sees_no_secret_and_signing_happens_after_it(
     seen = json.loads((tmp_path / "work" / "seen-env.json").read_text())
     assert not set(SECRETS) & set(seen["env"]), "a job secret reached the build"
     assert set(seen["env"]) - {"QUALIFY_BUILD_INFO"} <= set(BUILD_ENV_ALLOWED)
+    # Its temporary folder is its own, in the job's work folder (a killed build leaves nothing elsewhere).
+    assert seen["env"]["TMPDIR"] == seen["env"]["TEMP"] == seen["env"]["TMP"] == str(tmp_path / "work" / "build-tmp")
     # The build ran in the exported copy of the committed app folder, never in the work tree.
     assert Path(seen["cwd"]) == tmp_path / "work" / "source" / "app"
     assert seen["info"] == {"kind": "qualify-build-info", "version": 1, "build_sha": sha,
