@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import PlatformStatement
-from support.chain import git, qualify
+from support.chain import commit_tree, qualify
 from support.evidence_factory import make_keys, policy_text
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the tiny app's launcher is a POSIX shell script")
@@ -128,12 +128,7 @@ def _tiny_repo(root: Path, *, hidden: str = ".secret") -> tuple[Path, str]:
     (app / "body.py").write_text(APP_BODY)
     (app / "build.py").write_text(BUILD)
     (app / "journey" / "run.py").write_text(RUNNER.replace("OBSERVE_HIDDEN", json.dumps(hidden)))
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "config", "user.name", "t")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "tiny app")
-    return repo, git(repo, "rev-parse", "HEAD")
+    return repo, commit_tree(repo, "tiny app")
 
 
 def _chain(root: Path, repo: Path) -> dict[str, Any]:

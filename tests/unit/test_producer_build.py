@@ -18,7 +18,7 @@ from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.producer._build import BUILD_ENV_ALLOWED, BuildPlan, build, build_environment
 from desktop_qualify.producer._output_signing import sign_output
 from desktop_qualify.producer._platform_signing import NoPlatformSigner, PlatformSigner, SigningOutcome
-from support.chain import git
+from support.chain import commit_tree
 
 SECRETS = {
     "ACTIONS_ID_TOKEN_REQUEST_URL": "https://pipelines.example/token",
@@ -76,12 +76,7 @@ def app_repo(tmp_path: Path) -> tuple[Path, str]:
     repo = tmp_path / "repo"
     (repo / "app").mkdir(parents=True)
     (repo / "app" / "build.py").write_text(_BUILD_SCRIPT, encoding="utf-8")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "config", "user.name", "t")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "app")
-    return repo, git(repo, "rev-parse", "HEAD")
+    return repo, commit_tree(repo, "app")
 
 
 def _plan(**changes: object) -> BuildPlan:
