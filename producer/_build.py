@@ -109,9 +109,16 @@ def export_committed_source(repo: Path, sha: str, app_source: Path, dest: Path) 
     return app_dir
 
 
-def build_environment(job_env: Mapping[str, str], build_info: Path, extra: Sequence[str] = ()) -> dict[str, str]:
-    """The allow-listed environment the build gets, the policy's extra names, and where the build info is."""
+def build_environment(job_env: Mapping[str, str], build_info: Path, extra: Sequence[str] = (),
+                      temp: Path | None = None) -> dict[str, str]:
+    """The allow-listed environment the build gets, the policy's extra names, and where the build info is.
+
+    ``temp``: a temporary folder of the build's own, inside the job's work folder, so that what a killed
+    build leaves there goes with the work folder on the rerun instead of piling up in the system's.
+    """
     env = {name: job_env[name] for name in (*BUILD_ENV_ALLOWED, *extra) if name in job_env}
+    if temp is not None:
+        env.update(TMPDIR=str(temp), TEMP=str(temp), TMP=str(temp))
     env["QUALIFY_BUILD_INFO"] = str(build_info)
     return env
 
@@ -178,9 +185,10 @@ def build(*, repo: Path, sha: str, ref: str, app_source: Path, plan: BuildPlan, 
     build_info = work / "build_info.json"
     info = BuildInfo(build_sha=sha, built_at=started_at, source_ref=ref, platform=platform)
     write_atomic(build_info, info.model_dump_json().encode("utf-8") + b"\n")
-    out = work / "out"
+    out, temp = work / "out", work / "build-tmp"
     out.mkdir()
-    env = build_environment(os.environ if environ is None else environ, build_info, plan.env_names)
+    temp.mkdir()
+    env = build_environment(os.environ if environ is None else environ, build_info, plan.env_names, temp)
     values = {"python": sys.executable, "out": str(out), "source": str(app_dir)}
     result = run_bounded(expand(plan.argv, values), timeout=timeout, cwd=app_dir, env=env,
                          stdout_cap=16 * 1024, stderr_cap=32 * 1024)

@@ -59,6 +59,11 @@ class RunPlan:
     def is_runner(self) -> bool:
         return self.argv[0] != "{executable}"
 
+    @property
+    def needs_source(self) -> bool:
+        """A runner runs in the exported source; the app's own subcommand only when its argv names {source}."""
+        return self.is_runner or any("{source}" in item for item in self.argv)
+
 
 @dataclass(frozen=True)
 class _Ran:
@@ -95,19 +100,20 @@ def _run_installed(prefix: Path, install: InstallRecord, stage: Stage, plan: Run
     # prefix: a killed job's rerun removes them.
     home, records, source = work / f"home-{stage}", work / f"record-{stage}", work / f"source-{stage}"
     try:
-        cwd = home
+        cwd = exported = home
         _fresh(home)
         _fresh(records)
-        if plan.is_runner:
+        if plan.needs_source:
             shutil.rmtree(source, ignore_errors=True)
-            cwd = plan.export_source(source)
+            exported = plan.export_source(source)
+            cwd = exported if plan.is_runner else home
         # The last look before the command starts: nothing may change the installed tree after this.
         problem = _installed_problem(prefix, install)
         if problem is not None:
             return problem
         exe, record = prefix / install.executable, records / _RECORD_NAME
         argv = expand(plan.argv, {"executable": str(exe), "record": str(record), "python": sys.executable,
-                                  "source": str(cwd)})
+                                  "source": str(exported)})
         with display_env(plan.display) as shown:
             env = {**minimal_environment(home), **shown, "QUALIFY_RECORD": str(record),
                    "QUALIFY_EXECUTABLE": str(exe)}

@@ -102,11 +102,11 @@ def run_probe() -> tuple[ProbeReport, int, SkillError | None]:
     info = build_info()
     refusals: list[SkillError] = []
     answers: list[WorkerSelfTest] = []
-    checks = [
-        _check("worker-entry-resolvable", _worker_entry_resolvable, refusals),
-        _check("isolation", lambda: answers.append(_isolation()), refusals),
-        _check("catalog-verified", _catalog_verified, refusals),
-    ]
+    entry = _check("worker-entry-resolvable", _worker_entry_resolvable, refusals)
+    # Without a worker entry there is no worker to test: the isolation check fails without starting one.
+    isolation: Check = _check("isolation", lambda: answers.append(_isolation()), refusals) if entry["passed"] \
+        else {"name": "isolation", "passed": False, "detail": "not run: the worker entry is not resolvable"}
+    checks = [entry, isolation, _check("catalog-verified", _catalog_verified, refusals)]
     report: ProbeReport = {
         "kind": "qualify-probe",
         "version": 2,

@@ -63,7 +63,16 @@ def test_statement_binds_the_built_artifact_and_the_gated_sha(chain: Chain) -> N
     assert p.journey.passed
     assert not p.journey.missing_steps
     assert p.launch_probe.report is not None
-    assert p.launch_probe.report.isolation_available
+    # The reference app's own requirements, reported as the policy's named checks, each passed.
+    assert [(c.name, c.passed) for c in p.launch_probe.report.checks] == [
+        ("worker-entry-resolvable", True), ("isolation", True), ("catalog-verified", True)]
+    # The app's own build command, installer kind and commands, as the policy names them.
+    assert p.build.command == ["{python}", "tools/build_release.py", "--out", "{out}"]
+    assert "pyinstaller" in p.build.tools
+    assert (p.install.method, p.install.executable) == ("archive", "skillhost/skillhost")
+    assert p.launch_probe.command == ["{executable}", "probe", "--record", "{record}"]
+    assert p.journey.command == ["{executable}", "journey", "--record", "{record}"]
+    assert p.launch_probe.display == p.journey.display == "none"
 
 
 def test_the_frozen_worker_is_confined_and_the_kernel_refused_each_escape(chain: Chain) -> None:
@@ -75,7 +84,7 @@ def test_the_frozen_worker_is_confined_and_the_kernel_refused_each_escape(chain:
         assert [(entry.name, entry.applied) for entry in layers] == [
             ("no-new-privs", True), ("user-net-namespace", True), ("landlock-fs", True), ("landlock-net", True),
             ("landlock-scope", True), ("seccomp", True)]
-    kernel = {s.id: (s.observed_code, s.errno) for s in p.journey.steps if s.id.startswith("kernel-refuses-")}
+    kernel = {s.id: (s.code, s.errno) for s in p.journey.steps if s.id.startswith("kernel-refuses-")}
     assert kernel == {
         "kernel-refuses-read-outside-bundle": ("CC_SKILL_SANDBOX_DENIED", "EACCES"),
         "kernel-refuses-write-outside-tmp": ("CC_SKILL_SANDBOX_DENIED", "EACCES"),

@@ -4,9 +4,8 @@ The session builds one real local chain: the app committed into a throw-away
 repository on `main`, a local policy, keys, and one real ``qualify produce``
 with the real PyInstaller (run as the rerun of a job killed inside
 PyInstaller, so that the one real build also proves that rerun). It keeps a
-copy of the bundle PyInstaller made and of the archive packed from it, so that
-the other runs can skip the PyInstaller child and the packing
-(producer_child.py) without skipping anything else.
+copy of the archive the app's own build command made, so that the other runs
+can skip that command (producer_child.py) without skipping anything else.
 """
 
 from __future__ import annotations
@@ -43,7 +42,9 @@ def reference(app: App) -> Reference:
     evidence = out / "evidence"
     aggregated = qualify("aggregate", "--policy", app.policy, "--evidence", evidence, "--out", evidence)
     checked = verify(app, evidence, candidate_artifacts(out))
-    bundle = app.root / "cached-bundle" / "skillhost"
-    shutil.copytree(out / "work" / PLATFORM / "dist" / "skillhost", bundle, symlinks=True)
+    (built,) = (out / "work" / PLATFORM / "out").iterdir()
+    output = app.root / "cached-output" / built.name
+    output.parent.mkdir()
+    shutil.copyfile(built, output)
     (archive,) = candidate_artifacts(out)
-    return Reference(out, bundle, archive, build_kill, rerun, aggregated, checked, seconds)
+    return Reference(out, output, archive, build_kill, rerun, aggregated, checked, seconds)

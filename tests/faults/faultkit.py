@@ -58,13 +58,13 @@ class App:
 class Reference:
     """The session's one real build: a producer run SIGKILLed inside PyInstaller, then a real rerun.
 
-    ``bundle`` is a copy of what PyInstaller built in the rerun, ``archive``
-    what the real pack made of it; ``aggregate`` and ``verify`` are the chain
+    ``output`` is a copy of what the app's build command wrote in the rerun (its
+    archive), ``archive`` the artifact the producer made of it; ``aggregate`` and ``verify`` are the chain
     completed on the rerun's evidence.
     """
 
     out: Path
-    bundle: Path
+    output: Path
     archive: Path
     build_kill: KilledRun
     rerun: subprocess.CompletedProcess[str]
@@ -203,8 +203,7 @@ class ProducerJob:
         for name in [name for name in env if name.startswith("FAULTS_")]:
             env.pop(name)
         if self.cached is not None:
-            env["FAULTS_CACHED_BUNDLE"] = str(self.cached.bundle)
-            env["FAULTS_CACHED_ARCHIVE"] = str(self.cached.archive)
+            env["FAULTS_CACHED_OUTPUT"] = str(self.cached.output)
         if self.hold_at is not None:
             env["FAULTS_HOLD_AT"] = self.hold_at
             env["FAULTS_HOLD_MARKER"] = str(self.marker)

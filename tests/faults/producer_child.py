@@ -4,16 +4,15 @@ Run as a script (``python producer_child.py produce --policy ...``). Without
 any FAULTS_* variable it is exactly ``python -m desktop_qualify.qualify_cli``. The hooks touch
 as little of the producer as they can, and only from the outside:
 
-* ``FAULTS_CACHED_BUNDLE=DIR`` and ``FAULTS_CACHED_ARCHIVE=FILE``: the
-  PyInstaller child of the build stage is replaced by a copy of DIR, a bundle
-  PyInstaller built earlier in this test session from the same commit, and
-  packing it by a copy of FILE, the archive the real pack made of that bundle
-  (pack is reproducible: same bundle, same bytes). Everything else in the
-  build (git archive of the gated SHA, source digest, OS signing, the
-  archive's atomic placement and its digest) runs for real. It keeps a
-  kill-per-stage suite from paying for one real build per stage (PyInstaller
-  ~10 s, gzip level 9 ~14 s); the kill during the build and the final rerun
-  use the real ones.
+* ``FAULTS_CACHED_OUTPUT=FILE``: the app's build command (its own
+  ``tools/build_release.py``: PyInstaller, then its archive) is replaced by a
+  copy of FILE into the build's output folder, the archive that command made
+  earlier in this test session from the same commit. Everything else in the
+  build (git archive of the gated SHA, source digest, the version commands, the
+  output glob, OS signing, the artifact's atomic placement and its digest)
+  runs for real. It keeps a kill-per-stage suite from paying for one real
+  build per stage; the kill during the build and the final rerun use the
+  real one.
 * ``FAULTS_HOLD_AT=STAGE`` with ``FAULTS_HOLD_MARKER=FILE``: once the progress
   line for STAGE's start is written, create FILE and sleep until killed. A
   stage that takes milliseconds (gate, sign, emit) can then be killed inside
@@ -36,34 +35,29 @@ from pathlib import Path
 from typing import Any
 
 RunBounded = Callable[..., Any]
-Pack = Callable[[Path, Path], None]
+BUILD_SCRIPT = "tools/build_release.py"
 
 
-def cached_build(bundle: Path, archive: Path, real_run_bounded: RunBounded) -> tuple[RunBounded, Pack]:
-    """Stand-ins for producer._build's ``run_bounded`` (PyInstaller only) and ``pack``, from a cached build."""
+def cached_build(output: Path, real_run_bounded: RunBounded) -> RunBounded:
+    """A stand-in for producer._build's ``run_bounded`` that answers the app's build command from a cached build."""
 
     def run_bounded(argv: list[str], **kwargs: Any) -> Any:
-        if "PyInstaller" not in argv:
+        if BUILD_SCRIPT not in argv:
             return real_run_bounded(argv, **kwargs)
         from desktop_qualify.producer._process import ProcessResult
 
-        dist = Path(argv[argv.index("--distpath") + 1])
-        shutil.copytree(bundle, dist / bundle.name, symlinks=True)
+        out = Path(argv[argv.index("--out") + 1])
+        shutil.copyfile(output, out / output.name)
         return ProcessResult(exit_code=0, timed_out=False, stdout=b"", stderr=b"", stdout_truncated=False,
                              duration_ms=0)
 
-    def pack(bundle_dir: Path, target: Path) -> None:
-        if bundle_dir.name != bundle.name:
-            raise AssertionError(f"asked to pack {bundle_dir}, not a copy of {bundle}")
-        shutil.copyfile(archive, target)
-
-    return run_bounded, pack
+    return run_bounded
 
 
-def _use_cached_build(bundle: Path, archive: Path) -> None:
+def _use_cached_build(output: Path) -> None:
     from desktop_qualify.producer import _build
 
-    _build.run_bounded, _build.pack = cached_build(bundle, archive, _build.run_bounded)  # type: ignore[assignment]
+    _build.run_bounded = cached_build(output, _build.run_bounded)  # type: ignore[assignment]
 
 
 def _hold_at(stage: str, marker: Path) -> None:
@@ -97,8 +91,8 @@ def _limit_file_size_at_emit(limit: int) -> None:
 
 
 def main() -> int:
-    if bundle := os.environ.get("FAULTS_CACHED_BUNDLE"):
-        _use_cached_build(Path(bundle), Path(os.environ["FAULTS_CACHED_ARCHIVE"]))
+    if output := os.environ.get("FAULTS_CACHED_OUTPUT"):
+        _use_cached_build(Path(output))
     if stage := os.environ.get("FAULTS_HOLD_AT"):
         _hold_at(stage, Path(os.environ["FAULTS_HOLD_MARKER"]))
     if limit := os.environ.get("FAULTS_FSIZE_AT_EMIT"):

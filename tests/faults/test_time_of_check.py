@@ -1,7 +1,7 @@
 """Time of check, producer side (issue 7, item 7): what was checked is what is used, installed, run and signed.
 
 The producer runs in-process on the session's cached build (producer_child.py's
-stand-ins for the PyInstaller child and the packing; every stage after the
+stand-in for the app's build command; every stage after the
 build is real), and a wrapper around one stage changes a file just before
 that stage runs: the archive between the build's hash and the install, inside
 the install between its hash and its unpack, or before the emit; the
@@ -91,9 +91,7 @@ def tampered(reference: Reference, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture
 def run(app: App, reference: Reference, tampered: Tampered, monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> Run:
-    run_bounded, pack = cached_build(reference.bundle, reference.archive, _build.run_bounded)
-    monkeypatch.setattr(_build, "run_bounded", run_bounded)
-    monkeypatch.setattr(_build, "pack", pack)
+    monkeypatch.setattr(_build, "run_bounded", cached_build(reference.output, _build.run_bounded))
     tampered.marker.unlink(missing_ok=True)
 
     def run(signer: StatementSigner | None = None) -> Outcome:

@@ -1,4 +1,4 @@
-"""Real PyInstaller builds of reference_app/skillhost.spec (the pipeline's build contract)."""
+"""Real PyInstaller builds: reference_app/skillhost.spec, and the app's own build script that ships its archive."""
 
 import hashlib
 import json
@@ -61,50 +61,63 @@ def test_spec_refuses_bad_build_info(tmp_path, content):
 
 @needs_pyinstaller
 @pytest.mark.slow
-def test_frozen_bundle_probe_and_journey(tmp_path):
+def test_the_apps_own_build_ships_an_archive_whose_bundle_probes_and_walks(tmp_path):
+    """tools/build_release.py, as the policy runs it: PyInstaller, then the one release archive it ships."""
+    from desktop_qualify.qualify_archive import unpack
+
     sha = hashlib.sha256(b"skillhost-test-build").hexdigest()
+    platform = {"win32": "windows", "darwin": "macos"}.get(sys.platform, "linux")
     info = tmp_path / "build_info.json"
-    info.write_text(json.dumps({"build_sha": sha, "built_at": "2026-12-01T00:00:00Z", "source_ref": "refs/heads/main"}))
+    info.write_text(json.dumps({"kind": "qualify-build-info", "version": 1, "build_sha": sha,
+                                "built_at": "2026-12-01T00:00:00.000000Z", "source_ref": "refs/heads/main",
+                                "platform": platform}))
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "QUALIFY_BUILD_INFO"}
+    env["QUALIFY_BUILD_INFO"] = str(info)
     t0 = time.monotonic()
-    proc = _pyinstaller(tmp_path, str(info))
+    proc = subprocess.run([sys.executable, str(REPO / "reference_app" / "tools" / "build_release.py"), "--out",
+                           str(out)], cwd=str(REPO / "reference_app"), env=env, capture_output=True, text=True,
+                          timeout=900, check=False)
     build_s = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr[-3000:]
-    exe = tmp_path / "DIST" / "skillhost" / ("skillhost.exe" if os.name == "nt" else "skillhost")
+    suffix = ".zip" if platform == "windows" else ".tar.gz"
+    assert [p.name for p in out.iterdir()] == [f"skillhost-0.1.0-{platform}{suffix}"]
+    # The producer's own hardened unpack accepts what the build packed.
+    prefix = tmp_path / "prefix"
+    unpack(next(out.iterdir()), prefix)
+    bundle = prefix / "skillhost"
+    exe = bundle / ("skillhost.exe" if os.name == "nt" else "skillhost")
     assert exe.is_file()
-    assert (tmp_path / "DIST" / "skillhost" / "_internal").is_dir()
-    bundled_info = tmp_path / "DIST" / "skillhost" / "_internal" / "skillhost" / "build_info.json"
+    assert (bundle / "_internal").is_dir()
+    bundled_info = bundle / "_internal" / "skillhost" / "build_info.json"
     assert json.loads(bundled_info.read_text())["build_sha"] == sha
 
     # Run from a neutral cwd with an environment that does not point at the sources.
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "QUALIFY_BUILD_INFO")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "QUALIFY_BUILD_INFO", "QUALIFY_RECORD")}
 
     def run(*a):
         return subprocess.run([str(exe), *a], capture_output=True, cwd=str(tmp_path), env=env, timeout=120, check=False)
 
-    p = run("probe")
+    p = run("probe", "--record", str(tmp_path / "probe.json"))
     probe = parse_single_line(p.stdout)
     assert p.returncode == 0, probe
-    assert probe["frozen"] is True
+    assert json.loads((tmp_path / "probe.json").read_bytes()) == probe
+    assert probe["kind"] == "qualify-probe"
     assert probe["build_sha"] == sha
-    assert probe["built_at"] == "2026-12-01T00:00:00Z"
     assert probe["executable_sha256"] == hashlib.sha256(exe.read_bytes()).hexdigest()
-    assert probe["worker_entry_resolvable"]
-    assert probe["catalog_verified"]
-    assert probe["isolation_available"]
+    assert all(check["passed"] for check in probe["checks"]), probe["checks"]
 
-    j = run("journey")
+    j = run("journey", "--record", str(tmp_path / "journey.json"))
     journey = parse_single_line(j.stdout)
-    failed = [s for s in journey["steps"] if not s["passed"]]
-    assert j.returncode == 0, failed
-    assert journey["passed"] is True, failed
+    assert j.returncode == 0, journey
+    assert json.loads((tmp_path / "journey.json").read_bytes()) == journey
+    assert not [s for s in journey["steps"] if s["observed"] == "error"]
     assert journey["build_sha"] == sha
-    print(
-        f"\nbuild {build_s:.1f}s; probe={json.dumps(probe, sort_keys=True)}; "
-        f"journey duration_ms={journey['duration_ms']} steps={len(journey['steps'])}"
-    )
+    print(f"\nbuild {build_s:.1f}s; probe={json.dumps(probe, sort_keys=True)}; steps={len(journey['steps'])}")
 
     # A frozen bundle whose catalog no longer matches a handler refuses to start.
-    handler = tmp_path / "DIST" / "skillhost" / "_internal" / "skillhost" / "bundled_skills" / "clock" / "handler.py"
+    handler = bundle / "_internal" / "skillhost" / "bundled_skills" / "clock" / "handler.py"
     handler.write_bytes(handler.read_bytes() + b"\n# tampered\n")
     p = run("probe")
     err = parse_single_line(p.stdout)

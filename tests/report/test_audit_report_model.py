@@ -79,7 +79,7 @@ def test_a_step_is_judged_by_its_facts_not_by_its_own_passed(tmp_path: Path, qua
     def lie(pred: dict[str, Any]) -> None:
         # Observed the wrong outcome, yet claims to have passed (and the journey with it).
         step = next(s for s in pred["journey"]["steps"] if s["id"] == FAILING_STEP)
-        step.update(observed="allow", observed_code=None)
+        step.update(observed="allow", code=None)
 
     ev = make_evidence(tmp_path, platforms=[PlatformSpec("linux", edit=lie)], required=["linux"])
     out = tmp_path / "audit.json"
@@ -88,7 +88,7 @@ def test_a_step_is_judged_by_its_facts_not_by_its_own_passed(tmp_path: Path, qua
     (step,) = [s for s in column.steps if s.id == FAILING_STEP]
     assert step.outcome == "fail"
     assert step.problem is not None
-    assert "contradicts itself" in step.problem
+    assert "the policy requires reject" in step.problem
     assert _cells(column)["journey"] == "fail"
 
 

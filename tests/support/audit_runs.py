@@ -20,7 +20,7 @@ from support.evidence_factory import DEFAULT_RUN_ID, OTHER_SHA, PlatformSpec, ma
 
 PLATFORMS = ("linux", "macos", "windows")
 FAILING_STEP = "external-unsigned-rejected"
-# Markup for an evidence field the reports print (run2's Linux install method): it must show as text.
+# Markup for an evidence field the reports print (run2's Linux install failure): it must show as text.
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>|`**x**`"
 
 
@@ -40,7 +40,7 @@ def allow_unsigned(pred: dict[str, Any]) -> None:
     """
     journey = pred["journey"]
     step = next(s for s in journey["steps"] if s["id"] == FAILING_STEP)
-    step.update(observed="allow", observed_code=None, passed=False, detail="the unsigned skill ran")
+    step.update(observed="allow", code=None, passed=False, detail="the unsigned skill ran")
     journey["failed_steps"] = [FAILING_STEP]
     journey["passed"] = False
 
@@ -63,7 +63,7 @@ def make_audit_runs(tmp_path: Path, *, hostile: str | None = None, failing: str 
             edit = allow_unsigned if name == failing and platform == "macos" else None
             if hostile is not None and name == "run2" and platform == "linux":
                 def plant(pred: dict[str, Any], text: str = hostile) -> None:
-                    pred["install"]["method"] = text[:256]
+                    pred["install"]["failure"] = text[:256]
                 edit = plant
             ev.write_platform(PlatformSpec(platform, edit=edit))
         ev.write_aggregate()

@@ -45,6 +45,16 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+def commit_tree(repo: Path, message: str) -> str:
+    """Make the files already under ``repo`` a fresh git repository on `main` with one commit; returns its SHA."""
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "config", "user.name", "t")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
 def write_policy(root: Path, app_source: Path, *, name: str = "policy.toml", **overrides: str) -> Path:
     text = (REPO / "policies" / "local.toml").read_text(encoding="utf-8")
     keys = root / "keys"

@@ -150,6 +150,11 @@ def _toml_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
 
+def _isolation_section() -> str:
+    return (f"[isolation]\nlinux = {_toml_list(ISOLATION['linux'])}\nmacos = {_toml_list(ISOLATION['macos'])}\n"
+            f"windows = {_toml_list(ISOLATION['windows'])}\n")
+
+
 def app_section(source: str) -> str:
     """policies/local.toml's ``[app]`` section (the reference app), with ``source`` as the app's folder."""
     return f"""[app]
@@ -195,8 +200,12 @@ def _journey_table(steps: Sequence[str]) -> str:
 def policy_text(keys: Keys, *, required: Sequence[str] = ("host",), required_steps: Sequence[str] = DEFAULT_STEPS,
                 signing: dict[str, Sequence[str]] | None = None, require_clean: bool = False,
                 max_statement_bytes: int = 1048576, app_source: Path | None = None,
-                relative_to: Path | None = None) -> str:
+                relative_to: Path | None = None, app: str | None = None, journey_steps: str | None = None,
+                isolation: bool = True) -> str:
     """policies/local.toml's shape, with absolute paths to the temporary keyring and keys.
+
+    ``app`` and ``journey_steps``: another app's ``[app]`` section and ``[journey.steps]`` entries (TOML
+    text) instead of the reference app's; ``isolation=False`` leaves ``[isolation]`` out.
 
     ``relative_to``: the policy's folder; the trust paths are then written relative to it, as a committed
     policy writes them (what a bundle needs: its trust material stands where those paths lead).
@@ -225,18 +234,14 @@ aggregate_key = {where(keys.aggregate_path)}
 [source]
 require_clean_worktree = {"true" if require_clean else "false"}
 
-{app_section(str(app_source or keys.keyring.parent))}
+{app if app is not None else app_section(str(app_source or keys.keyring.parent))}
 [platforms]
 required = {_toml_list(required)}
 
 [journey.steps]
-{_journey_table(required_steps)}
+{journey_steps if journey_steps is not None else _journey_table(required_steps)}
 
-[isolation]
-linux = {_toml_list(ISOLATION["linux"])}
-macos = {_toml_list(ISOLATION["macos"])}
-windows = {_toml_list(ISOLATION["windows"])}
-
+{_isolation_section() if isolation else ""}
 [signing]
 linux = {_toml_list(signing["linux"])}
 macos = {_toml_list(signing["macos"])}

@@ -18,7 +18,7 @@ from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.producer._build import BUILD_ENV_ALLOWED, BuildPlan, build, build_environment
 from desktop_qualify.producer._output_signing import sign_output
 from desktop_qualify.producer._platform_signing import NoPlatformSigner, PlatformSigner, SigningOutcome
-from support.chain import git
+from support.chain import commit_tree
 
 SECRETS = {
     "ACTIONS_ID_TOKEN_REQUEST_URL": "https://pipelines.example/token",
@@ -76,12 +76,7 @@ def app_repo(tmp_path: Path) -> tuple[Path, str]:
     repo = tmp_path / "repo"
     (repo / "app").mkdir(parents=True)
     (repo / "app" / "build.py").write_text(_BUILD_SCRIPT, encoding="utf-8")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.invalid")
-    git(repo, "config", "user.name", "t")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "app")
-    return repo, git(repo, "rev-parse", "HEAD")
+    return repo, commit_tree(repo, "app")
 
 
 def _plan(**changes: object) -> BuildPlan:
@@ -131,6 +126,8 @@ def test_the_build_sees_no_secret_and_signing_happens_after_it(
     seen = json.loads((tmp_path / "work" / "seen-env.json").read_text())
     assert not set(SECRETS) & set(seen["env"]), "a job secret reached the build"
     assert set(seen["env"]) - {"QUALIFY_BUILD_INFO"} <= set(BUILD_ENV_ALLOWED)
+    # Its temporary folder is its own, in the job's work folder (a killed build leaves nothing elsewhere).
+    assert seen["env"]["TMPDIR"] == seen["env"]["TEMP"] == seen["env"]["TMP"] == str(tmp_path / "work" / "build-tmp")
     # The build ran in the exported copy of the committed app folder, never in the work tree.
     assert Path(seen["cwd"]) == tmp_path / "work" / "source" / "app"
     assert seen["info"] == {"kind": "qualify-build-info", "version": 1, "build_sha": sha,
