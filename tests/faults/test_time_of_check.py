@@ -34,7 +34,7 @@ from desktop_qualify.evidence_schemas import (
     Subject,
     canonical_bytes,
 )
-from desktop_qualify.producer import _build, _installers, _pipeline
+from desktop_qualify.producer import _build, _installer_archive, _pipeline
 from desktop_qualify.producer._pipeline import ProduceResult, produce
 from desktop_qualify.qualify_policy import load_policy
 from desktop_qualify.qualify_trust import ArtifactSignature, StatementSigner, signer_for
@@ -159,8 +159,9 @@ def test_an_archive_swapped_between_the_install_hash_and_the_unpack_is_not_what_
         swapped.append(artifact)
         real_unpack(archive, prefix)
 
-    real_unpack = _installers.unpack
-    monkeypatch.setattr(_installers, "unpack", unpack_after_a_swap)
+    # The archive kind's adapter unpacks: the swap happens right before it reads the copy.
+    real_unpack = _installer_archive.unpack
+    monkeypatch.setattr(_installer_archive, "unpack", unpack_after_a_swap)
     outcome = run()
     assert swapped, "the unpack was never reached"
     installed = outcome.record("install", InstallRecord)
