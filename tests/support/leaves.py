@@ -9,7 +9,8 @@ declares the leaf informational.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from desktop_qualify.evidence_schemas import AggregateStatement, PlatformPredicate
@@ -93,3 +94,42 @@ def mutation(kind: str, base: dict[str, Any], path: Path_, value: Any) -> Any:
         if schema_accepts(kind, trial):
             return candidate
     return ...
+
+
+@dataclass
+class LeafWalk:
+    """Each leaf changed once, and what the consumer made of it: refused (checked) or qualified (informational)."""
+
+    escaped: list[str] = field(default_factory=list)
+    wrongly_listed: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: {"checked": 0, "informational": 0, "schema-fixed": 0})
+
+    def assert_complete(self) -> None:
+        assert self.escaped == [], ("leaves no check reads (check them, or declare them informational): "
+                                    + "; ".join(self.escaped))
+        assert self.wrongly_listed == [], f"declared informational, yet a change is refused: {self.wrongly_listed}"
+
+
+def walk_leaves(kind: str, base: dict[str, Any], qualifies: Callable[[Path_, Any], bool], *,
+                informational: Callable[[Path_], str | None]) -> LeafWalk:
+    """Change every leaf of ``base`` the schema lets change; ``qualifies(path, changed)`` runs the consumer.
+
+    ``informational(path)`` names the bucket of a leaf no check is expected to read (None: it must be checked).
+    """
+    walk = LeafWalk()
+    for path, value in leaves(base):
+        changed = mutation(kind, base, path, value)
+        if changed is ...:
+            walk.counts["schema-fixed"] += 1
+            continue
+        qualified = qualifies(path, changed)
+        bucket = informational(path)
+        if bucket is not None:
+            walk.counts[bucket] = walk.counts.get(bucket, 0) + 1
+            if not qualified:
+                walk.wrongly_listed.append(".".join(path))
+        else:
+            walk.counts["checked"] += 1
+            if qualified:
+                walk.escaped.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
+    return walk
