@@ -5,7 +5,8 @@ Pure data by design (DESIGN.md section 6): no cryptography and no network.
 
 from typing import TYPE_CHECKING
 
-from desktop_qualify.qualify_runtime import lazy_attributes
+from desktop_qualify.qualify_errors import Code, QualificationError
+from desktop_qualify.qualify_lazy import lazy_attributes
 
 from ._bounded import load_json, read_bounded
 from ._bundle import MAX_BUNDLE_MEMBERS, BundleFile, BundleManifest, BundlePath
@@ -25,7 +26,6 @@ from ._decision import (
     Signer,
     StepCell,
 )
-from ._errors import Code, QualificationError
 from ._limits import (
     MAX_APP_OUTPUT_BYTES,
     MAX_KEYRING_BYTES,

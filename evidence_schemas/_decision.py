@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from desktop_qualify.qualify_errors import Code
 from pydantic import Field
 
-from ._errors import Code
 from ._limits import MAX_AUDIT_RUNS, MAX_LIST
 from ._predicates import RunIdentity
 from ._records import ArtifactRef

@@ -12,7 +12,7 @@ as little of the producer as they can, and only from the outside:
   build (git archive of the gated SHA, source digest, OS signing, the
   archive's atomic placement and its digest) runs for real. It keeps a
   kill-per-stage suite from paying for one real build per stage (PyInstaller
-  ~10 s, gzip level 9 ~14 s); the kill during the build and the final rerun
+  ~10 s, packing ~1 s); the kill during the build and the final rerun
   use the real ones.
 * ``FAULTS_HOLD_AT=STAGE`` with ``FAULTS_HOLD_MARKER=FILE``: once the progress
   line for STAGE's start is written, create FILE and sleep until killed. A
