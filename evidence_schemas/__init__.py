@@ -1,6 +1,6 @@
 """Evidence data: models, bounds, bounded loading, canonical JSON, schema export.
 
-Pure data by design (DESIGN.md section 6): no cryptography and no network.
+Pure data by design (docs/design.md §6.1): no cryptography and no network.
 """
 
 from typing import TYPE_CHECKING

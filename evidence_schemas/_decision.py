@@ -1,4 +1,4 @@
-"""Outputs of the consumer: the release gate's decision and the auditor's report (DESIGN.md section 7).
+"""Outputs of the consumer: the release gate's decision and the auditor's report (docs/design.md §4.5).
 
 Each says who decided under what: the trust mode, the policy (name, path as
 given, SHA-256 of its bytes), the tool's version, every verified statement's

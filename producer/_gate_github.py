@@ -1,4 +1,4 @@
-"""The source gate in GitHub mode (DESIGN.md section 3, "Producer gate").
+"""The source gate in GitHub mode (docs/design.md §3.5).
 
 Checks, in order, each a refusal with its own code:
 

@@ -1,4 +1,4 @@
-"""The layering of docs/design.md section 6, read from the source: the README's package table is the rule.
+"""The layering of docs/design.md §6, read from the source: the README's package table is the rule.
 
 Every ``import`` and ``from ... import`` of every package mapped in
 pyproject.toml is read with ``ast``, the deferred ones inside functions and the
