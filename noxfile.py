@@ -7,6 +7,7 @@ evidence, and end with the consumer's decision.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -32,6 +33,37 @@ def _host_platform() -> str:
     if sys.platform == "win32":
         return "windows"
     raise SystemExit(f"QE_ENVIRONMENT: unsupported host platform {sys.platform!r}")
+
+
+# What an editable install of the project depends on: the dependencies and the build's package map (pyproject),
+# the locks, and the version the distribution's metadata records. The source itself is read in place.
+_INSTALL_INPUTS = ("pyproject.toml", "requirements/*.txt", "requirements/*.in", "desktop_qualify/__init__.py")
+
+
+def _install_key(args: tuple[str, ...]) -> str:
+    digest = hashlib.sha256("\0".join(args).encode())
+    for pattern in _INSTALL_INPUTS:
+        for path in sorted(ROOT.glob(pattern)):
+            digest.update(f"\0{path.relative_to(ROOT).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _install_once(session: nox.Session, *args: str) -> None:
+    """``session.install(*args)``, skipped when the reused environment already holds exactly this install.
+
+    A rerun spends no time on pip unless the dependencies changed; the install is editable (``-e``), so the
+    code it runs is always the checkout's. ``nox --reuse-venv=never`` forces a fresh environment.
+    """
+    location = getattr(session.virtualenv, "location", None)
+    stamp = Path(location) / ".desktop-qualify-install.sha256" if location else None
+    key = _install_key(args)
+    if stamp is not None and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == key:
+        session.log("reusing the environment: the dependencies are unchanged since its install")
+        return
+    session.install(*args)
+    if stamp is not None:
+        stamp.write_text(key + "\n", encoding="utf-8")
 
 
 def _network_cut() -> list[str]:
@@ -87,10 +119,10 @@ def schemas(session: nox.Session) -> None:
     session.run("qualify", "schemas", "--out", "schemas")
 
 
-@nox.session
+@nox.session(reuse_venv=True)
 def qualify(session: nox.Session) -> None:
     """The full local qualification on this machine's platform (local Ed25519 keys)."""
-    session.install(".")
+    _install_once(session, "-e", ".")
     shutil.rmtree(OUT, ignore_errors=True)
     evidence, artifacts = OUT / "evidence", OUT / "artifacts"
     platform = _host_platform()
