@@ -1,0 +1,108 @@
+"""The main job's loop: a rerun of `nox -s qualify` against its first run, and the producer's own time.
+
+In a scratch clone of this repository's HEAD (on a branch named `main`, which
+the local source gate requires), with a nox environment folder of its own:
+
+- the first run: `nox -s qualify` with no environment yet (it creates one and
+  installs the project: what a new clone pays);
+- the rerun: the same command again, same commit (the environment reused, no
+  install, since the dependencies did not change); target: at most half the
+  first run;
+- the producer's own work: one more `qualify produce` in that environment,
+  whole process, minus the app's build command (the children the build stage
+  runs, as the producer logs them at INFO); target: at most 5 s.
+
+Wall-clock times of whole processes, as a user sees them. pip's own cache is
+the machine's, so "first" is a first run on this machine, not a first download.
+Only the committed HEAD is measured, never the work tree's edits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ROOT, Row
+
+RERUNS = 2
+_STAGE = re.compile(r"^\[produce \w+\] (\w[\w ]*?)\s+(\.\.\.|.*\(\d+\.\ds\))$")
+_CHILD = re.compile(r"desktop_qualify\.producer\._process: child .*: (\d+\.\d+) s, ")
+
+
+def _platform() -> str:
+    if sys.platform.startswith("linux"):
+        return "linux"
+    return {"darwin": "macos", "win32": "windows"}.get(sys.platform, sys.platform)
+
+
+def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False, timeout=1800)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} exited {done.returncode}: {done.stdout[-1500:]}")
+    return elapsed, done.stdout
+
+
+def build_command_seconds(output: str) -> float:
+    """The children the build stage ran (the app's build command), from the producer's INFO log."""
+    in_build, total, seen = False, 0.0, False
+    for line in output.splitlines():
+        if stage := _STAGE.match(line):
+            in_build = stage.group(1) == "build" and stage.group(2) == "..."
+            continue
+        if in_build and (child := _CHILD.search(line)):
+            total += float(child.group(1))
+            seen = True
+    if not seen:
+        raise RuntimeError("the producer logged no child process in its build stage (QUALIFY_LOGLEVEL=INFO)")
+    return total
+
+
+def _clone(into: Path) -> Path:
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    checkout = into / "checkout"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(checkout)], check=True)
+    subprocess.run(["git", "-C", str(checkout), "checkout", "-q", "-B", "main", head], check=True)
+    return checkout
+
+
+def bench() -> list[Row]:
+    first_name = "rerun of `nox -s qualify`, same commit (environment reused)"
+    own_name = "producer's own work: `qualify produce` minus the app's build command"
+    if shutil.which("git") is None:
+        note = "needs git: not measured here"
+        return [Row(first_name, "its first run", None, "x", "<= 0.50x", None, note),
+                Row(own_name, "absolute", None, "s", "<= 5 s", None, note)]
+    work = Path(tempfile.mkdtemp(prefix="bench-rerun-"))
+    try:
+        checkout = _clone(work)
+        env = {**os.environ, "QUALIFY_LOGLEVEL": "INFO"}
+        nox = [sys.executable, "-m", "nox", "--envdir", str(work / "nox"), "-s", "qualify"]
+        first, _ = _timed(nox, checkout, env)
+        rerun = statistics.median(_timed(nox, checkout, env)[0] for _ in range(RERUNS))
+        qualify = work / "nox" / "qualify" / ("Scripts" if sys.platform == "win32" else "bin") / "qualify"
+        produce, output = _timed([str(qualify), "produce", "--policy", "policies/local.toml", "--platform",
+                                  _platform(), "--out", str(work / "produce-out")], checkout, env)
+        build = build_command_seconds(output)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    ratio = rerun / first
+    own = produce - build
+    return [
+        Row(first_name, "its first run (fresh environment, project installed)", ratio, "x", "<= 0.50x",
+            ratio <= 0.5, f"first {first:.1f} s, rerun {rerun:.1f} s (median of {RERUNS})",
+            {"first_s": first, "rerun_s": rerun}),
+        Row(own_name, "absolute", own, "s", "<= 5 s", own <= 5.0,
+            f"`qualify produce` {produce:.1f} s, of which the build command {build:.1f} s",
+            {"produce_s": produce, "build_command_s": build}),
+    ]
