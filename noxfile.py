@@ -18,7 +18,9 @@ from pathlib import Path
 import nox
 
 nox.options.sessions = ["tests"]
-nox.options.reuse_existing_virtualenvs = False
+# Environments are reused: an editable install is skipped while its inputs are unchanged (_install_once), and a
+# regular one is rebuilt by pip every time. `nox --reuse-venv=never` starts every environment afresh.
+nox.options.reuse_venv = "yes"
 
 ROOT = Path(__file__).parent
 OUT = ROOT / "qualification-out"
@@ -83,7 +85,7 @@ def _network_cut() -> list[str]:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite, including the end-to-end chain on the real PyInstaller bundle, with the network cut."""
-    session.install("-e", ".[dev]")
+    _install_once(session, "-e", ".[dev]")
     prefix = _network_cut()
     session.log("running the tests with no network but loopback" if prefix else
                 "no network namespace available here: running the tests with the network up")
@@ -115,7 +117,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def schemas(session: nox.Session) -> None:
     """Regenerate the committed JSON Schemas from the models."""
-    session.install("-e", ".")
+    _install_once(session, "-e", ".")
     session.run("qualify", "schemas", "--out", "schemas")
 
 
@@ -154,7 +156,7 @@ def bench(session: nox.Session) -> None:
     `nox -s bench -- rerun` runs only the named figures (the names are in benchmarks/bench_evidence.py).
     """
     # nox itself: the rerun figure runs `nox -s qualify` twice in a scratch clone.
-    session.install("-e", ".", "nox>=2025.5.1")
+    _install_once(session, "-e", ".", "nox>=2025.5.1")
     session.run("python", "benchmarks/bench_evidence.py", *session.posargs)
 
 
@@ -165,7 +167,7 @@ def fuzz(session: nox.Session) -> None:
     `nox -s fuzz -- --minutes 2` (or QUALIFY_FUZZ_MINUTES=2) sets the budget; other arguments go to pytest.
     Each failing input found is saved under tests/corpus_fuzz/cases/, which the default run replays.
     """
-    session.install("-e", ".[dev]")
+    _install_once(session, "-e", ".[dev]")
     minutes = os.environ.get("QUALIFY_FUZZ_MINUTES", "10")
     pytest_args: list[str] = []
     args = iter(session.posargs)
@@ -195,7 +197,7 @@ GITHUB_OUT = ROOT / "qualification-out-github"
 @nox.session(name="qualify-github-offline")
 def qualify_github_offline(session: nox.Session) -> None:
     """The whole GitHub-mode chain offline: loopback GitHub emulator, test Sigstore instance, real producer."""
-    session.install("-e", ".[dev]")
+    _install_once(session, "-e", ".[dev]")
     prefix = _network_cut()
     session.log("running with no network but loopback" if prefix else
                 "no network namespace available here: running with the network up (nothing reaches it)")
@@ -213,7 +215,7 @@ def interop(session: nox.Session) -> None:
     evidence = GITHUB_OUT / "evidence"
     if not any(evidence.glob("*.sigstore.json")) or not (GITHUB_OUT / "signer-identity.json").is_file():
         session.log("no offline GitHub evidence yet: running qualify-github-offline first")
-        session.install("-e", ".[dev]")
+        _install_once(session, "-e", ".[dev]")
         session.run("python", "tools/github_offline.py", "--out", str(GITHUB_OUT))
     work = Path(session.create_tmp()) / "sigstore-js"
     shutil.rmtree(work, ignore_errors=True)
