@@ -11,9 +11,9 @@ the local source gate requires), with a nox environment folder of its own:
 - the rerun: the same command again, same commit (the first environment
   reused, no install, since the dependencies did not change); target: at most
   half the first run, also held against the warm first run;
-- the producer's own work: one more `qualify produce` in that environment,
-  whole process, minus the app's build command (the children the build stage
-  runs, as the producer logs them at INFO); target: at most 5 s.
+- the producer's own work: `qualify produce` in that environment, whole
+  process, minus the app's build command (the children the build stage runs,
+  as the producer logs them at INFO), the median of three; target: at most 5 s.
 
 Wall-clock times of whole processes, as a user sees them. pip installs from
 the machine's configured index either way; only the committed HEAD is
@@ -34,7 +34,8 @@ from pathlib import Path
 
 from _common import ROOT, Row
 
-RERUNS = 2
+RERUNS = 3
+PRODUCES = 3
 _STAGE = re.compile(r"^\[produce \w+\] (\w[\w ]*?)\s+(\.\.\.|.*\(\d+\.\ds\))$")
 _CHILD = re.compile(r"desktop_qualify\.producer\._process: child .*: (\d+\.\d+) s, ")
 
@@ -98,12 +99,15 @@ def bench() -> list[Row]:
         warm = nox("nox-warm")
         rerun = statistics.median(nox("nox") for _ in range(RERUNS))
         qualify = work / "nox" / "qualify" / ("Scripts" if sys.platform == "win32" else "bin") / "qualify"
-        produce, output = _timed([str(qualify), "produce", "--policy", "policies/local.toml", "--platform",
-                                  _platform(), "--out", str(work / "produce-out")], checkout, env)
-        build = build_command_seconds(output)
+        runs = []
+        for index in range(PRODUCES):
+            produce, output = _timed([str(qualify), "produce", "--policy", "policies/local.toml", "--platform",
+                                      _platform(), "--out", str(work / f"produce-{index}")], checkout, env)
+            build = build_command_seconds(output)
+            runs.append((produce - build, produce, build))
+        own, produce, build = sorted(runs)[len(runs) // 2]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    own = produce - build
     return [
         Row(names[0], "its first run (new environment, empty pip cache)", rerun / first, "x", "<= 0.50x",
             rerun <= first / 2, f"first {first:.1f} s, rerun {rerun:.1f} s (median of {RERUNS})",
@@ -111,6 +115,7 @@ def bench() -> list[Row]:
         Row(names[1], "a first run in a new environment, pip's cache warm", rerun / warm, "x", "<= 0.50x",
             rerun <= warm / 2, f"warm first run {warm:.1f} s", {"warm_first_s": warm}),
         Row(names[2], "absolute", own, "s", "<= 5 s", own <= 5.0,
-            f"`qualify produce` {produce:.1f} s, of which the build command {build:.1f} s",
+            f"the run of median own time of {PRODUCES}: `qualify produce` {produce:.1f} s, of which the build "
+            f"command {build:.1f} s",
             {"produce_s": produce, "build_command_s": build}),
     ]
