@@ -7,6 +7,7 @@ evidence, and end with the consumer's decision.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -17,7 +18,9 @@ from pathlib import Path
 import nox
 
 nox.options.sessions = ["tests"]
-nox.options.reuse_existing_virtualenvs = False
+# Environments are reused: an editable install is skipped while its inputs are unchanged (_install_once), and a
+# regular one is rebuilt by pip every time. `nox --reuse-venv=never` starts every environment afresh.
+nox.options.reuse_venv = "yes"
 
 ROOT = Path(__file__).parent
 OUT = ROOT / "qualification-out"
@@ -34,6 +37,37 @@ def _host_platform() -> str:
     if sys.platform == "win32":
         return "windows"
     raise SystemExit(f"QE_ENVIRONMENT: unsupported host platform {sys.platform!r}")
+
+
+# What an editable install of the project depends on: the dependencies and the build's package map (pyproject),
+# the locks, and the version the distribution's metadata records. The source itself is read in place.
+_INSTALL_INPUTS = ("pyproject.toml", "requirements/*.txt", "requirements/*.in", "desktop_qualify/__init__.py")
+
+
+def _install_key(args: tuple[str, ...]) -> str:
+    digest = hashlib.sha256("\0".join(args).encode())
+    for pattern in _INSTALL_INPUTS:
+        for path in sorted(ROOT.glob(pattern)):
+            digest.update(f"\0{path.relative_to(ROOT).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _install_once(session: nox.Session, *args: str) -> None:
+    """``session.install(*args)``, skipped when the reused environment already holds exactly this install.
+
+    A rerun spends no time on pip unless the dependencies changed; the install is editable (``-e``), so the
+    code it runs is always the checkout's. ``nox --reuse-venv=never`` forces a fresh environment.
+    """
+    location = getattr(session.virtualenv, "location", None)
+    stamp = Path(location) / ".desktop-qualify-install.sha256" if location else None
+    key = _install_key(args)
+    if stamp is not None and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == key:
+        session.log("reusing the environment: the dependencies are unchanged since its install")
+        return
+    session.install(*args)
+    if stamp is not None:
+        stamp.write_text(key + "\n", encoding="utf-8")
 
 
 def _network_cut() -> list[str]:
@@ -54,7 +88,7 @@ def _network_cut() -> list[str]:
 def tests(session: nox.Session) -> None:
     """The test suite, including the end-to-end chain on the real PyInstaller bundle, with the network cut."""
     # The example app's toolkit too: the suite qualifies it end to end, with the network cut.
-    session.install("-e", ".[dev,example]")
+    _install_once(session, "-e", ".[dev,example]")
     prefix = _network_cut()
     session.log("running the tests with no network but loopback" if prefix else
                 "no network namespace available here: running the tests with the network up")
@@ -89,7 +123,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def schemas(session: nox.Session) -> None:
     """Regenerate the committed JSON Schemas from the models."""
-    session.install("-e", ".")
+    _install_once(session, "-e", ".")
     session.run("qualify", "schemas", "--out", "schemas")
 
 
@@ -117,20 +151,20 @@ def _local_chain(session: nox.Session, policy: str, out: Path) -> None:
     session.log(f"QUALIFIED: evidence in {evidence}, artifacts in {artifacts}")
 
 
-@nox.session
+@nox.session(reuse_venv=True)
 def qualify(session: nox.Session) -> None:
     """The full local qualification on this machine's platform (local Ed25519 keys)."""
-    session.install(".")
+    _install_once(session, "-e", ".")
     _local_chain(session, LOCAL_POLICY, OUT)
 
 
-@nox.session(name="qualify-example")
+@nox.session(name="qualify-example", reuse_venv=True)
 def qualify_example(session: nox.Session) -> None:
     """The same local chain on the second example app (examples/qt-notes): a Qt GUI, its own build, a .deb.
 
     Linux only (a Debian package); needs dpkg-deb and Xvfb (Debian: apt-get install xvfb).
     """
-    session.install(".[example]")
+    _install_once(session, "-e", ".[example]")
     _local_chain(session, EXAMPLE_POLICY, EXAMPLE_OUT)
 
 
@@ -140,9 +174,11 @@ def bench(session: nox.Session) -> None:
 
     Benchmarks are not tests: a missed target is reported, not failed (exit 0); only a benchmark that
     could not run exits 1. Needs ~2.2 GiB free in the temporary folder for the 1 GiB digest figure.
+    `nox -s bench -- rerun` runs only the named figures (the names are in benchmarks/bench_evidence.py).
     """
-    session.install("-e", ".")
-    session.run("python", "benchmarks/bench_evidence.py")
+    # nox itself: the rerun figure runs `nox -s qualify` twice in a scratch clone.
+    _install_once(session, "-e", ".", "nox>=2025.5.1")
+    session.run("python", "benchmarks/bench_evidence.py", *session.posargs)
 
 
 @nox.session
@@ -152,7 +188,7 @@ def fuzz(session: nox.Session) -> None:
     `nox -s fuzz -- --minutes 2` (or QUALIFY_FUZZ_MINUTES=2) sets the budget; other arguments go to pytest.
     Each failing input found is saved under tests/corpus_fuzz/cases/, which the default run replays.
     """
-    session.install("-e", ".[dev]")
+    _install_once(session, "-e", ".[dev]")
     minutes = os.environ.get("QUALIFY_FUZZ_MINUTES", "10")
     pytest_args: list[str] = []
     args = iter(session.posargs)
@@ -183,7 +219,7 @@ GITHUB_OUT = ROOT / "qualification-out-github"
 def qualify_github_offline(session: nox.Session) -> None:
     """The whole GitHub-mode chain offline: loopback GitHub emulator, test Sigstore instance, real producer."""
     # The example app's toolkit too: the suite qualifies it end to end, with the network cut.
-    session.install("-e", ".[dev,example]")
+    _install_once(session, "-e", ".[dev,example]")
     prefix = _network_cut()
     session.log("running with no network but loopback" if prefix else
                 "no network namespace available here: running with the network up (nothing reaches it)")
@@ -201,7 +237,7 @@ def interop(session: nox.Session) -> None:
     evidence = GITHUB_OUT / "evidence"
     if not any(evidence.glob("*.sigstore.json")) or not (GITHUB_OUT / "signer-identity.json").is_file():
         session.log("no offline GitHub evidence yet: running qualify-github-offline first")
-        session.install("-e", ".[dev]")
+        _install_once(session, "-e", ".[dev]")
         session.run("python", "tools/github_offline.py", "--out", str(GITHUB_OUT))
     work = Path(session.create_tmp()) / "sigstore-js"
     shutil.rmtree(work, ignore_errors=True)

@@ -1,6 +1,6 @@
 """The release gate's freshness check: the candidate is the current head of main.
 
-DESIGN.md section 3 separates the release gate from the auditor by exactly this:
+docs/design.md §3.6 separates the release gate from the auditor by exactly this:
 evidence of an older run cannot be borrowed for a release once main has moved
 on. In GitHub mode main's live head is read through the REST API. Local mode
 has no protected remote to observe: its evidence never qualifies a GitHub

@@ -1,11 +1,12 @@
 """Evidence data: models, bounds, bounded loading, canonical JSON, schema export.
 
-Pure data by design (DESIGN.md section 6): no cryptography and no network.
+Pure data by design (docs/design.md §6.1): no cryptography and no network.
 """
 
 from typing import TYPE_CHECKING
 
-from desktop_qualify.qualify_runtime import lazy_attributes
+from desktop_qualify.qualify_errors import Code, QualificationError
+from desktop_qualify.qualify_lazy import lazy_attributes
 
 from ._app_contract import (
     CONTRACT_VERSION,
@@ -38,7 +39,6 @@ from ._decision import (
     Signer,
     StepCell,
 )
-from ._errors import Code, QualificationError
 from ._limits import (
     MAX_APP_OUTPUT_BYTES,
     MAX_KEYRING_BYTES,

@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._errors import Code, QualificationError
+from desktop_qualify.qualify_errors import Code, QualificationError
+
 from ._limits import JsonBounds
 
 # The depth scan reduces the text to its skeleton in C-speed passes: escapes

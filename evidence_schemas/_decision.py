@@ -1,4 +1,4 @@
-"""Outputs of the consumer: the release gate's decision and the auditor's report (DESIGN.md section 7).
+"""Outputs of the consumer: the release gate's decision and the auditor's report (docs/design.md §4.5).
 
 Each says who decided under what: the trust mode, the policy (name, path as
 given, SHA-256 of its bytes), the tool's version, every verified statement's
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from desktop_qualify.qualify_errors import Code
 from pydantic import Field
 
-from ._errors import Code
 from ._limits import MAX_AUDIT_RUNS, MAX_LIST
 from ._predicates import RunIdentity
 from ._records import ArtifactRef

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from desktop_qualify.qualify_errors import Code, QualificationError
 from pydantic import BaseModel, ValidationError
 
 from ._bounded import load_json
-from ._errors import Code, QualificationError
 from ._statement import (
     AGGREGATE_PREDICATE_TYPE,
     PLATFORM_PREDICATE_TYPE,

@@ -1,4 +1,4 @@
-"""The bounded per-stage records a producer job writes (DESIGN.md sections 2, 4).
+"""The bounded per-stage records a producer job writes (docs/design.md §2.1, §4.3).
 
 A record carries digests of what the stage looked at and bounded excerpts at
 most; a log is never evidence.

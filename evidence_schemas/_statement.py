@@ -1,4 +1,4 @@
-"""in-toto Statement v1 and the DSSE envelope that carries it (DESIGN.md section 4)."""
+"""in-toto Statement v1 and the DSSE envelope that carries it (docs/design.md §4.1)."""
 
 from __future__ import annotations
 

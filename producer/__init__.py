@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from desktop_qualify.qualify_runtime import lazy_attributes
+from desktop_qualify.qualify_lazy import lazy_attributes
 
 from ._args import build_gate_parser, build_parser
 

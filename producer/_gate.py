@@ -1,4 +1,4 @@
-"""The source gate: produce only from the live head of main (DESIGN.md section 3).
+"""The source gate: produce only from the live head of main (docs/design.md §3.5).
 
 Local mode reads git. It records what it read and when, and records that
 branch protection was not observed: local evidence never claims a protected

@@ -1,4 +1,4 @@
-"""The source gate in GitHub mode (DESIGN.md section 3, "Producer gate").
+"""The source gate in GitHub mode (docs/design.md §3.5).
 
 Checks, in order, each a refusal with its own code:
 
@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from desktop_qualify.evidence_schemas import (
     GIT_SHA_PATTERN,
@@ -37,10 +37,12 @@ from desktop_qualify.evidence_schemas import (
     SourceGateRecord,
     utc_now,
 )
-from desktop_qualify.qualify_github import GitHubClient, RulesetRule
 from desktop_qualify.qualify_policy import Policy
 
 from ._gate import MAIN_REF, SourceGate, _git
+
+if TYPE_CHECKING:
+    from desktop_qualify.qualify_github import GitHubClient, RulesetRule
 
 MAIN_BRANCH = MAIN_REF.removeprefix("refs/heads/")
 RUN_ENV_KEYS = ("GITHUB_REPOSITORY", "GITHUB_REF", "GITHUB_SHA", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT",
@@ -131,7 +133,12 @@ class GitHubGate(SourceGate):
         self._policy = policy
         self._require_clean = policy.file.source.require_clean_worktree
         self._checkout = checkout
-        self._client = client if client is not None else GitHubClient.from_env(env)
+        if client is None:
+            # PyGithub (and requests) load only when a GitHub gate runs: a local produce never pays for them.
+            from desktop_qualify.qualify_github import GitHubClient
+
+            client = GitHubClient.from_env(env)
+        self._client = client
 
     def observe(self) -> SourceGateRecord:
         observations: list[Observation] = []

@@ -15,6 +15,7 @@ reaps it before returning or re-raising. What ends the producer outright
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -27,7 +28,11 @@ from pathlib import Path, PureWindowsPath
 from types import FrameType
 from typing import IO, Any, Protocol
 
+from desktop_qualify.qualify_runtime import terminal_safe
+
 from ._tree_guard import TreeGuard
+
+_log = logging.getLogger(__name__)
 
 # How long the tree kill itself may take: a hung taskkill must not hang the job.
 _KILL_TIMEOUT = 30.0
@@ -210,13 +215,17 @@ def run_bounded(
                 guard.release()
     for reader in readers:
         reader.join(timeout=5)
+    duration_ms = int((time.monotonic() - started) * 1000)
+    # QUALIFY_LOGLEVEL=INFO shows where a stage's time went; `nox -s bench` reads the build stage's children so.
+    _log.info("child %s: %.3f s, %s", terminal_safe(" ".join(argv)[:300]), duration_ms / 1000,
+              "timed out" if timed_out else f"exit {proc.returncode}")
     return ProcessResult(
         exit_code=None if timed_out else proc.returncode,
         timed_out=timed_out,
         stdout=b"".join(out),
         stderr=b"".join(err),
         stdout_truncated=out_trunc[0],
-        duration_ms=int((time.monotonic() - started) * 1000),
+        duration_ms=duration_ms,
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.qualify_files import NOFOLLOW
 
-from ._limits import EPOCH
+from . import _limits as limits
 from ._links import resolves_inside, stays_inside
 from ._names import name_problem, text_problem
 from ._tree import TreeEntry, read_link, walk_tree
@@ -45,14 +45,16 @@ def _tar_info(name: str, kind: bytes, mode: int) -> tarfile.TarInfo:
     info.mode = mode
     info.uid = info.gid = 0
     info.uname = info.gname = ""
-    info.mtime = EPOCH
+    info.mtime = limits.EPOCH
     return info
 
 
 def _pack_tar(bundle_dir: Path, entries: list[TreeEntry], archive: Path) -> None:
     top = bundle_dir.name
     # The gzip header's name and mtime are fixed too: same content, same bytes.
-    with archive.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=EPOCH) as gz, \
+    with archive.open("wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=limits.EPOCH,
+                          compresslevel=limits.DEFLATE_LEVEL) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tf:
         tf.addfile(_tar_info(top, tarfile.DIRTYPE, stat.S_IMODE(bundle_dir.lstat().st_mode)))
         for entry in entries:
@@ -80,9 +82,10 @@ def _pack_zip(bundle_dir: Path, entries: list[TreeEntry], archive: Path) -> None
             info = zipfile.ZipInfo(f"{top}/{entry.relative}", date_time=(2023, 11, 14, 22, 13, 20))
             info.external_attr = (stat.S_IMODE(entry.mode) | stat.S_IFREG) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            with os.fdopen(os.open(entry.path, os.O_RDONLY | NOFOLLOW), "rb") as src, zf.open(info, "w") as dst:
-                while chunk := src.read(1 << 20):
-                    dst.write(chunk)
+            # A member's deflate level can be given publicly only with its whole data (ZipInfo.compress_level
+            # is public from Python 3.13 on): one file at a time is held, the largest of a bundle.
+            with os.fdopen(os.open(entry.path, os.O_RDONLY | NOFOLLOW), "rb") as src:
+                zf.writestr(info, src.read(), compresslevel=limits.DEFLATE_LEVEL)
 
 
 def pack(bundle_dir: Path, archive: Path) -> None:

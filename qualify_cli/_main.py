@@ -1,7 +1,7 @@
 """The one console script, `qualify`, dispatching to each stage's own CLI.
 
 This is the only module that knows all three stages; they never import each
-other (DESIGN.md section 6).
+other (docs/design.md §6.2).
 """
 
 from __future__ import annotations

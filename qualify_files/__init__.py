@@ -1,6 +1,6 @@
 """File handling every stage shares: atomic writes, appends to shared files, streamed digests, names.
 
-Kept out of ``evidence_schemas``, which is pure data (DESIGN.md section 6).
+Kept out of ``evidence_schemas``, which is pure data (docs/design.md §6.1).
 """
 
 from ._atomic import append_text, atomic_leftovers, discard_leftovers, remove_output, write_atomic

@@ -1,4 +1,4 @@
-"""The policy file's shape (DESIGN.md section 8): the only source of what is trusted."""
+"""The policy file's shape (docs/design.md §8): the only source of what is trusted."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class SignerWorkflows(Record):
     producer (build config) workflow; Fulcio writes the reusable file into the
     build signer URI (OID .9, also the SAN) and the caller into the build config
     URI (.18). A statement for one platform signed by another's file is refused
-    (DESIGN.md section 3: a compromised job cannot speak for another platform).
+    (docs/design.md §3.4: a compromised job cannot speak for another platform).
     """
 
     linux: _WorkflowPath

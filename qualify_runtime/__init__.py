@@ -6,7 +6,6 @@ signs or talks to GitHub.
 """
 
 from ._cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
-from ._lazy import lazy_attributes
 from ._paths import distinct_outputs, refuse_repeats, require_inputs
 from ._terminal import terminal_safe
 from ._version import VersionAction, tool_version
@@ -20,7 +19,6 @@ __all__ = [
     "VersionAction",
     "distinct_outputs",
     "guarded",
-    "lazy_attributes",
     "refuse_repeats",
     "require_inputs",
     "tool_version",

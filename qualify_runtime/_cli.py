@@ -4,8 +4,8 @@ Only :class:`QualificationError` is expected; anything else is a bug, reported
 in one line (with the traceback only when QUALIFY_DEBUG=1), never as a raw
 traceback that a consumer might mistake for a verdict.
 
-The error types are imported when a command runs, not when this module is
-imported: ``--help`` must not pay for pydantic (the models load with them).
+The error types come from ``qualify_errors``, a leaf with no pydantic behind
+it, so ``--help`` still pays for argparse and an enum only.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
+from desktop_qualify.qualify_errors import Code, QualificationError
+
 from ._terminal import terminal_safe
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -29,8 +31,6 @@ def configure_logging() -> None:
 
 
 def guarded(body: Callable[[], int]) -> int:
-    from desktop_qualify.evidence_schemas import Code, QualificationError
-
     configure_logging()
     try:
         return body()
@@ -52,8 +52,6 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse with the contract's usage error: a QE_USAGE line and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        from desktop_qualify.evidence_schemas import Code
-
         self.print_usage(sys.stderr)
         print(f"{Code.USAGE.value}: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)

@@ -14,12 +14,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from desktop_qualify.qualify_errors import Code, QualificationError
+
 Kind = Literal["file", "folder"]
 
 
 def _usage(message: str) -> Exception:
-    from desktop_qualify.evidence_schemas import Code, QualificationError
-
     return QualificationError(Code.USAGE, message)
 
 

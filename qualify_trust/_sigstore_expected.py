@@ -1,7 +1,7 @@
 """Which workflow identity is trusted, and the exact checks against it.
 
-The expected identity is built from the committed policy only (DESIGN.md
-section 3: no CLI flag or workflow_dispatch input can replace it). Every
+The expected identity is built from the committed policy only (docs/design.md
+§3.6: no CLI flag or workflow_dispatch input can replace it). Every
 comparison is exact string equality against a URI rebuilt from the policy:
 no regexes, no prefixes, so `owner/repo-evil`, `release.yml.attacker.yml` or
 `main@refs/heads/attacker` cannot pass for the real thing.

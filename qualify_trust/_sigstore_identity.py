@@ -1,6 +1,6 @@
 """The GitHub workflow identity that a Fulcio certificate carries.
 
-Identity comes from the signature, not from the payload (DESIGN.md section 3):
+Identity comes from the signature, not from the payload (docs/design.md §3.1, §3.3):
 every value here is read from the leaf certificate's Fulcio extensions
 (https://github.com/sigstore/fulcio/blob/main/docs/oid-info.md). The v2
 extensions (.8 onwards) are DER UTF8Strings; they are decoded strictly, so a

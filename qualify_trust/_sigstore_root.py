@@ -1,7 +1,7 @@
 """The Sigstore trusted root, pinned: the exact committed bytes, never a TUF refresh.
 
-An auditor verifies years later with the root as of the run (DESIGN.md section
-3), so the root is a file the policy names with its SHA-256. The bytes that
+An auditor verifies years later with the root as of the run (docs/design.md
+§3.7), so the root is a file the policy names with its SHA-256. The bytes that
 were hashed are the bytes sigstore-python parses: no second read of the path,
 no cache, no network.
 """

@@ -1,4 +1,4 @@
-"""Each stage's outcome, re-derived from the record's facts and the policy (DESIGN.md section 3).
+"""Each stage's outcome, re-derived from the record's facts and the policy (docs/design.md §5.2).
 
 A record's ``passed`` (and its ``*_matches``, ``missing_steps`` and
 ``failed_steps``) is a claim like any other. One function per stage computes

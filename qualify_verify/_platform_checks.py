@@ -1,4 +1,4 @@
-"""The checklist for one platform statement, in the order DESIGN.md section 3 gives.
+"""The checklist for one platform statement, in the order docs/design.md §5.1 gives.
 
 1. the signature verifies and its key is trusted for the platform role;
 2. the signed payload is a valid statement of the platform predicate type, and

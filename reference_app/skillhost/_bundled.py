@@ -1,6 +1,6 @@
 """In-process execution of bundled (catalog-verified) skills.
 
-Trust tier 1 (seed §2): a bundled handler is loaded in the host process only
+Trust tier 1 (docs/design.md §9.1): a bundled handler is loaded in the host process only
 after the catalog check passes *right now*: the skill lives inside the app
 package, and its SKILL.md capability set, handler SHA-256 and ``ast`` audit all
 agree with the generated catalog (``CC_SKILL_CATALOG_DRIFT`` otherwise). Even

@@ -47,7 +47,7 @@ class _LoadedCatalog(TypedDict):
 ALLOWED_IMPORTS = frozenset(
     {"json", "math", "re", "datetime", "itertools", "functools", "collections", "string", "textwrap"}
 )
-# Named so a refusal says which surface a handler tried to reach around the brokers (seed §4, §8).
+# Named so a refusal says which surface a handler tried to reach around the brokers (docs/design.md §9.2, §9.4).
 RAW_MODULES = {
     **dict.fromkeys(("socket", "ssl", "http", "urllib", "urllib3", "requests", "httpx", "dns", "ftplib"), "network"),
     **dict.fromkeys(("smtplib", "select", "selectors", "asyncio"), "network"),

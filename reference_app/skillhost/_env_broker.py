@@ -1,7 +1,7 @@
 """Environment broker: logical keys granted per tier, skill and authority, never ``os.environ``.
 
 The host decides which logical keys a skill may read under which authority and
-what their values are (seed §6: "only the reviewed logical keys"). A handler can
+what their values are (docs/design.md §9.4: logical keys only). A handler can
 name a key; it can never name a host environment variable. Values are bounded
 one by one and as a snapshot, and the audit records the key name only.
 """

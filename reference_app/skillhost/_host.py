@@ -5,7 +5,7 @@ own configuration (scoped root, process allow-list, egress policy, environment
 grants) and decides the tier: bundled skills run in this process after the
 catalog check, external skills only after package validation and signature
 verification and only in a one-shot worker, prompt-only skills never run.
-Safe mode (seed 002, "Sicherer Modus") is decided before anything of a
+Safe mode (docs/design.md §9.5) is decided before anything of a
 third-party skill is read: bundled skills keep working.
 """
 

@@ -6,7 +6,7 @@ shell metacharacters are just bytes of an argv that is not on the list. The
 executable is resolved to an absolute path once, when the broker is built; the
 child gets ``shell=False``, a minimal environment, a cwd inside the allowed
 root, no stdin, a timeout and capped output. The audit names the rule, never
-argv or output (seed §6).
+argv or output (docs/design.md §9.4).
 """
 # ruff: noqa: PTH120
 

@@ -23,5 +23,6 @@ def vectors_dir(*parts: str) -> Path:
     """A folder of the shared test vectors, or a skip saying why it is missing."""
     path = VECTORS.joinpath(*parts)
     if not path.is_dir():
-        pytest.skip(f"test vectors not present at {path.resolve()} (they live beside the repository, in ../shared)")
+        pytest.skip(f"test vectors not present at {path.resolve()} "
+                    "(they live beside the repository, in ../shared/vectors)")
     return path

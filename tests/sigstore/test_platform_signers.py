@@ -1,4 +1,4 @@
-"""One signer identity per platform (DESIGN.md section 3): each case names the code it must produce.
+"""One signer identity per platform (docs/design.md §3.4): each case names the code it must produce.
 
 Each platform's producer is a reusable workflow of its own, called by
 qualify.yml; the release policy maps each platform, and the aggregate, to the

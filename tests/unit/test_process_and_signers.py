@@ -103,6 +103,15 @@ def test_minimal_environment_carries_no_secrets(tmp_path: Path, monkeypatch: pyt
     assert b"GITHUB_TOKEN" not in result.stdout
 
 
+def test_each_childs_time_is_logged_at_info(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Where a stage's time went (QUALIFY_LOGLEVEL=INFO; the bench splits the build command off the producer)."""
+    with caplog.at_level("INFO", logger="desktop_qualify.producer._process"):
+        run_bounded([sys.executable, "-c", "import sys; sys.exit(3)"], timeout=30, cwd=tmp_path)
+    (record,) = [r for r in caplog.records if r.name == "desktop_qualify.producer._process"]
+    assert record.getMessage().startswith(f"child {sys.executable} -c import sys; sys.exit(3): ")
+    assert record.getMessage().endswith(" s, exit 3")
+
+
 def test_excerpt_keeps_the_tail_and_survives_bad_bytes() -> None:
     assert excerpt(b"abc\xffdef", 4) == "\ufffddef"
     assert excerpt(b"x" * 10, 3) == "xxx"

@@ -59,3 +59,11 @@ def test_no_pydantic_plugin_can_observe_the_validation(tmp_path: Path) -> None:
             "print(os.environ['PYDANTIC_DISABLE_PLUGINS'], len(list(get_plugins())))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.split() == ["__all__", "0"]
+
+
+def test_the_producer_loads_pygithub_only_for_a_github_gate() -> None:
+    """A local produce pays for no GitHub client: PyGithub and requests load when a GitHub gate is built."""
+    code = ("import sys\nimport desktop_qualify.producer._cli, desktop_qualify.producer._pipeline\n"
+            "print(sorted({name.split('.')[0] for name in sys.modules} & {'github', 'requests', 'sigstore'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.strip() == "[]"

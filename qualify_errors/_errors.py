@@ -1,6 +1,6 @@
 """Stable error codes and the one error type every stage raises.
 
-Codes are part of the command-line contract (DESIGN.md section 7): add new
+Codes are part of the command-line contract (docs/design.md §7): add new
 ones, never rename or reuse one. The README documents each.
 """
 
@@ -75,7 +75,7 @@ class Code(enum.StrEnum):
 
 
 # Codes that mean "the caller or the machine is wrong", not "the evidence does
-# not qualify": DESIGN.md section 7 gives them exit status 2.
+# not qualify": docs/design.md §7 gives them exit status 2.
 _USAGE_CODES = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE, Code.ENVIRONMENT,
                           Code.SOURCE_GATE_FAILED, Code.INTERNAL})
 

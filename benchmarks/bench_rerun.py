@@ -1,0 +1,134 @@
+"""The main job's loop: a rerun of `nox -s qualify` against its first run, and the producer's own time.
+
+In a scratch clone of this repository's HEAD (on a branch named `main`, which
+the local source gate requires), with a nox environment folder of its own:
+
+- the first run: `nox -s qualify` with no environment yet (it creates one and
+  installs the project), with an empty pip cache, as on a machine that never
+  installed these packages;
+- the same first run again in a second environment folder, pip's cache now
+  warm: what a second clone on this machine pays;
+- the rerun: the same command again, same commit (the first environment
+  reused, no install, since the dependencies did not change); target: at most
+  half the first run, also held against the warm first run;
+- the producer's own work: `qualify produce` in that environment, whole
+  process, minus the app's build command (the children the build stage runs,
+  as the producer logs them at INFO), the median of three; target: at most 5 s.
+
+Wall-clock times of whole processes, as a user sees them. pip installs from
+the machine's configured index either way; only the committed HEAD is
+measured, never the work tree's edits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ROOT, Row
+
+RERUNS = 3
+PRODUCES = 3
+_STAGE = re.compile(r"^\[produce \w+\] (\w[\w ]*?)\s+(\.\.\.|.*\(\d+\.\ds\))$")
+_CHILD = re.compile(r"desktop_qualify\.producer\._process: child .*: (\d+\.\d+) s, ")
+
+
+def _platform() -> str:
+    if sys.platform.startswith("linux"):
+        return "linux"
+    return {"darwin": "macos", "win32": "windows"}.get(sys.platform, sys.platform)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of every waited-for descendant so far; steadier than wall time on a shared machine (POSIX)."""
+    if sys.platform == "win32":
+        return float("nan")
+    import resource  # noqa: PLC0415 - POSIX only
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds of the whole process tree, and the combined output of one command."""
+    cpu, started = _children_cpu(), time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False, timeout=1800)
+    elapsed, cpu = time.perf_counter() - started, _children_cpu() - cpu
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} exited {done.returncode}: {done.stdout[-1500:]}")
+    return elapsed, cpu, done.stdout
+
+
+def build_command_seconds(output: str) -> float:
+    """The children the build stage ran (the app's build command), from the producer's INFO log."""
+    in_build, total, seen = False, 0.0, False
+    for line in output.splitlines():
+        if stage := _STAGE.match(line):
+            in_build = stage.group(1) == "build" and stage.group(2) == "..."
+            continue
+        if in_build and (child := _CHILD.search(line)):
+            total += float(child.group(1))
+            seen = True
+    if not seen:
+        raise RuntimeError("the producer logged no child process in its build stage (QUALIFY_LOGLEVEL=INFO)")
+    return total
+
+
+def _clone(into: Path) -> Path:
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    checkout = into / "checkout"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(checkout)], check=True)
+    subprocess.run(["git", "-C", str(checkout), "checkout", "-q", "-B", "main", head], check=True)
+    return checkout
+
+
+def bench() -> list[Row]:
+    names = ("rerun of `nox -s qualify`, same commit (environment reused)",
+             "the same rerun, against a first run with pip's cache warm",
+             "producer's own work: `qualify produce` minus the app's build command")
+    if shutil.which("git") is None:
+        return [Row(name, "-", None, "", "-", None, "needs git: not measured here") for name in names]
+    work = Path(tempfile.mkdtemp(prefix="bench-rerun-"))
+    try:
+        checkout = _clone(work)
+        env = {**os.environ, "QUALIFY_LOGLEVEL": "INFO"}
+
+        def nox(envdir: str, **extra: str) -> tuple[float, float]:
+            argv = [sys.executable, "-m", "nox", "--envdir", str(work / envdir), "-s", "qualify"]
+            return _timed(argv, checkout, {**env, **extra})[:2]
+
+        (first, first_cpu), (warm, warm_cpu) = nox("nox", PIP_CACHE_DIR=str(work / "pip-cache")), nox("nox-warm")
+        reruns = [nox("nox") for _ in range(RERUNS)]
+        rerun, rerun_cpu = statistics.median(r[0] for r in reruns), statistics.median(r[1] for r in reruns)
+        qualify = work / "nox" / "qualify" / ("Scripts" if sys.platform == "win32" else "bin") / "qualify"
+        runs = []
+        for index in range(PRODUCES):
+            produce, _, output = _timed([str(qualify), "produce", "--policy", "policies/local.toml", "--platform",
+                                         _platform(), "--out", str(work / f"produce-{index}")], checkout, env)
+            build = build_command_seconds(output)
+            runs.append((produce - build, produce, build))
+        own, produce, build = sorted(runs)[len(runs) // 2]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return [
+        Row(names[0], "its first run (new environment, empty pip cache)", rerun / first, "x", "<= 0.50x",
+            rerun <= first / 2, f"wall: first {first:.1f} s, rerun {rerun:.1f} s (median of {RERUNS}); CPU: first "
+            f"{first_cpu:.1f} s, rerun {rerun_cpu:.1f} s ({rerun_cpu / first_cpu:.2f}x)",
+            {"first_s": first, "rerun_s": rerun, "first_cpu_s": first_cpu, "rerun_cpu_s": rerun_cpu}),
+        Row(names[1], "a first run in a new environment, pip's cache warm", rerun / warm, "x", "<= 0.50x",
+            rerun <= warm / 2, f"wall: warm first run {warm:.1f} s; CPU: {warm_cpu:.1f} s "
+            f"({rerun_cpu / warm_cpu:.2f}x)", {"warm_first_s": warm, "warm_first_cpu_s": warm_cpu}),
+        Row(names[2], "absolute", own, "s", "<= 5 s", own <= 5.0,
+            f"the run of median own time of {PRODUCES}: `qualify produce` {produce:.1f} s, of which the build "
+            f"command {build:.1f} s",
+            {"produce_s": produce, "build_command_s": build}),
+    ]
