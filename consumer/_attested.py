@@ -48,11 +48,17 @@ from desktop_qualify.evidence_schemas import (
     parse_statement,
     platform_file_name,
 )
-from desktop_qualify.qualify_files import file_sha256
 from desktop_qualify.qualify_github import GitHubClient, attestations_for
 from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import Role, StatementVerifier, VerifiedStatement, verifier_for
-from desktop_qualify.qualify_verify import EvidenceFiles, Findings, Verdict, verify_release
+from desktop_qualify.qualify_verify import (
+    CandidateError,
+    EvidenceFiles,
+    Findings,
+    Verdict,
+    stable_sha256,
+    verify_release,
+)
 
 MAIN = "main"
 _ROLES: dict[str, Role] = {PLATFORM_PREDICATE_TYPE: "platform", AGGREGATE_PREDICATE_TYPE: "aggregate"}
@@ -100,13 +106,14 @@ class AttestedEvidence:
     notes: list[str] = field(default_factory=list)
 
 
-def _candidate_digests(artifacts: Sequence[Path]) -> list[str]:
-    """Each readable candidate file's SHA-256; an unreadable one is left to the verification to name."""
+def _candidate_digests(artifacts: Sequence[Path], max_bytes: int) -> list[str]:
+    """Each readable candidate file's SHA-256; an unreadable, irregular or too large one is left to the
+    verification to name."""
     digests = set()
     for path in artifacts:
         try:
-            digests.add(file_sha256(path))
-        except OSError:
+            digests.add(stable_sha256(path, max_bytes)[0])
+        except (OSError, QualificationError, CandidateError):
             continue
     return sorted(digests)
 
@@ -193,7 +200,7 @@ def attested_evidence(policy: Policy, artifacts: Sequence[Path], client: GitHubC
     head = client.head_sha(repository, MAIN)
     commit, which = (sha, "--sha") if sha else (head, f"{MAIN}'s head")
     verifier = verifier_for(policy, candidate_sha=sha)
-    digests = _candidate_digests(artifacts)
+    digests = _candidate_digests(artifacts, policy.file.limits.max_candidate_bytes)
     found = _fetch_verified(client, repository, digests, verifier)
     files = EvidenceFiles()
     notes = [f"evidence from GitHub's attestation API ({repository}), by the digests of {len(digests)} candidate "

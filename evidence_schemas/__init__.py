@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from desktop_qualify.qualify_runtime import lazy_attributes
 
-from ._bounded import load_json, read_bounded
+from ._bounded import load_json, open_regular, read_bounded
 from ._bundle import MAX_BUNDLE_MEMBERS, BundleFile, BundleManifest, BundlePath
 from ._canonical import canonical_bytes, sha256_hex
 from ._decision import (
@@ -155,6 +155,7 @@ __all__ = [
     "load_json",
     "parse_envelope",
     "parse_statement",
+    "open_regular",
     "read_bounded",
     "render_schemas",
     "sha256_hex",

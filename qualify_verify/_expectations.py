@@ -27,6 +27,7 @@ class Expectations:
     isolation: Mapping[str, tuple[str, ...]]
     require_clean_worktree: bool
     max_statement_bytes: int
+    max_candidate_bytes: int
     policy_sha256: str
     artifact_name: str
 
@@ -58,6 +59,7 @@ class Expectations:
                                         "windows": tuple(f.isolation.windows)}),
             require_clean_worktree=f.source.require_clean_worktree,
             max_statement_bytes=f.limits.max_statement_bytes,
+            max_candidate_bytes=f.limits.max_candidate_bytes,
             policy_sha256=policy.sha256,
             artifact_name=f.artifact.name,
         )

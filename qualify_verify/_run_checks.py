@@ -16,7 +16,7 @@ from desktop_qualify.evidence_schemas import (
 )
 from desktop_qualify.qualify_trust import GitHubIdentity, StatementVerifier, VerifiedStatement, same_run
 
-from ._candidate import CandidateChangedError, stable_sha256
+from ._candidate import CandidateChangedError, CandidateTooLargeError, stable_sha256
 from ._expectations import Expectations
 from ._findings import Findings
 from ._platform_checks import VerifiedPlatform, check_claims_match_certificate
@@ -184,7 +184,8 @@ def check_one_certified_run(signed: list[VerifiedStatement], findings: Findings)
 
 
 def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatform], findings: Findings,
-                          blocked: Mapping[str, Reason] | None = None, absence_cause: Reason | None = None) -> None:
+                          blocked: Mapping[str, Reason] | None = None, absence_cause: Reason | None = None, *,
+                          max_bytes: int) -> None:
     """Each candidate file's SHA-256 and size equal the evidence's; every evidenced artifact is presented.
 
     Each file is hashed once, through one open handle that must not change while
@@ -198,9 +199,17 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
     presented: set[str] = set()
     for path in artifacts:
         try:
-            digest, size = stable_sha256(path)
-        except FileNotFoundError:
-            findings.add(Code.ARTIFACT_MISSING, f"--artifact {path}: missing (no such file)")
+            digest, size = stable_sha256(path, max_bytes)
+        except QualificationError as exc:
+            if exc.code == Code.EVIDENCE_MISSING:
+                findings.add(Code.ARTIFACT_MISSING, f"--artifact {path}: missing (no such file)")
+            elif exc.code == Code.INPUT_NOT_REGULAR:
+                findings.add(exc.code, exc.message)
+            else:
+                findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.message})")
+            continue
+        except CandidateTooLargeError as exc:
+            findings.add(Code.ARTIFACT_TOO_LARGE, f"--artifact {path}: {exc}")
             continue
         except OSError as exc:
             findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.strerror or exc})")

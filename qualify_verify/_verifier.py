@@ -143,5 +143,6 @@ def verify_release(policy: Policy, evidence: Sequence[EvidenceSource], artifacts
     # The auditor checks a historical bundle whose files may be long gone: None skips this step.
     if artifacts is not None:
         verdict.candidates_checked = True
-        check_candidate_files(artifacts, verdict.platforms, verdict.findings, verdict.blocked, verdict.absence_cause)
+        check_candidate_files(artifacts, verdict.platforms, verdict.findings, verdict.blocked, verdict.absence_cause,
+                              max_bytes=verdict.expectations.max_candidate_bytes)
     return verdict
