@@ -16,6 +16,8 @@ from pathlib import Path
 
 import nox
 
+from tools.staging import staging_folder, swap_into_place
+
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = False
 
@@ -87,12 +89,43 @@ def schemas(session: nox.Session) -> None:
     session.run("qualify", "schemas", "--out", "schemas")
 
 
-@nox.session
-def qualify(session: nox.Session) -> None:
-    """The full local qualification on this machine's platform (local Ed25519 keys)."""
+def _git_out(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=60,
+                              check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _source_gate_preconditions() -> str | None:
+    """What the source gate will refuse, found before a minute of installing: None when a run can pass it."""
+    top = _git_out("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != ROOT.resolve():
+        return f"{ROOT} is not the top of a git work tree; the local chain builds from a git checkout"
+    ref = _git_out("symbolic-ref", "-q", "HEAD")
+    if ref != "refs/heads/main":
+        return f"the checkout is on {ref or 'a detached HEAD'}, not on branch main; run 'git checkout main' first"
+    head, main = _git_out("rev-parse", "--verify", "HEAD^{commit}"), _git_out("rev-parse", "--verify",
+                                                                            "refs/heads/main^{commit}")
+    if head is None or head != main:
+        return "HEAD is not at main's head"
+    return None
+
+
+def _local_chain(session: nox.Session, policy: str, out: Path) -> None:
+    """keygen, produce, aggregate and verify under ``policy``, into a staging folder swapped into ``out`` at the end.
+
+    A failed run loses nothing: the source gate's cheap preconditions are checked before anything is installed,
+    and ``out`` (the last good output) is replaced only once the new run has been verified QUALIFIED. A run that
+    fails leaves its own output in the staging folder, beside ``out``, for inspection.
+    """
+    refused = _source_gate_preconditions()
+    if refused is not None:
+        session.error(f"QE_SOURCE_GATE_FAILED: {refused} (nothing installed; {out.name} left as it was)")
     session.install(".")
-    shutil.rmtree(OUT, ignore_errors=True)
-    evidence, artifacts = OUT / "evidence", OUT / "artifacts"
+    staging = staging_folder(out)
+    evidence, artifacts = staging / "evidence", staging / "artifacts"
     platform = _host_platform()
     run_id = f"local-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
     timings: list[tuple[str, float]] = []
@@ -102,15 +135,22 @@ def qualify(session: nox.Session) -> None:
         session.run("qualify", *args, env={"QUALIFY_RUN_ID": run_id})
         timings.append((name, time.monotonic() - started))
 
-    step("keygen", "keygen", "--policy", LOCAL_POLICY)
-    step(f"produce {platform}", "produce", "--policy", LOCAL_POLICY, "--platform", platform, "--out", str(OUT))
-    step("aggregate", "aggregate", "--policy", LOCAL_POLICY, "--evidence", str(evidence), "--out", str(evidence))
+    step("keygen", "keygen", "--policy", policy)
+    step(f"produce {platform}", "produce", "--policy", policy, "--platform", platform, "--out", str(staging))
+    step("aggregate", "aggregate", "--policy", policy, "--evidence", str(evidence), "--out", str(evidence))
     candidate = [arg for path in sorted(artifacts.iterdir()) for arg in ("--artifact", str(path))]
-    step("verify", "verify", "--policy", LOCAL_POLICY, "--evidence", str(evidence), *candidate,
-         "--json", str(OUT / "decision.json"), "--summary", str(OUT / "summary.md"))
+    step("verify", "verify", "--policy", policy, "--evidence", str(evidence), *candidate,
+         "--json", str(staging / "decision.json"), "--summary", str(staging / "summary.md"))
+    swap_into_place(staging, out)
     for name, seconds in timings:
         session.log(f"{name:<16} {seconds:6.1f}s")
-    session.log(f"QUALIFIED: evidence in {evidence}, artifacts in {artifacts}")
+    session.log(f"QUALIFIED: evidence in {out / 'evidence'}, artifacts in {out / 'artifacts'}")
+
+
+@nox.session
+def qualify(session: nox.Session) -> None:
+    """The full local qualification on this machine's platform (local Ed25519 keys)."""
+    _local_chain(session, LOCAL_POLICY, OUT)
 
 
 @nox.session

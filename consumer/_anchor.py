@@ -128,9 +128,10 @@ def check_keys(bundled: Policy, anchor: Anchor, source: Path) -> None:
                                                              f"{key.keyid[:16]} {key.name[:64]!r}, the auditor's "
                                                              f"keyring {grant.name!r}")
         if extra := sorted(key.roles - grant.roles):
+            given = ", ".join(sorted(grant.roles))
             raise QualificationError(Code.BUNDLE_UNANCHORED, f"bundle {source}: its keyring gives key {grant.name!r} "
                                                              f"the role {', '.join(extra)}, which the auditor's "
-                                                             f"keyring does not (it gives {', '.join(sorted(grant.roles))})")
+                                                             f"keyring does not (it gives {given})")
 
 
 def is_auditors(bundled: Policy, anchor: Anchor) -> bool:

@@ -46,7 +46,7 @@ _BUNDLE_FAULTS = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE})
 
 
 def audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
-    """One bundle's decision, under its own anchored policy; the policy path reported is where it stood in the bundle."""
+    """One bundle's decision under its own anchored policy; the policy path reported is where the bundle holds it."""
     try:
         return _audit_bundle(source, anchor, workspace)
     except QualificationError as exc:

@@ -94,8 +94,8 @@ def load_json(data: bytes, *, what: str, bounds: JsonBounds | None = None) -> An
 
 def _kind(mode: int) -> str:
     """What a file that is not a regular file is, in words."""
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
         if test(mode):
             return name
     return "not a regular file"
@@ -120,18 +120,21 @@ def open_regular(path: Path, *, what: str | None = None) -> int:
     except OSError as exc:
         raise QualificationError(Code.ENVIRONMENT, f"{label}: cannot read ({exc.strerror})") from exc
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise QualificationError(Code.EVIDENCE_UNEXPECTED, f"{label}: is a directory, not a file")
-        if not stat.S_ISREG(mode):
-            raise QualificationError(Code.INPUT_NOT_REGULAR, f"{label}: {_kind(mode)}, not a regular file; only "
-                                                             "regular files are read")
+        _check_regular(os.fstat(fd).st_mode, label)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _check_regular(mode: int, label: str) -> None:
+    if stat.S_ISDIR(mode):
+        raise QualificationError(Code.EVIDENCE_UNEXPECTED, f"{label}: is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        raise QualificationError(Code.INPUT_NOT_REGULAR, f"{label}: {_kind(mode)}, not a regular file; only "
+                                                         "regular files are read")
 
 
 def read_bounded(path: Path, *, max_bytes: int, what: str | None = None) -> bytes:

@@ -1,4 +1,4 @@
-"""Writing a command's named outputs (``--json``, ``--html``, ``--markdown``, ``--summary``) without harming the machine.
+"""A command's named outputs (``--json``, ``--html``, ``--markdown``, ``--summary``), written without harm.
 
 Rules, the same for every output option:
 
@@ -43,7 +43,7 @@ def _refuse(path: Path, why: str) -> QualificationError:
 
 def _null_device() -> int | None:
     try:
-        return os.stat(os.devnull).st_rdev
+        return Path(os.devnull).stat().st_rdev
     except OSError:
         return None
 
@@ -111,7 +111,7 @@ def write_output(path: Path, data: bytes, *, append: bool = False) -> None:
         return
     if stat.S_ISLNK(link.st_mode):
         try:
-            target = os.stat(path).st_mode
+            target = path.stat().st_mode
         except OSError:
             raise _refuse(path, "a symbolic link that leads nowhere (outputs never replace a link)") from None
         if stat.S_ISREG(target):

@@ -97,11 +97,11 @@ class ArgumentParser(argparse.ArgumentParser):
         return super().parse_known_args(given, namespace)
 
     def _refuse_unknown(self, given: list[str]) -> None:
-        for token in given:
-            if token == "--":
+        for arg in given:
+            if arg == "--":
                 break
-            name = token.partition("=")[0]
-            if token.startswith("-") and len(token) > 1 and not _NUMBER.match(token) and name not in self._known_options:
+            name = arg.partition("=")[0]
+            if arg.startswith("-") and len(arg) > 1 and not _NUMBER.match(arg) and name not in self._known_options:
                 close = difflib.get_close_matches(name, sorted(self._known_options), n=1)
                 self.error(f"unknown option {name}" + (f" (did you mean {close[0]}?)" if close else ""))
 

@@ -183,6 +183,26 @@ def check_one_certified_run(signed: list[VerifiedStatement], findings: Findings)
         findings.add(exc.code, exc.message)
 
 
+def _hash_candidate(path: Path, max_bytes: int, findings: Findings) -> tuple[str, int] | None:
+    """The candidate's digest and size, or None with the finding that says why it has none."""
+    try:
+        return stable_sha256(path, max_bytes)
+    except QualificationError as exc:
+        if exc.code == Code.EVIDENCE_MISSING:
+            findings.add(Code.ARTIFACT_MISSING, f"--artifact {path}: missing (no such file)")
+        elif exc.code == Code.INPUT_NOT_REGULAR:
+            findings.add(exc.code, exc.message)
+        else:
+            findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.message})")
+    except CandidateTooLargeError as exc:
+        findings.add(Code.ARTIFACT_TOO_LARGE, f"--artifact {path}: {exc}")
+    except OSError as exc:
+        findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.strerror or exc})")
+    except CandidateChangedError as exc:
+        findings.add(Code.ARTIFACT_DIGEST_MISMATCH, f"{path.name}: {exc}")
+    return None
+
+
 def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatform], findings: Findings,
                           blocked: Mapping[str, Reason] | None = None, absence_cause: Reason | None = None, *,
                           max_bytes: int) -> None:
@@ -198,25 +218,10 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
     expected = {vp.statement.predicate.build.artifact.name: vp for vp in platforms}
     presented: set[str] = set()
     for path in artifacts:
-        try:
-            digest, size = stable_sha256(path, max_bytes)
-        except QualificationError as exc:
-            if exc.code == Code.EVIDENCE_MISSING:
-                findings.add(Code.ARTIFACT_MISSING, f"--artifact {path}: missing (no such file)")
-            elif exc.code == Code.INPUT_NOT_REGULAR:
-                findings.add(exc.code, exc.message)
-            else:
-                findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.message})")
+        hashed = _hash_candidate(path, max_bytes, findings)
+        if hashed is None:
             continue
-        except CandidateTooLargeError as exc:
-            findings.add(Code.ARTIFACT_TOO_LARGE, f"--artifact {path}: {exc}")
-            continue
-        except OSError as exc:
-            findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.strerror or exc})")
-            continue
-        except CandidateChangedError as exc:
-            findings.add(Code.ARTIFACT_DIGEST_MISMATCH, f"{path.name}: {exc}")
-            continue
+        digest, size = hashed
         vp = expected.get(path.name)
         if vp is None:
             by_digest = [v for v in platforms if v.statement.predicate.build.artifact.sha256 == digest]

@@ -11,10 +11,7 @@ import base64
 import hashlib
 import io
 import json
-import os
-import shutil
 import stat
-import subprocess
 import zipfile
 from collections.abc import Callable
 from pathlib import Path

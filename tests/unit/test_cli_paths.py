@@ -102,7 +102,10 @@ def test_keygen_with_a_policy_outside_any_repository_writes_nothing(tmp_path: Pa
     result = qualify(["keygen", "--policy", str(policy)])
     assert result.status == 2
     assert "QE_USAGE" in result.err
-    assert "--root" in result.err
+    # The hint leads somewhere that works: a git checkout on main (--root alone ends at the source gate).
+    assert "git checkout" in result.err
+    assert "on branch main" in result.err
+    assert "--root" not in result.err
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["copied", "local.toml"]
 
 
