@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nox
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/ holds the standard-library helpers below
 from tools.staging import staging_folder, swap_into_place
 
 nox.options.sessions = ["tests"]
