@@ -130,7 +130,8 @@ def test_a_valid_record_validates() -> None:
         _run(run_id="x" * 257),
     ],
     ids=["extra-field", "run-id-newline-heading", "run-id-space", "repository-newline", "workflow-bare-name",
-         "ref-bare-name", "trigger-format-char", "runner-trailing-space", "int-as-str", "bool-as-int", "float-as-int", "negative", "upper-sha", "short-sha",
+         "ref-bare-name", "trigger-format-char", "runner-trailing-space", "int-as-str", "bool-as-int", "float-as-int",
+         "negative", "upper-sha", "short-sha",
          "41-hex", "space-in-sha", "unknown-literal", "empty-string", "too-long"],
 )
 def test_strict_models_refuse(value: dict[str, Any]) -> None:
