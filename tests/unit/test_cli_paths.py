@@ -223,7 +223,7 @@ def test_a_local_decision_names_its_signers_policy_mode_and_version(tmp_path: Pa
     # The note on what local mode cannot observe is printed, not only recorded.
     (note,) = decision.notes
     assert f"note: {note}" in result.out
-    assert note in summary.read_text()
+    assert note.replace(":", "\\:") in summary.read_text()
     assert "local-aggregate" in result.out
 
 
