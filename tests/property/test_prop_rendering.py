@@ -195,7 +195,9 @@ def test_hostile_text_in_every_string_leaf_forges_nothing(documents: tuple[dict[
                                   (render_audit_markdown(report), render_audit_markdown(benign_report))):
         shape, benign = _md_shape(hostile_md), _md_shape(benign_md)
         assert len(shape["headings"]) == len(benign["headings"]), shape["headings"]
-        assert shape["links"] == [] and shape["html"] == [] and shape["autolink_starts"] == []
+        assert shape["links"] == []
+        assert shape["html"] == []
+        assert shape["autolink_starts"] == []
         assert shape["lines"] == benign["lines"]
     [verdict] = [h for h in _md_shape(render_markdown(decision))["headings"] if "Release qualification" in h]
     assert verdict.endswith(f"Release qualification: {decision.decision}")
