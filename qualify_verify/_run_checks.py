@@ -132,9 +132,13 @@ def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: li
     unexplained = {entry for entry in listed - verified if entry[0] not in blocked}
     cause = next(iter(blocked.values()), None) if not unexplained and verified <= listed else None
     if listed != verified or len(pred.platforms) != len(listed):
+        entries = [f"it lists {e[0]}'s {e[2]} (statement sha256 {e[1][:16]}), which no statement here matches"
+                   for e in sorted(listed - verified)[:3]]
+        entries += [f"it does not list {e[0]}'s statement {e[1][:16]}" for e in sorted(verified - listed)[:3]]
+        why = "" if cause is None else (f" (the statement for {', '.join(sorted(blocked))} "
+                                        + ("is absent)" if cause.code == Code.EVIDENCE_MISSING else "did not verify)"))
         findings.add(Code.AGGREGATE_MISMATCH, "the aggregate does not list exactly the platform statements present"
-                     + ("" if cause is None else f" (the statement for {', '.join(sorted(blocked))} did not verify)"),
-                     follows=cause)
+                     + (": " + "; ".join(entries) if entries else "") + why, follows=cause)
     if pred.policy_sha256 != exp.policy_sha256:
         findings.add(Code.AGGREGATE_MISMATCH, f"the aggregate was made under another policy "
                                               f"(sha256 {pred.policy_sha256[:16]}, this one {exp.policy_sha256[:16]})")
@@ -229,8 +233,9 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
                 findings.add(Code.ARTIFACT_DIGEST_MISMATCH,
                              f"{path.name}: sha256 {digest[:16]} is not an artifact in the evidence" if cause is None
                              else f"{path.name}: cannot be matched, since the statement that may name it "
-                                  + ("did not verify" if cause is not absence_cause else f"was not found "
-                                     f"(see {cause.code.value})"), follows=cause)
+                                  + ("did not verify" if cause is not absence_cause
+                                     and cause.code != Code.EVIDENCE_MISSING
+                                     else f"was not found (see {cause.code.value})"), follows=cause)
                 continue
             vp = by_digest[0]
         artifact = vp.statement.predicate.build.artifact

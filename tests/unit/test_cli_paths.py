@@ -187,15 +187,17 @@ def test_audit_counts_copies_of_one_run_once_and_ends_with_an_overall_line(tmp_p
                       str(corrupt), "--json", str(report_file)])
     assert result.status == 1
     report = AuditReport.model_validate_json(report_file.read_bytes())
-    assert (report.totals.folders, report.totals.runs, report.totals.qualified, report.totals.rejected) == (4, 2, 1, 1)
+    # The corrupt copy's aggregate still verifies and names the run: it is a fourth copy of the same run, and a
+    # run is qualified only when every copy of it is.
+    assert (report.totals.folders, report.totals.runs, report.totals.qualified, report.totals.rejected) == (4, 1, 0, 1)
     assert report.decision == "REJECTED"
     assert report.trust_mode == "ed25519"
     assert report.policy.sha256 == ev.policy.sha256
     assert report.tool_version == tool_version()
     (note,) = report.notes
-    assert "appears in 3 folders" in note
+    assert "appears in 4 folders" in note
     lines = result.out.splitlines()
-    assert "audit REJECTED: 2 run(s) in 4 folder(s): 1 qualified, 1 rejected" in lines[-2]
+    assert "audit REJECTED: 1 run(s) in 4 folder(s): 0 qualified, 1 rejected" in lines[-2]
     assert lines[-1].startswith("note: run ")
     assert json.loads(report_file.read_text())["runs"][3]["decision"]["mode"] == "audit"
 
