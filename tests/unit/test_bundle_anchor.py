@@ -13,13 +13,13 @@ import json
 import os
 import shutil
 import subprocess
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import Code
 from desktop_qualify.qualify_trust import add_to_keyring
+from support.bundles import keyring_edit, make_bundle, one_key_both_roles, rewritten
 from support.evidence_factory import Evidence, make_evidence
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="anchoring to the policy's history needs git")
@@ -57,10 +57,7 @@ def _run_at(ev: Evidence, commit: str, name: str) -> Evidence:
 
 
 def _bundle(qualify: Any, run: Evidence, out: Path) -> Path:
-    done = qualify(["bundle", "--policy", str(run.policy_path), "--evidence", str(run.evidence_dir), "--out",
-                    str(out)])
-    assert done.status == 0, done.text
-    return out
+    return make_bundle(qualify, run.policy_path, run.evidence_dir, out)
 
 
 def _audit_json(qualify: Any, policy: Path, bundle: Path, tmp_path: Path, *extra: str) -> tuple[Any, dict[str, Any]]:
@@ -148,30 +145,11 @@ def test_a_repository_planted_above_a_copied_policy_anchors_nothing(tmp_path: Pa
 
 
 def _one_key_bundle(tmp_path: Path, qualify: Any, role_of_kept_key: str) -> tuple[Evidence, Path]:
-    """A bundle whose keyring gives the one key the attacker holds both roles, and whose statements it signed."""
+    """A bundle whose keyring gives the one key the attacker holds both roles."""
     ev = make_evidence(tmp_path / "run", committed_layout=True)
-    bundle = _bundle(qualify, ev, tmp_path / "honest.qualify-bundle.zip")
-    with zipfile.ZipFile(bundle) as archive:
-        members = {info.filename: archive.read(info) for info in archive.infolist()}
-    ring = json.loads(members["trust/keyring.json"])
-    kept = next(k for k in ring["keys"] if role_of_kept_key in k["roles"])
-    kept["roles"] = ["aggregate", "platform"]
-    members["trust/keyring.json"] = json.dumps({"version": 1, "keys": [kept]}).encode()
-    return ev, _rewrite(tmp_path / "forged.qualify-bundle.zip", members)
-
-
-def _rewrite(out: Path, members: dict[str, bytes]) -> Path:
-    import hashlib
-
-    manifest = json.loads(members["manifest.json"])
-    files = {k: v for k, v in members.items() if k != "manifest.json"}
-    manifest["files"] = [{"path": k, "sha256": hashlib.sha256(v).hexdigest(), "size": len(v)}
-                         for k, v in sorted(files.items())]
-    members = {**members, "manifest.json": json.dumps(manifest).encode()}
-    with zipfile.ZipFile(out, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return out
+    honest = make_bundle(qualify, ev.policy_path, ev.evidence_dir, tmp_path / "honest.qualify-bundle.zip")
+    return ev, rewritten(honest, tmp_path / "forged.qualify-bundle.zip",
+                         keyring_edit(one_key_both_roles(role_of_kept_key)))
 
 
 @pytest.mark.parametrize("role", ["platform", "aggregate"])
@@ -187,13 +165,9 @@ def test_a_bundle_keyring_cannot_give_one_key_both_roles(tmp_path: Path, qualify
 def test_a_bundle_keyring_cannot_rename_the_auditors_key(tmp_path: Path, qualify: Any) -> None:
     ev = make_evidence(tmp_path / "run", committed_layout=True)
     bundle = _bundle(qualify, ev, tmp_path / "honest.qualify-bundle.zip")
-    with zipfile.ZipFile(bundle) as archive:
-        members = {info.filename: archive.read(info) for info in archive.infolist()}
-    ring = json.loads(members["trust/keyring.json"])
-    ring["keys"][0]["name"] = "release-manager"
-    members["trust/keyring.json"] = json.dumps(ring).encode()
-    done, report = _audit_json(qualify, ev.policy_path, _rewrite(tmp_path / "renamed.qualify-bundle.zip", members),
-                               tmp_path)
+    renamed = rewritten(bundle, tmp_path / "renamed.qualify-bundle.zip",
+                        keyring_edit(lambda ring: ring["keys"][0].update(name="release-manager")))
+    done, report = _audit_json(qualify, ev.policy_path, renamed, tmp_path)
     assert done.status == 1
     assert report["runs"][0]["decision"]["reasons"][0]["code"] == Code.BUNDLE_UNANCHORED.value
     assert "names key" in report["runs"][0]["decision"]["reasons"][0]["message"]

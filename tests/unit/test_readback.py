@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import Code
+from support.bundles import rewritten
 from support.evidence_factory import REPOSITORY, Evidence, make_evidence
 from support.github_emulator import DEFAULT_TOKEN, Asset, GitHubEmulator, Release
 
@@ -189,24 +190,6 @@ def test_read_back_accepts_only_the_auditors_policy_byte_for_byte(tmp_path: Path
     assert "READBACK FAILED" in done.out
 
 
-def _rebundled(bundle: Path, out: Path, edit: Any) -> Path:
-    import hashlib
-    import json
-
-    with zipfile.ZipFile(bundle) as archive:
-        members = {info.filename: archive.read(info) for info in archive.infolist()}
-    members = edit(members)
-    manifest = json.loads(members["manifest.json"])
-    manifest["files"] = [{"path": k, "sha256": hashlib.sha256(v).hexdigest(), "size": len(v)}
-                         for k, v in sorted(members.items()) if k != "manifest.json"]
-    members["manifest.json"] = json.dumps(manifest).encode()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(out, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return out
-
-
 HOSTILE_BUNDLES = {
     # A file where another member needs a folder: unpacking it would fail on the disk, not on the bundle.
     "member collides with a folder": (lambda m: {**m, "trust": b"a file named like a folder"},
@@ -221,7 +204,7 @@ def test_a_hostile_bundle_is_a_read_back_rejection_not_an_environment_error(row:
                                                                              emulator: GitHubEmulator) -> None:
     edit, code = HOSTILE_BUNDLES[row]
     ev, bundle = _run(tmp_path, qualify)
-    hostile = _rebundled(bundle, tmp_path / "hostile" / bundle.name, edit)
+    hostile = rewritten(bundle, tmp_path / "hostile" / bundle.name, edit)
     _publish(emulator, [*((p.name, p.read_bytes()) for p in ev.artifact_paths), (bundle.name, hostile.read_bytes())],
              tag_commit=ev.sha)
     done = _readback(qualify, ev)
