@@ -82,6 +82,7 @@ def _plant_leftovers(killed: Killed, reference: Reference) -> None:
     statement = (reference.out / "evidence" / STATEMENT).read_bytes()
     kill_inside_write_atomic(killed.evidence / STATEMENT, statement[: len(statement) // 2], killed.app.root)
     partial = killed.out / "artifacts" / f".{reference.archive.name}.partial"
+    partial.parent.mkdir(parents=True, exist_ok=True)  # no killed run published: the folder may not exist yet
     partial.write_bytes(reference.archive.read_bytes()[:100_000])
     killed.planted = [*listing(killed.evidence), f"artifacts/{partial.name}"]
     killed.leftover_verify = verify(killed.app, killed.evidence, candidate_artifacts(killed.out))
