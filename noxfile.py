@@ -17,6 +17,9 @@ from pathlib import Path
 
 import nox
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/ holds the standard-library helpers below
+from tools.staging import staging_folder, swap_into_place
+
 nox.options.sessions = ["tests"]
 # Environments are reused: an editable install is skipped while its inputs are unchanged (_install_once), and a
 # regular one is rebuilt by pip every time. `nox --reuse-venv=never` starts every environment afresh.
@@ -127,10 +130,43 @@ def schemas(session: nox.Session) -> None:
     session.run("qualify", "schemas", "--out", "schemas")
 
 
-def _local_chain(session: nox.Session, policy: str, out: Path) -> None:
-    """keygen, produce (this host's platform), aggregate and verify under ``policy``, into ``out``."""
-    shutil.rmtree(out, ignore_errors=True)
-    evidence, artifacts = out / "evidence", out / "artifacts"
+def _git_out(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=60,
+                              check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _source_gate_preconditions() -> str | None:
+    """What the source gate will refuse, found before a minute of installing: None when a run can pass it."""
+    top = _git_out("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != ROOT.resolve():
+        return f"{ROOT} is not the top of a git work tree; the local chain builds from a git checkout"
+    ref = _git_out("symbolic-ref", "-q", "HEAD")
+    if ref != "refs/heads/main":
+        return f"the checkout is on {ref or 'a detached HEAD'}, not on branch main; run 'git checkout main' first"
+    head, main = _git_out("rev-parse", "--verify", "HEAD^{commit}"), _git_out("rev-parse", "--verify",
+                                                                            "refs/heads/main^{commit}")
+    if head is None or head != main:
+        return "HEAD is not at main's head"
+    return None
+
+
+def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[str, ...] = ("-e", ".")) -> None:
+    """keygen, produce, aggregate and verify under ``policy``, into a staging folder swapped into ``out`` at the end.
+
+    A failed run loses nothing: the source gate's cheap preconditions are checked before anything is installed,
+    and ``out`` (the last good output) is replaced only once the new run has been verified QUALIFIED. A run that
+    fails leaves its own output in the staging folder, beside ``out``, for inspection.
+    """
+    refused = _source_gate_preconditions()
+    if refused is not None:
+        session.error(f"QE_SOURCE_GATE_FAILED: {refused} (nothing installed; {out.name} left as it was)")
+    _install_once(session, *install)
+    staging = staging_folder(out)
+    evidence, artifacts = staging / "evidence", staging / "artifacts"
     platform = _host_platform()
     run_id = f"local-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
     timings: list[tuple[str, float]] = []
@@ -141,20 +177,20 @@ def _local_chain(session: nox.Session, policy: str, out: Path) -> None:
         timings.append((name, time.monotonic() - started))
 
     step("keygen", "keygen", "--policy", policy)
-    step(f"produce {platform}", "produce", "--policy", policy, "--platform", platform, "--out", str(out))
+    step(f"produce {platform}", "produce", "--policy", policy, "--platform", platform, "--out", str(staging))
     step("aggregate", "aggregate", "--policy", policy, "--evidence", str(evidence), "--out", str(evidence))
     candidate = [arg for path in sorted(artifacts.iterdir()) for arg in ("--artifact", str(path))]
     step("verify", "verify", "--policy", policy, "--evidence", str(evidence), *candidate,
-         "--json", str(out / "decision.json"), "--summary", str(out / "summary.md"))
+         "--json", str(staging / "decision.json"), "--summary", str(staging / "summary.md"))
+    swap_into_place(staging, out)
     for name, seconds in timings:
         session.log(f"{name:<16} {seconds:6.1f}s")
-    session.log(f"QUALIFIED: evidence in {evidence}, artifacts in {artifacts}")
+    session.log(f"QUALIFIED: evidence in {out / 'evidence'}, artifacts in {out / 'artifacts'}")
 
 
 @nox.session(reuse_venv=True)
 def qualify(session: nox.Session) -> None:
     """The full local qualification on this machine's platform (local Ed25519 keys)."""
-    _install_once(session, "-e", ".")
     _local_chain(session, LOCAL_POLICY, OUT)
 
 
@@ -164,8 +200,7 @@ def qualify_example(session: nox.Session) -> None:
 
     Linux only (a Debian package); needs dpkg-deb and Xvfb (Debian: apt-get install xvfb).
     """
-    _install_once(session, "-e", ".[example]")
-    _local_chain(session, EXAMPLE_POLICY, EXAMPLE_OUT)
+    _local_chain(session, EXAMPLE_POLICY, EXAMPLE_OUT, install=("-e", ".[example]"))
 
 
 @nox.session

@@ -10,6 +10,9 @@ from desktop_qualify.qualify_runtime import ArgumentParser
 ROOT_HELP = ("the checkout the policy belongs to, for a policy taken out of it (git show SHA:policies/...): "
              "its relative paths resolve from ROOT/policies (default: the policy file's own folder)")
 
+# Every output option: '-' is standard output (the verdict text then goes to standard error).
+_OUT = "write {} to this file, replacing it; - for standard output"
+
 
 def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or ArgumentParser(prog="qualify verify", description="Is this candidate qualified?")
@@ -23,9 +26,10 @@ def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argpar
     parser.add_argument("--artifact", type=Path, action="append", default=[],
                         help="a candidate file (repeatable); every artifact in the evidence must be presented")
     parser.add_argument("--sha", help="the candidate commit; every statement must carry it")
-    parser.add_argument("--json", type=Path, help="write the consumer decision (JSON) to this file, replacing it")
+    parser.add_argument("--json", type=Path, help=_OUT.format("the consumer decision (JSON)"))
     parser.add_argument("--summary", type=Path,
-                        help="append GitHub job-summary Markdown to this file (as $GITHUB_STEP_SUMMARY expects)")
+                        help="append GitHub job-summary Markdown to this file (as $GITHUB_STEP_SUMMARY expects); - for "
+                             "standard output")
     return parser
 
 
@@ -37,10 +41,10 @@ def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argpars
     parser.add_argument("--evidence", type=Path, nargs="+", default=[], help="one folder per run (one or more)")
     parser.add_argument("--bundle", type=Path, nargs="+", default=[],
                         help="qualification bundles (*.qualify-bundle.zip), each judged under its own policy")
-    parser.add_argument("--json", type=Path, help="write the audit report (JSON) to this file, replacing it")
+    parser.add_argument("--json", type=Path, help=_OUT.format("the audit report (JSON)"))
     parser.add_argument("--html", type=Path,
-                        help="write the report as one self-contained HTML page to this file, replacing it")
-    parser.add_argument("--markdown", type=Path, help="write the report as Markdown to this file, replacing it")
+                        help=_OUT.format("the report as one self-contained HTML page"))
+    parser.add_argument("--markdown", type=Path, help=_OUT.format("the report as Markdown"))
     return parser
 
 

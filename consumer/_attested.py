@@ -32,7 +32,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,19 +39,35 @@ from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
     AGGREGATE_PREDICATE_TYPE,
+    MAX_SIGSTORE_BUNDLE_BYTES,
     PLATFORM_PREDICATE_TYPE,
     AggregateStatement,
     Code,
+    JsonBounds,
     PlatformStatement,
     QualificationError,
+    load_json,
     parse_statement,
     platform_file_name,
 )
-from desktop_qualify.qualify_files import file_sha256
 from desktop_qualify.qualify_github import GitHubClient, attestations_for
 from desktop_qualify.qualify_policy import Policy
-from desktop_qualify.qualify_trust import Role, StatementVerifier, VerifiedStatement, verifier_for
-from desktop_qualify.qualify_verify import EvidenceFiles, Findings, Verdict, verify_release
+from desktop_qualify.qualify_trust import (
+    GitHubIdentity,
+    Role,
+    StatementVerifier,
+    VerifiedStatement,
+    cross_check_claims,
+    verifier_for,
+)
+from desktop_qualify.qualify_verify import (
+    CandidateError,
+    EvidenceFiles,
+    Findings,
+    Verdict,
+    stable_sha256,
+    verify_release,
+)
 
 MAIN = "main"
 _ROLES: dict[str, Role] = {PLATFORM_PREDICATE_TYPE: "platform", AGGREGATE_PREDICATE_TYPE: "aggregate"}
@@ -100,32 +115,52 @@ class AttestedEvidence:
     notes: list[str] = field(default_factory=list)
 
 
-def _candidate_digests(artifacts: Sequence[Path]) -> list[str]:
-    """Each readable candidate file's SHA-256; an unreadable one is left to the verification to name."""
+def _candidate_digests(artifacts: Sequence[Path], max_bytes: int) -> list[str]:
+    """Each readable candidate file's SHA-256; an unreadable, irregular or too large one is left to the
+    verification to name."""
     digests = set()
     for path in artifacts:
         try:
-            digests.add(file_sha256(path))
-        except OSError:
+            digests.add(stable_sha256(path, max_bytes)[0])
+        except (OSError, QualificationError, CandidateError):
             continue
     return sorted(digests)
+
+
+# Unverified bytes are parsed under load_json's bounds: no larger than a Sigstore bundle may be (the payload is
+# inside one), and no deeper than any evidence (a payload of 100,000 '[' is not ours, never a QE_INTERNAL).
+# The statement's own size bound is the policy's, checked when the chosen statements are verified.
+_BUNDLE_BOUNDS = JsonBounds(MAX_SIGSTORE_BUNDLE_BYTES)
 
 
 def _unverified_payload(data: bytes) -> bytes | None:
     """The DSSE payload a bundle carries, before anything verified it: only to route it and to match a binding."""
     try:
-        payload = json.loads(data)["dsseEnvelope"]["payload"]
+        document = load_json(data, what="attestation", bounds=_BUNDLE_BOUNDS)
+        envelope = document.get("dsseEnvelope") if isinstance(document, dict) else None
+        payload = envelope.get("payload") if isinstance(envelope, dict) else None
         return base64.b64decode(payload, validate=True) if isinstance(payload, str) else None
-    except (ValueError, TypeError, KeyError, binascii.Error, RecursionError):
+    except (QualificationError, ValueError, binascii.Error):
         return None
 
 
 def _claimed_type(payload: bytes) -> str | None:
     try:
-        claimed = json.loads(payload).get("predicateType")
-    except (ValueError, AttributeError, RecursionError):
+        document = load_json(payload, what="attestation payload", bounds=_BUNDLE_BOUNDS)
+    except QualificationError:
         return None
+    claimed = document.get("predicateType") if isinstance(document, dict) else None
     return claimed if isinstance(claimed, str) else None
+
+
+def _cross_check_claims_of(signed: VerifiedStatement, statement: AggregateStatement, what: str) -> None:
+    """The aggregate's run claims equal its certificate's (GitHub mode), or it is refused before any choice."""
+    claims = signed.signer.claims
+    if isinstance(claims, GitHubIdentity):
+        try:
+            cross_check_claims(claims, statement.predicate.run)
+        except QualificationError as exc:
+            raise QualificationError(exc.code, f"{what}: {exc.message}") from exc
 
 
 def _verify_one(data: bytes, role: Role, verifier: StatementVerifier, what: str, found: _Found) -> None:
@@ -136,6 +171,8 @@ def _verify_one(data: bytes, role: Role, verifier: StatementVerifier, what: str,
         verifier.check_speaks_for(signed.signer, statement.predicate.platform)
         found.platforms.setdefault(binding, data)
     elif isinstance(statement, AggregateStatement) and role == "aggregate":
+        # Chosen later by its run and attempt: kept only once the certificate has confirmed those claims.
+        _cross_check_claims_of(signed, statement, what)
         found.aggregates.setdefault(binding, _Aggregate(data, signed, statement))
     else:
         raise QualificationError(Code.PREDICATE_TYPE_UNKNOWN, f"{what}: not the {role} statement it claims to be")
@@ -193,7 +230,7 @@ def attested_evidence(policy: Policy, artifacts: Sequence[Path], client: GitHubC
     head = client.head_sha(repository, MAIN)
     commit, which = (sha, "--sha") if sha else (head, f"{MAIN}'s head")
     verifier = verifier_for(policy, candidate_sha=sha)
-    digests = _candidate_digests(artifacts)
+    digests = _candidate_digests(artifacts, policy.file.limits.max_candidate_bytes)
     found = _fetch_verified(client, repository, digests, verifier)
     files = EvidenceFiles()
     notes = [f"evidence from GitHub's attestation API ({repository}), by the digests of {len(digests)} candidate "

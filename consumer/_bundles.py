@@ -1,17 +1,10 @@
-"""Auditing qualification bundles: each judged under its own policy and trust root, anchored to the auditor's.
+"""Auditing qualification bundles: each judged under its own policy, anchored to the auditor's policy and keys.
 
-A bundle carries the policy and trust root of its run, so an old run is judged
-under its own rules; but a bundle alone proves nothing, since whoever made it
-chose what it carries. The auditor's policy (``--policy``, with its checkout)
-is the anchor:
-
-- the bundle's policy must be the auditor's, byte for byte, or a version of the
-  same policy file in the checkout's git history (``git log`` of that file);
-- in local mode, every key in the bundle's keyring must be in the auditor's
-  keyring, since local evidence proves what one machine's keys signed.
-
-In GitHub mode the anchored policy pins the trusted root by digest and names the
-workflow identity, so anchoring the policy anchors the rest. Certificates are
+What anchors a bundle is ``consumer._anchor``: the bundle's policy is the
+auditor's ``--policy`` or the policy file as committed at the run's own
+commit; in local mode its keys, names and roles are the auditor's. In GitHub
+mode the anchored policy pins the trusted root by digest and names the
+workflow identities, so anchoring the policy anchors the rest. Certificates are
 judged at the time the transparency log proves, as sigstore-python does.
 
 Bundles are checked in parallel, one process per core; one that cannot be
@@ -21,13 +14,10 @@ read is a rejected run, never the end of the audit.
 from __future__ import annotations
 
 import concurrent.futures
-import hashlib
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -37,96 +27,54 @@ from desktop_qualify.qualify_policy import Policy, load_policy
 from desktop_qualify.qualify_trust import Keyring, verifier_for
 from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
 
+from ._anchor import Anchor, anchor_for, check_keys, check_policy_at, differences, is_auditors, precheck_policy
 from ._audit import audit_run
 from ._decide import decide
 
-# How far back the anchor looks for earlier versions of the policy file.
-MAX_POLICY_VERSIONS = 2000
-_GIT_TIMEOUT = 60.0
+__all__ = ["Anchor", "anchor_for", "audit_bundle", "audit_bundles", "terminal_progress"]
 
 
-@dataclass(frozen=True)
-class Anchor:
-    """What a bundle's policy and keys must match: picklable, so each worker process gets a copy."""
-
-    policy_digests: frozenset[str]
-    # Local mode: the auditor's keyring key ids; None in GitHub mode.
-    keyids: frozenset[str] | None
+def _run_commit(verdict: Verdict) -> str | None:
+    """The commit the verified statements name: the platforms' one commit, else the verified aggregate's."""
+    if verdict.sha is not None:
+        return verdict.sha
+    return verdict.aggregate.predicate.run.sha if verdict.aggregate is not None else None
 
 
-def _git(root: Path, *args: str, stdin: bytes = b"") -> bytes | None:
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True,
-                              timeout=_GIT_TIMEOUT, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
-def _blobs(batch: bytes) -> list[bytes]:
-    """The contents ``git cat-file --batch`` printed: each ``<id> blob <size>`` header, the bytes, a newline."""
-    out, at = [], 0
-    while at < len(batch):
-        end = batch.index(b"\n", at)
-        header = batch[at:end].split()
-        at = end + 1
-        if len(header) == 3 and header[1] == b"blob":
-            size = int(header[2])
-            out.append(batch[at:at + size])
-            at += size + 1
-    return out
-
-
-def _history_digests(policy: Policy) -> set[str]:
-    """SHA-256 of every committed version of the policy file, where the policy stands in a git checkout."""
-    root = policy.repository_root()
-    if root is None:
-        return set()
-    try:
-        relative = policy.path.relative_to(root).as_posix()
-    except ValueError:
-        relative = f"policies/{policy.path.name}"  # a copy taken out of its checkout (--root)
-    commits = (_git(root, "log", f"--max-count={MAX_POLICY_VERSIONS}", "--format=%H", "--", relative) or b"").split()
-    if not commits:
-        return set()
-    # Every version in one process: one `<commit>:<path>` request per line (a deleted file answers "missing").
-    batch = _git(root, "cat-file", "--batch", stdin=b"".join(c + b":" + relative.encode() + b"\n" for c in commits))
-    return {hashlib.sha256(blob).hexdigest() for blob in _blobs(batch or b"")}
-
-
-def anchor_for(policy: Policy) -> Anchor:
-    keyids = None
-    if policy.sigstore is None:
-        keyids = frozenset(Keyring.load(policy.resolve(policy.ed25519.keyring)).keys)
-    return Anchor(frozenset({policy.sha256, *_history_digests(policy)}), keyids)
-
-
-def _check_anchored(bundled: Policy, anchor: Anchor, source: Path) -> None:
-    if bundled.sha256 not in anchor.policy_digests:
-        raise QualificationError(Code.BUNDLE_UNANCHORED, f"bundle {source}: its policy ({bundled.sha256[:12]}) is "
-                                                         "neither the auditor's policy nor a committed version of it")
-    if anchor.keyids is not None:
-        if bundled.sigstore is not None:
-            raise QualificationError(Code.MODE_MISMATCH, f"bundle {source}: a GitHub-mode bundle audited under a "
-                                                         "local-mode policy")
-        foreign = set(Keyring.load(bundled.resolve(bundled.ed25519.keyring)).keys) - anchor.keyids
-        if foreign:
-            raise QualificationError(Code.BUNDLE_UNANCHORED, f"bundle {source}: its keyring holds keys the auditor's "
-                                                             f"keyring does not ({', '.join(sorted(foreign))[:200]})")
+# What a bundle's own policy or keyring can raise: the bundle's fault (a rejection), never the caller's (exit 2).
+_BUNDLE_FAULTS = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE})
 
 
 def audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
-    """One bundle's decision, under its own policy; the policy path reported is where it stood in the bundle."""
+    """One bundle's decision under its own anchored policy; the policy path reported is where the bundle holds it."""
+    try:
+        return _audit_bundle(source, anchor, workspace)
+    except QualificationError as exc:
+        if exc.code in _BUNDLE_FAULTS:
+            raise QualificationError(Code.BUNDLE_INVALID, f"bundle {source}: {exc.message}") from exc
+        raise
+
+
+def _audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
     notes = [f"audit of bundle {source}: its own policy and trust root, anchored to the auditor's; "
              "candidate files not checked; head of main not required"]
     with open_bundle(source, workspace) as opened:
         policy = load_policy(opened.policy_path, opened.root)
-        _check_anchored(policy, anchor, source)
+        precheck_policy(policy, anchor, source)
+        check_keys(policy, anchor, source)
         if policy.file.trust.mode != opened.manifest.trust_mode:
             raise QualificationError(Code.BUNDLE_MANIFEST_MISMATCH, f"bundle {source}: its manifest says "
                                                                     f"{opened.manifest.trust_mode}, its policy "
                                                                     f"{policy.file.trust.mode}")
         verdict = verify_release(policy, [opened.evidence_dir], None)
+        # Anchored only now: the commit whose policy counts is the one the verified statements name.
+        if is_auditors(policy, anchor):
+            notes.append("policy anchored: byte-identical to the auditor's --policy")
+        else:
+            notes.append(check_policy_at(policy, anchor, source, _run_commit(verdict)))
+        keyids = (frozenset(Keyring.load(policy.resolve(policy.ed25519.keyring)).keys)
+                  if policy.sigstore is None else None)
+        notes.append(differences(policy, anchor, keyids))
         notes.append(f"bundle sha256 {opened.sha256}")
         # Resolved as policy.resolve() resolves: a temp folder behind a symlink (macOS /var) must still match.
         root = opened.root.resolve()

@@ -8,6 +8,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from desktop_qualify.evidence_schemas import (
     GIT_SHA_PATTERN,
@@ -16,7 +17,7 @@ from desktop_qualify.evidence_schemas import (
     QualificationError,
 )
 from desktop_qualify.qualify_bundle import write_bundle
-from desktop_qualify.qualify_files import append_text, write_atomic
+from desktop_qualify.qualify_files import is_stdout, write_output
 from desktop_qualify.qualify_policy import Policy, load_policy
 from desktop_qualify.qualify_runtime import (
     EXIT_OK,
@@ -45,6 +46,11 @@ _SHA = re.compile(GIT_SHA_PATTERN)
 # A keyring made now holds new keys: it can never verify evidence signed earlier, so keygen is no advice here.
 _KEYRING_HINT = ("the evidence verifies only under the keyring that signed it: use the policy (and --root) of the "
                  "checkout that made it; keys created now cannot verify evidence signed earlier")
+
+
+def _text_stream(*outputs: Path | None) -> TextIO:
+    """Where the human-readable verdict goes: standard error when an output (``-``) took standard output."""
+    return sys.stderr if any(map(is_stdout, outputs)) else sys.stdout
 
 
 def _load(policy: Path, root: Path | None) -> Policy:
@@ -83,10 +89,10 @@ def run_verify(args: argparse.Namespace) -> int:
         decision = decide(verdict, policy, policy_path=str(args.policy), mode=mode, notes=notes)
         # Outputs first: a verdict is printed only once everything it reports has been written.
         if args.json:
-            write_atomic(args.json, decision.model_dump_json(indent=2).encode() + b"\n")
+            write_output(args.json, decision.model_dump_json(indent=2).encode() + b"\n")
         if args.summary:
-            append_text(args.summary, render_markdown(decision))
-        sys.stdout.write(terminal_safe(render_text(decision)))
+            write_output(args.summary, render_markdown(decision).encode(), append=True)
+        _text_stream(args.json, args.summary).write(terminal_safe(render_text(decision)))
         return EXIT_OK if decision.decision == "QUALIFIED" else EXIT_REJECTED
 
     return guarded(body)
@@ -119,12 +125,12 @@ def run_audit(args: argparse.Namespace) -> int:
             runs += audit_bundles(list(args.bundle), policy, progress=terminal_progress())
         report = audit_report(policy, str(args.policy), runs)
         if args.json:
-            write_atomic(args.json, report.model_dump_json(indent=2).encode() + b"\n")
+            write_output(args.json, report.model_dump_json(indent=2).encode() + b"\n")
         if args.html:
-            write_atomic(args.html, render_audit_html(report).encode())
+            write_output(args.html, render_audit_html(report).encode())
         if args.markdown:
-            write_atomic(args.markdown, render_audit_markdown(report).encode())
-        sys.stdout.write(terminal_safe(render_audit_text(report)))
+            write_output(args.markdown, render_audit_markdown(report).encode())
+        _text_stream(args.json, args.html, args.markdown).write(terminal_safe(render_audit_text(report)))
         return EXIT_OK if report.decision == "QUALIFIED" else EXIT_REJECTED
 
     return guarded(body)

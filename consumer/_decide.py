@@ -49,15 +49,17 @@ def signers(verdict: Verdict, policy: Policy, show: ShowPath = str) -> list[Sign
 def decide(verdict: Verdict, policy: Policy, *, policy_path: str, mode: Mode,
            notes: list[str] | None = None, show: ShowPath = str) -> ConsumerDecision:
     run = verdict.run
+    # With no verified platform statement, the run is still known when its aggregate verified.
+    aggregated = verdict.aggregate.predicate.run if verdict.aggregate is not None else None
     return ConsumerDecision(
         decision="QUALIFIED" if verdict.qualified else "REJECTED",
         mode=mode,
         trust_mode=policy.file.trust.mode,
         policy=policy_ref(policy, policy_path),
         tool_version=tool_version(),
-        candidate_sha=verdict.sha,
-        run_id=run.run_id if run else None,
-        attempt=run.attempt if run else None,
+        candidate_sha=verdict.sha or (aggregated.sha if aggregated else None),
+        run_id=run.run_id if run else aggregated.run_id if aggregated else None,
+        attempt=run.attempt if run else aggregated.attempt if aggregated else None,
         checked_at=utc_now(),
         signers=signers(verdict, policy, show),
         rows=verdict.rows(),

@@ -1,16 +1,15 @@
 """The audit report in Markdown: the same summary, matrix, digests and reasons as the HTML page.
 
-Evidence text is untrusted: line breaks are flattened, Markdown's and HTML's
-punctuation is backslash-escaped in text, and code spans can neither be closed
-early nor break a table.
+Evidence text is untrusted: it goes through ``_escape``, the one Markdown
+escaper this report and the job summary share.
 """
 
 from __future__ import annotations
 
-import re
-
 from desktop_qualify.evidence_schemas import AuditReport, AuditRun, CheckCell, PlatformChecks
 
+from ._escape import md_code as _code
+from ._escape import md_text as _md
 from ._render import (
     CHECK_LABELS,
     SUMMARY_COLUMNS,
@@ -23,23 +22,6 @@ from ._render import (
 )
 
 _WORDS = {"pass": "✅ PASS", "fail": "❌ FAIL", "missing": "⚠️ MISSING", "n/a": "N/A"}
-
-
-_PUNCTUATION = re.compile(r"([\\`*_\[\]<>|#!~&])")
-
-
-def _flat(text: object) -> str:
-    return " ".join(str(text).splitlines())
-
-
-def _md(text: object) -> str:
-    """Untrusted text as literal Markdown: every character that could start markup is escaped."""
-    return _PUNCTUATION.sub(r"\\\1", _flat(text))
-
-
-def _code(text: object) -> str:
-    """A code span (literal): a backtick cannot close it early, a pipe cannot split a table cell."""
-    return "`" + _flat(text).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:

@@ -145,7 +145,10 @@ def platform_matrix(verdict: Verdict) -> list[PlatformChecks]:
         if found:
             out += [_verified_column(vp, verdict) for vp in found]
         else:
-            out.append(_absent_column(platform, verdict.blocked.get(platform) or verdict.absence_cause))
+            blocker = verdict.blocked.get(platform)
+            # An absent statement is missing (its root names it); one that did not verify stopped what follows.
+            reached = blocker if blocker is not None and blocker.code != Code.EVIDENCE_MISSING else None
+            out.append(_absent_column(platform, reached or verdict.absence_cause))
     out += [_verified_column(vp, verdict) for extra in by_platform.values() for vp in extra]
     return out[:8]
 

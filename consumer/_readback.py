@@ -6,8 +6,11 @@ published release's assets and its qualification bundle through the GitHub
 layer and checks, from the bytes it received:
 
 - the release is published (not a draft);
+- ``--repository`` is the policy's repository (else ``QE_USAGE``, before any
+  request);
 - it carries exactly one bundle, and the bundle audits to QUALIFIED under the
-  auditor's anchor (``consumer._bundles``);
+  auditor's anchor, which for read-back is the auditor's ``--policy`` byte for
+  byte (``consumer._anchor``); a hostile bundle is a rejection, never exit 2;
 - the release's tag names the commit the bundle qualified, read now through
   the API (a tag moved after the gate: ``QE_SHA_MISMATCH``);
 - every asset's SHA-256 is a digest the bundle qualified, under the name the
@@ -57,7 +60,16 @@ def _qualified(decision: ConsumerDecision) -> dict[str, str]:
     return {row.artifact: row.sha256 for row in decision.rows if row.artifact is not None and row.sha256}
 
 
+def check_repository(policy: Policy, repository: str) -> None:
+    """The release is read from the repository the policy qualifies, never from another one."""
+    if repository.casefold() != policy.file.producer.repository.casefold():
+        raise QualificationError(Code.USAGE, f"--repository {repository[:200]} is not the policy's repository "
+                                             f"{policy.file.producer.repository}; read-back checks the releases of the "
+                                             "repository the policy qualifies")
+
+
 def readback(policy: Policy, repository: str, tag: str, client: GitHubClient) -> Readback:
+    check_repository(policy, repository)
     result = Readback(repository, tag)
     release = client.release_by_tag(repository, tag)
     if release.draft:
@@ -74,7 +86,7 @@ def readback(policy: Policy, repository: str, tag: str, client: GitHubClient) ->
         work = Path(name)
         got = client.download_asset(bundles[0], work / bundles[0].name, max_bytes=MAX_ARCHIVE_BYTES)
         try:
-            result.bundle = audit_bundle(got.path, anchor_for(policy), work / "opened").decision
+            result.bundle = audit_bundle(got.path, anchor_for(policy, exact_only=True), work / "opened").decision
         except QualificationError as exc:
             if exc.exit_status == EXIT_USAGE:
                 raise
@@ -138,6 +150,7 @@ def run_readback(args: argparse.Namespace) -> int:
     def body() -> int:
         require_inputs("--root", [args.root], "folder")
         policy = load_policy(args.policy, args.root)
+        check_repository(policy, args.repository)
         with GitHubClient.from_env(os.environ) as client:
             result = readback(policy, args.repository, args.tag, client)
         sys.stdout.write(terminal_safe(render_readback(result)))

@@ -22,6 +22,8 @@ from desktop_qualify.evidence_schemas import (
     StepCell,
 )
 
+from ._escape import md_code, md_text, terminal_field
+
 _STAGES = ("gate", "build", "signature", "install", "probe", "journey", "candidate")
 _COLUMNS = ("platform", "artifact", "sha256", *_STAGES)
 
@@ -31,10 +33,15 @@ def _cells(decision: ConsumerDecision) -> list[list[str]]:
             for row in decision.rows]
 
 
+def _t(text: object) -> str:
+    """One evidence field for a terminal: on one line, whatever it holds."""
+    return terminal_field(text)
+
+
 def _context(decision: ConsumerDecision) -> str:
     p = decision.policy
-    return (f"policy {p.name} ({p.path}, sha256 {p.sha256[:16]}), trust {decision.trust_mode}, "
-            f"mode {decision.mode}, qualify {decision.tool_version}")
+    return (f"policy {_t(p.name)} ({_t(p.path)}, sha256 {_t(p.sha256[:16])}), trust {_t(decision.trust_mode)}, "
+            f"mode {_t(decision.mode)}, qualify {_t(decision.tool_version)}")
 
 
 def who(signer: Signer) -> str:
@@ -50,8 +57,8 @@ def _roots_count(reasons: list[Reason]) -> str:
 
 
 def _reason_line(reason: Reason) -> str:
-    where = f" [{reason.platform}]" if reason.platform else ""
-    return f"{reason.code.value}{where}: {reason.message}"
+    where = f" [{_t(reason.platform)}]" if reason.platform else ""
+    return f"{reason.code.value}{where}: {_t(reason.message)}"
 
 
 def _aligned(rows: list[list[str]]) -> list[str]:
@@ -63,11 +70,11 @@ def _aligned(rows: list[list[str]]) -> list[str]:
 
 
 def render_text(decision: ConsumerDecision) -> str:
-    lines = _aligned([list(_COLUMNS), *_cells(decision)])
+    lines = _aligned([list(_COLUMNS), *([_t(c) for c in cells] for cells in _cells(decision))])
     sha = decision.candidate_sha or "unknown"
     run = f"{decision.run_id}#{decision.attempt}" if decision.run_id else "unknown"
-    out = [f"candidate {sha}  run {run}", _context(decision)]
-    out += [f"signed  {s.statement}: {who(s)}" for s in decision.signers]
+    out = [f"candidate {_t(sha)}  run {_t(run)}", _context(decision)]
+    out += [f"signed  {_t(s.statement)}: {_t(who(s))}" for s in decision.signers]
     out += [*lines, ""]
     if decision.reasons:
         out.append(f"{decision.decision}: {_roots_count(decision.reasons)}")
@@ -78,33 +85,31 @@ def render_text(decision: ConsumerDecision) -> str:
                 out.append(f"      which leaves: {_reason_line(reason)}")
     else:
         out.append(decision.decision)
-    out += [f"note: {note}" for note in decision.notes]
+    out += [f"note: {_t(note)}" for note in decision.notes]
     return "\n".join(out) + "\n"
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_markdown(decision: ConsumerDecision) -> str:
+    """The job summary: every evidence string through the one Markdown escaper (``_escape``)."""
     icon = "✅" if decision.decision == "QUALIFIED" else "❌"
     p = decision.policy
+    attempt = decision.attempt if decision.attempt is not None else "-"
     out = [f"## {icon} Release qualification: {decision.decision}", "",
-           f"Candidate `{decision.candidate_sha or 'unknown'}`, run `{decision.run_id or 'unknown'}` "
-           f"attempt `{decision.attempt if decision.attempt is not None else '-'}`; policy `{_md(p.name)}` "
-           f"(`{_md(p.path)}`, sha256 `{p.sha256[:16]}`), trust `{decision.trust_mode}`, mode `{decision.mode}`, "
-           f"qualify `{_md(decision.tool_version)}`.", ""]
-    out += [f"- `{s.statement}` signed by {_md(who(s))}" for s in decision.signers]
+           f"Candidate {md_code(decision.candidate_sha or 'unknown')}, run {md_code(decision.run_id or 'unknown')} "
+           f"attempt {md_code(attempt)}; policy {md_code(p.name)} ({md_code(p.path)}, sha256 "
+           f"{md_code(p.sha256[:16])}), trust {md_code(decision.trust_mode)}, mode {md_code(decision.mode)}, "
+           f"qualify {md_code(decision.tool_version)}.", ""]
+    out += [f"- {md_code(s.statement)} signed by {md_text(who(s))}" for s in decision.signers]
     out += ["", "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
-    out += ["| " + " | ".join(_md(c) for c in cells) + " |" for cells in _cells(decision)]
+    out += ["| " + " | ".join(md_text(c) for c in cells) + " |" for cells in _cells(decision)]
     if decision.reasons:
         out += ["", f"### Reasons: {_roots_count(decision.reasons)}", ""]
         for r in decision.reasons:
-            line = f"`{r.code.value}`{f' ({r.platform})' if r.platform else ''}: {_md(r.message)}"
+            line = f"{md_code(r.code.value)}{f' ({md_text(r.platform)})' if r.platform else ''}: {md_text(r.message)}"
             out.append(f"- {line}" if r.cause == "root" else f"  - which leaves {line}")
     if decision.notes:
         out += ["", "### Notes", ""]
-        out += [f"- {_md(note)}" for note in decision.notes]
+        out += [f"- {md_text(note)}" for note in decision.notes]
     return "\n".join(out) + "\n"
 
 
@@ -116,12 +121,12 @@ def totals_line(report: AuditReport) -> str:
 
 def render_audit_text(report: AuditReport) -> str:
     """The summary of every run first (by run time), then each run's decision, then the overall line."""
-    summary = _aligned([["#", *SUMMARY_COLUMNS], *([str(n), *summary_cells(run)]
+    summary = _aligned([["#", *SUMMARY_COLUMNS], *([str(n), *map(_t, summary_cells(run))]
                                                   for n, run in enumerate(report.runs, 1))])
     parts = ["runs, by run time:\n", *(f"{line}\n" for line in summary), "\n"]
-    parts += [f"== {run.evidence}\n{render_text(run.decision)}" for run in report.runs]
+    parts += [f"== {_t(run.evidence)}\n{render_text(run.decision)}" for run in report.runs]
     parts.append(totals_line(report) + "\n")
-    parts += [f"note: {note}\n" for note in report.notes]
+    parts += [f"note: {_t(note)}\n" for note in report.notes]
     return "".join(parts)
 
 

@@ -21,7 +21,7 @@ from ._app_contract import (
     InstallerKind,
     IsolationLayer,
 )
-from ._bounded import load_json, read_bounded
+from ._bounded import load_json, open_regular, read_bounded
 from ._bundle import MAX_BUNDLE_MEMBERS, BundleFile, BundleManifest, BundlePath
 from ._canonical import canonical_bytes, sha256_hex
 from ._decision import (
@@ -181,6 +181,7 @@ __all__ = [
     "load_json",
     "parse_envelope",
     "parse_statement",
+    "open_regular",
     "read_bounded",
     "render_schemas",
     "sha256_hex",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -91,16 +93,58 @@ def load_json(data: bytes, *, what: str, bounds: JsonBounds | None = None) -> An
         raise QualificationError(Code.JSON_MALFORMED, f"{what}: a number cannot be read ({str(exc)[:120]})") from exc
 
 
-def read_bounded(path: Path, *, max_bytes: int, what: str | None = None) -> bytes:
-    """Read at most ``max_bytes`` from ``path``; a larger file is refused, not truncated."""
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: Path, *, what: str | None = None) -> int:
+    """A read-only descriptor of ``path``, checked (fstat) to be a regular file before a byte is read.
+
+    The open never blocks (``O_NONBLOCK``: a FIFO with no writer would hang a
+    plain open), and the check is on the opened file, not on the name, so a
+    FIFO or a device swapped in after a ``stat`` is still refused. The caller
+    closes the descriptor.
+    """
     label = what or str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        with path.open("rb") as handle:
-            data = handle.read(max_bytes + 1)
+        fd = os.open(path, flags)
     except FileNotFoundError as exc:
         raise QualificationError(Code.EVIDENCE_MISSING, f"{label}: file not found") from exc
     except IsADirectoryError as exc:
         raise QualificationError(Code.EVIDENCE_UNEXPECTED, f"{label}: is a directory, not a file") from exc
+    except OSError as exc:
+        raise QualificationError(Code.ENVIRONMENT, f"{label}: cannot read ({exc.strerror})") from exc
+    try:
+        _check_regular(os.fstat(fd).st_mode, label)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _check_regular(mode: int, label: str) -> None:
+    if stat.S_ISDIR(mode):
+        raise QualificationError(Code.EVIDENCE_UNEXPECTED, f"{label}: is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        raise QualificationError(Code.INPUT_NOT_REGULAR, f"{label}: {_kind(mode)}, not a regular file; only "
+                                                         "regular files are read")
+
+
+def read_bounded(path: Path, *, max_bytes: int, what: str | None = None) -> bytes:
+    """Read at most ``max_bytes`` from the regular file ``path``; a larger file is refused, not truncated."""
+    label = what or str(path)
+    fd = open_regular(path, what=label)
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(max_bytes + 1)
     except OSError as exc:
         raise QualificationError(Code.ENVIRONMENT, f"{label}: cannot read ({exc.strerror})") from exc
     if len(data) > max_bytes:

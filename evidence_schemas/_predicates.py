@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -17,6 +17,17 @@ from ._records import (
 )
 from ._types import Count, GitSha, KeyId, Platform, Record, Sha256Hex, ShortText, Timestamp
 
+# The identity fields' shapes, the same in both modes: in GitHub mode the certificate fixes them; in local mode
+# nothing else does, and free text here (a newline, a Markdown heading) would reach every report as written.
+_Repository = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")]
+_Workflow = Annotated[str, Field(pattern=r"^\.github/workflows/[A-Za-z0-9_.-]{1,100}\.ya?ml$")]
+# A git ref may hold any letter (a look-alike "main" is the verifier's to name), never a space or a control,
+# format or separator character.
+_REF_FORBIDDEN = r"\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff"
+_Ref = Annotated[str, Field(pattern=rf"^refs/[^{_REF_FORBIDDEN}]{{1,240}}$")]
+_RunId = Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")]
+_Word = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
+
 
 class RunIdentity(Record):
     """Which run produced the evidence.
@@ -26,14 +37,14 @@ class RunIdentity(Record):
     """
 
     mode: Literal["local", "github"]
-    repository: ShortText
-    workflow: ShortText
-    ref: ShortText
+    repository: _Repository
+    workflow: _Workflow
+    ref: _Ref
     sha: GitSha
-    run_id: ShortText
+    run_id: _RunId
     attempt: Count
-    trigger: ShortText
-    runner_environment: ShortText
+    trigger: _Word
+    runner_environment: _Word
 
 
 class PlatformPredicate(Record):

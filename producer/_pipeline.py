@@ -28,10 +28,9 @@ from desktop_qualify.evidence_schemas import (
     SignatureRecord,
     SourceGateRecord,
     aggregate_file_name,
-    platform_file_name,
     utc_now,
 )
-from desktop_qualify.qualify_files import remove_output, write_atomic
+from desktop_qualify.qualify_files import write_atomic
 from desktop_qualify.qualify_policy import InstallTarget, Policy, host_arch, host_platform
 from desktop_qualify.qualify_trust import StatementSigner, StatementVerifier, verifier_for
 from desktop_qualify.qualify_trust import signer_for as statement_signer_for
@@ -45,6 +44,7 @@ from ._install import install
 from ._launch import RunPlan, journey, launch_probe
 from ._platform_signing import platform_signer_from_env
 from ._progress import Progress
+from ._publish import Staged, publish, staging_folder
 from ._sign import sign_artifact
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -69,6 +69,9 @@ class _Job:
     env: Mapping[str, str]
     signer: StatementSigner
     verifier: StatementVerifier
+    # The job writes its evidence, artifact and records under ``staging``; ``out`` changes only at publish.
+    out: Path
+    staging: Path
     evidence_dir: Path
     artifacts_dir: Path
     records_dir: Path
@@ -80,33 +83,16 @@ class _Job:
         return self.work_dir / "install"
 
     def start_clean(self) -> None:
-        """Remove what an earlier run of this platform's job left in the output folder; only once the gate passed.
+        """Start from an empty staging folder and work folder; only once the gate passed.
 
         An earlier run may have been killed at any point (SIGKILL, a cancelled
-        runner, a full disk), or may have finished for an older commit. Left in
-        place, its files would sit beside this run's as if they were this run's:
-
-        * this platform's statement, and the aggregate signed over it: evidence
-          of the earlier run, which must not survive into a run that fails
-          before its own emit;
-        * the temporary files of interrupted atomic writes of either (the
-          consumer refuses any stray file in an evidence folder);
-        * the unsigned records of this platform (people read them as this run's);
-        * partial archives of this platform the build was writing;
-        * the work folder (half a PyInstaller tree, half an install).
+        runner, a full disk): whatever it left in its staging folder (a
+        statement, the temporary file of an interrupted write, a partial
+        archive, records) and its work folder (half a PyInstaller tree, half an
+        install) is removed here. The output folder itself keeps the last run's
+        evidence until this run has emitted (``_publish``).
         """
-        suffix = self.signer.file_suffix
-        remove_output(self.evidence_dir / platform_file_name(self.platform, suffix))
-        remove_output(self.evidence_dir / aggregate_file_name(suffix))
-        app = self.policy.file.app.name
-        try:
-            partials = sorted(self.artifacts_dir.glob(f".{app}-*-{self.platform}-*.partial"))
-            for partial in partials:
-                partial.unlink(missing_ok=True)
-        except OSError as exc:
-            raise QualificationError(Code.ENVIRONMENT, f"{self.artifacts_dir}: cannot remove a partial archive "
-                                                       f"({exc.strerror or exc})") from exc
-        _remove_tree(self.records_dir, "records folder")
+        _remove_tree(self.staging, "staging folder")
         _remove_tree(self.work_dir, "work folder")
         try:
             self.work_dir.mkdir(parents=True)
@@ -154,8 +140,10 @@ def _prepare(policy: Policy, platform: Platform, out: Path, *, run_id: str | Non
         if not _RUN_ID.match(run_id):
             raise QualificationError(Code.USAGE, f"run id {run_id[:80]!r} must match {_RUN_ID.pattern}")
     out = out.resolve()
-    return _Job(policy, platform, host_arch(), run_id, env, signer, verifier, out / "evidence", out / "artifacts",
-                out / "records" / platform, out / "work" / platform, Progress(f"produce {platform}"))
+    staging = staging_folder(out, platform)
+    return _Job(policy, platform, host_arch(), run_id, env, signer, verifier, out, staging, staging / "evidence",
+                staging / "artifacts", staging / "records" / platform, out / "work" / platform,
+                Progress(f"produce {platform}"))
 
 
 def _gate(job: _Job) -> tuple[SourceGate, SourceGateRecord]:
@@ -292,6 +280,9 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
         statement = emit(predicate=predicate, archive=built.archive, gate=gate, signer=job.signer,
                          evidence_dir=job.evidence_dir, max_bytes=policy.file.limits.max_statement_bytes)
         said.append(str(statement))
+    # Emitted: only now does this run's output replace the earlier one's.
+    statement, archive = publish(Staged(job.out, job.staging, platform, policy.file.app.name, statement,
+                                        built.archive, aggregate_file_name(job.signer.file_suffix)))
     failures = [name for name, ok in (("signature", signature.passed), ("install", installed.passed),
                                       ("launch probe", probe.passed), ("journey", walked.passed)) if not ok]
-    return ProduceResult(statement, built.archive, not failures, failures)
+    return ProduceResult(statement, archive, not failures, failures)

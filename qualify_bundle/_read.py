@@ -98,6 +98,13 @@ def _check_entries(source: Path, infos: list[zipfile.ZipInfo]) -> None:
         total += info.file_size
         if total > limits.MAX_TOTAL_BYTES:
             raise _invalid(source, f"members unpack to more than {limits.MAX_TOTAL_BYTES} bytes")
+    # A member named like another's folder ("trust" beside "trust/keyring.json") cannot be unpacked: refused
+    # here, as the bundle's fault, not met later as a folder that cannot be made.
+    folders = {casefold_name("/".join(name.split("/")[:i])): name for name in seen.values()
+               for i in range(1, name.count("/") + 1)}
+    for key, name in seen.items():
+        if key in folders:
+            raise refuse(name, f"is a file where {folders[key][:120]!r} needs a folder")
 
 
 def _read_members(source: Path, archive: zipfile.ZipFile) -> dict[str, bytes]:

@@ -19,9 +19,11 @@ from desktop_qualify.qualify_trust import Keyring, Role, add_to_keyring, generat
 def _inside_repository(policy: Policy, paths: list[tuple[str, Path]]) -> None:
     root = policy.repository_root()
     if root is None:
-        raise QualificationError(Code.USAGE, f"{policy.path}: not inside a repository, so keygen does not know where "
+        raise QualificationError(Code.USAGE, f"{policy.path}: not inside a git checkout, so keygen does not know where "
                                              "the policy's key paths may be written",
-                                 hint="pass --root with the checkout the policy belongs to")
+                                 hint="the local chain runs in a git checkout of this repository on branch main, at "
+                                      "its head (the source gate refuses anything else): clone it, 'git checkout "
+                                      "main', and run keygen with that checkout's policies/local.toml")
     for field, path in paths:
         if not path.is_relative_to(root):
             raise QualificationError(Code.USAGE, f"{policy.path}: {field} resolves to {path}, outside the repository "

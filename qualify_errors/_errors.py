@@ -21,6 +21,8 @@ class Code(enum.StrEnum):
     EVIDENCE_TOO_LARGE = "QE_EVIDENCE_TOO_LARGE"
     EVIDENCE_MISSING = "QE_EVIDENCE_MISSING"
     EVIDENCE_UNEXPECTED = "QE_EVIDENCE_UNEXPECTED"
+    # An input named as a file that is a FIFO, a device or a socket: refused before a byte is read.
+    INPUT_NOT_REGULAR = "QE_INPUT_NOT_REGULAR"
     SCHEMA_INVALID = "QE_SCHEMA_INVALID"
     PREDICATE_TYPE_UNKNOWN = "QE_PREDICATE_TYPE_UNKNOWN"
     SUBJECT_MISMATCH = "QE_SUBJECT_MISMATCH"
@@ -48,6 +50,8 @@ class Code(enum.StrEnum):
     ARTIFACT_MISSING = "QE_ARTIFACT_MISSING"
     ARTIFACT_UNEXPECTED = "QE_ARTIFACT_UNEXPECTED"
     ARTIFACT_DIGEST_MISMATCH = "QE_ARTIFACT_DIGEST_MISMATCH"
+    # A candidate file larger than the policy's [limits] max_candidate_bytes: refused before it is hashed.
+    ARTIFACT_TOO_LARGE = "QE_ARTIFACT_TOO_LARGE"
     # Qualification bundles (the auditor's release asset)
     BUNDLE_INVALID = "QE_BUNDLE_INVALID"
     BUNDLE_MANIFEST_MISMATCH = "QE_BUNDLE_MANIFEST_MISMATCH"

@@ -6,14 +6,18 @@ Kept out of ``evidence_schemas``, which is pure data (docs/design.md §6.1).
 from ._atomic import append_text, atomic_leftovers, discard_leftovers, remove_output, write_atomic
 from ._digest import file_sha256
 from ._names import NOFOLLOW, casefold_name
+from ._outputs import STDOUT, is_stdout, write_output
 
 __all__ = [
+    "STDOUT",
     "NOFOLLOW",
     "append_text",
     "atomic_leftovers",
     "casefold_name",
     "discard_leftovers",
     "file_sha256",
+    "is_stdout",
     "remove_output",
     "write_atomic",
+    "write_output",
 ]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from http import HTTPStatus
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
@@ -95,15 +94,11 @@ def attestations_for(client: GitHubClient, repository: str, sha256_hex: str, *,
         return items if isinstance(items, list) else None
 
     params = {"predicate_type": predicate_type} if predicate_type else None
-    try:
-        items = client.paged_json(what, f"/repos/{repo_name}/attestations/sha256:{sha256_hex}", items_of,
-                                  field="attestations", params=params)
-    except GitHubError as exc:
-        # GitHub answers 404, not an empty list, when nothing is stored for the digest (gh reads it so too).
-        # A repository the token cannot see answers 404 as well: the caller reads the repository first.
-        if exc.status == HTTPStatus.NOT_FOUND:
-            return []
-        raise
+    # GitHub answers 404, not an empty list, when nothing is stored for the digest (gh reads it so too): on the
+    # first page only; a later page's 404 is an error, never "nothing stored". A repository the token cannot see
+    # answers 404 as well: the caller reads the repository first.
+    items = client.paged_json(what, f"/repos/{repo_name}/attestations/sha256:{sha256_hex}", items_of,
+                              field="attestations", params=params, first_404_is_empty=True)
     found = []
     for item in items:
         bundle = item.get("bundle") if isinstance(item, dict) else None

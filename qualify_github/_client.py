@@ -6,11 +6,12 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, TypeVar
 
 from desktop_qualify.evidence_schemas import GIT_SHA_PATTERN, Code, QualificationError
-from github import Auth, Github
+from github import Auth, Github, GithubException
 
 from ._config import ClientConfig
 from ._download import USER_AGENT, download
@@ -180,13 +181,15 @@ class GitHubClient:
         return tuple(_rule(item, what) for item in rules)
 
     def paged_json(self, what: str, path: str, items_of: Callable[[object], list[Any] | None], *, field: str,
-                   params: Mapping[str, str] | None = None) -> tuple[Any, ...]:
+                   params: Mapping[str, str] | None = None, first_404_is_empty: bool = False) -> tuple[Any, ...]:
         """Every item of a listing PyGithub does not wrap, following ``Link: rel="next"``, retried as a whole.
 
         ``Github.requester.requestJsonAndCheck`` is the public hook PyGithub
         documents for such endpoints. ``items_of`` picks a page's list out of its
         document (None: not GitHub's shape, named ``field``). More than
         ``max_items`` items is refused rather than silently truncated.
+        ``first_404_is_empty``: a listing GitHub answers 404 for when it holds
+        nothing; only the first page's 404 means that (a later page's is an error).
         """
         max_pages = -(-self._config.max_items // self._config.per_page) + 1
 
@@ -198,8 +201,14 @@ class GitHubClient:
             while url is not None:
                 if url in seen or len(seen) >= max_pages:
                     raise _malformed(what, "pagination (a repeated page or too many pages)")
+                first = not seen
                 seen.add(url)
-                headers, data = self._github.requester.requestJsonAndCheck("GET", url, parameters=query)
+                try:
+                    headers, data = self._github.requester.requestJsonAndCheck("GET", url, parameters=query)
+                except GithubException as exc:
+                    if first and first_404_is_empty and exc.status == HTTPStatus.NOT_FOUND:
+                        return
+                    raise
                 items = items_of(data)
                 if items is None:
                     raise _malformed(what, field)

@@ -139,8 +139,14 @@ class SigningPolicy(Record):
         return self
 
 
+# A candidate larger than this is refused before it is hashed: an app bundle is tens of MiB, and a sparse file
+# of many GiB would otherwise be read in full. Generous, so a policy rarely needs to raise it.
+DEFAULT_MAX_CANDIDATE_BYTES = 8 * 1024**3
+
+
 class LimitsPolicy(Record):
     max_statement_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)]
+    max_candidate_bytes: Annotated[int, Field(ge=1024 * 1024, le=1024**4)] = DEFAULT_MAX_CANDIDATE_BYTES
     build_timeout_seconds: Annotated[int, Field(ge=10, le=7200)]
     probe_timeout_seconds: Annotated[int, Field(ge=1, le=600)]
     journey_timeout_seconds: Annotated[int, Field(ge=1, le=3600)]

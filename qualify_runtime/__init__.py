@@ -7,10 +7,11 @@ signs or talks to GitHub.
 
 from ._cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, ArgumentParser, guarded
 from ._paths import distinct_outputs, refuse_repeats, require_inputs
-from ._terminal import terminal_safe
+from ._terminal import terminal_field, terminal_safe
 from ._version import VersionAction, tool_version
 
 __all__ = [
+    "terminal_field",
     "terminal_safe",
     "EXIT_OK",
     "EXIT_REJECTED",

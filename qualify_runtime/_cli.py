@@ -11,18 +11,22 @@ it, so ``--help`` still pays for argparse and an enum only.
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
+import re
 import sys
 import traceback
-from collections.abc import Callable
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from desktop_qualify.qualify_errors import Code, QualificationError
 
 from ._terminal import terminal_safe
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+# A negative number is a value, not an option.
+_NUMBER = re.compile(r"^-\d+(\.\d*)?$")
 
 
 def configure_logging() -> None:
@@ -49,7 +53,57 @@ def guarded(body: Callable[[], int]) -> int:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with the contract's usage error: a QE_USAGE line and exit status 2."""
+    """argparse with the contract's usage error: a QE_USAGE line and exit status 2.
+
+    Options are spelled in full (``allow_abbrev=False``: ``--evid`` is not
+    ``--evidence``), and an option this parser does not know is named as
+    unknown before anything else is checked, so a mistyped ``--evidnce`` is
+    not reported as a missing ``--evidence``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        self._known_options: set[str] = set()
+        self._has_subcommands = False
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self._known_options.update(action.option_strings)
+        return action
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
+        group = super().add_mutually_exclusive_group(**kwargs)
+        parser = self
+        original = group.add_argument
+
+        def add_argument(*args: Any, **kw: Any) -> argparse.Action:
+            action = original(*args, **kw)
+            parser._known_options.update(action.option_strings)
+            return action
+
+        group.add_argument = add_argument  # type: ignore[method-assign]
+        return group
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        self._has_subcommands = True
+        return super().add_subparsers(**kwargs)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        given = list(sys.argv[1:] if args is None else args)
+        if not self._has_subcommands:
+            self._refuse_unknown(given)
+        return super().parse_known_args(given, namespace)
+
+    def _refuse_unknown(self, given: list[str]) -> None:
+        for arg in given:
+            if arg == "--":
+                break
+            name = arg.partition("=")[0]
+            if arg.startswith("-") and len(arg) > 1 and not _NUMBER.match(arg) and name not in self._known_options:
+                close = difflib.get_close_matches(name, sorted(self._known_options), n=1)
+                self.error(f"unknown option {name}" + (f" (did you mean {close[0]}?)" if close else ""))
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)

@@ -4,6 +4,7 @@ The checks are one function each, named after what they prove; see
 ``_verifier`` for the order they run in.
 """
 
+from ._candidate import CandidateError, stable_sha256
 from ._columns import COLUMN_CODES
 from ._evidence_dir import EvidenceFiles
 from ._expectations import Expectations
@@ -14,6 +15,7 @@ from ._run_checks import RunRef, VerifiedAggregate
 from ._verifier import EvidenceSource, Verdict, verify_platform_set, verify_release
 
 __all__ = [
+    "CandidateError",
     "COLUMN_CODES",
     "EvidenceFiles",
     "EvidenceSource",
@@ -29,5 +31,6 @@ __all__ = [
     "journey_facts",
     "platform_journey_facts",
     "probe_facts",
+    "stable_sha256",
     "verify_release",
 ]

@@ -28,6 +28,7 @@ class Expectations:
     isolation: Mapping[str, tuple[str, ...]] | None
     require_clean_worktree: bool
     max_statement_bytes: int
+    max_candidate_bytes: int
     policy_sha256: str
     artifact_name: str
     # The app contract (docs/app-contract.md): the policy's commands, installers, checks, displays, codes.
@@ -75,6 +76,7 @@ class Expectations:
                 {"linux": tuple(iso.linux), "macos": tuple(iso.macos), "windows": tuple(iso.windows)}),
             require_clean_worktree=f.source.require_clean_worktree,
             max_statement_bytes=f.limits.max_statement_bytes,
+            max_candidate_bytes=f.limits.max_candidate_bytes,
             policy_sha256=policy.sha256,
             artifact_name=app.name,
             install=MappingProxyType({p: t for p in platforms if (t := app.install.get(p)) is not None}),

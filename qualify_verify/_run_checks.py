@@ -16,7 +16,7 @@ from desktop_qualify.evidence_schemas import (
 )
 from desktop_qualify.qualify_trust import GitHubIdentity, StatementVerifier, VerifiedStatement, same_run
 
-from ._candidate import CandidateChangedError, stable_sha256
+from ._candidate import CandidateChangedError, CandidateTooLargeError, stable_sha256
 from ._expectations import Expectations
 from ._findings import Findings
 from ._platform_checks import VerifiedPlatform, check_claims_match_certificate
@@ -132,9 +132,13 @@ def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: li
     unexplained = {entry for entry in listed - verified if entry[0] not in blocked}
     cause = next(iter(blocked.values()), None) if not unexplained and verified <= listed else None
     if listed != verified or len(pred.platforms) != len(listed):
+        entries = [f"it lists {e[0]}'s {e[2]} (statement sha256 {e[1][:16]}), which no statement here matches"
+                   for e in sorted(listed - verified)[:3]]
+        entries += [f"it does not list {e[0]}'s statement {e[1][:16]}" for e in sorted(verified - listed)[:3]]
+        why = "" if cause is None else (f" (the statement for {', '.join(sorted(blocked))} "
+                                        + ("is absent)" if cause.code == Code.EVIDENCE_MISSING else "did not verify)"))
         findings.add(Code.AGGREGATE_MISMATCH, "the aggregate does not list exactly the platform statements present"
-                     + ("" if cause is None else f" (the statement for {', '.join(sorted(blocked))} did not verify)"),
-                     follows=cause)
+                     + (": " + "; ".join(entries) if entries else "") + why, follows=cause)
     if pred.policy_sha256 != exp.policy_sha256:
         findings.add(Code.AGGREGATE_MISMATCH, f"the aggregate was made under another policy "
                                               f"(sha256 {pred.policy_sha256[:16]}, this one {exp.policy_sha256[:16]})")
@@ -183,8 +187,29 @@ def check_one_certified_run(signed: list[VerifiedStatement], findings: Findings)
         findings.add(exc.code, exc.message)
 
 
+def _hash_candidate(path: Path, max_bytes: int, findings: Findings) -> tuple[str, int] | None:
+    """The candidate's digest and size, or None with the finding that says why it has none."""
+    try:
+        return stable_sha256(path, max_bytes)
+    except QualificationError as exc:
+        if exc.code == Code.EVIDENCE_MISSING:
+            findings.add(Code.ARTIFACT_MISSING, f"--artifact {path}: missing (no such file)")
+        elif exc.code == Code.INPUT_NOT_REGULAR:
+            findings.add(exc.code, exc.message)
+        else:
+            findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.message})")
+    except CandidateTooLargeError as exc:
+        findings.add(Code.ARTIFACT_TOO_LARGE, f"--artifact {path}: {exc}")
+    except OSError as exc:
+        findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.strerror or exc})")
+    except CandidateChangedError as exc:
+        findings.add(Code.ARTIFACT_DIGEST_MISMATCH, f"{path.name}: {exc}")
+    return None
+
+
 def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatform], findings: Findings,
-                          blocked: Mapping[str, Reason] | None = None, absence_cause: Reason | None = None) -> None:
+                          blocked: Mapping[str, Reason] | None = None, absence_cause: Reason | None = None, *,
+                          max_bytes: int) -> None:
     """Each candidate file's SHA-256 and size equal the evidence's; every evidenced artifact is presented.
 
     Each file is hashed once, through one open handle that must not change while
@@ -197,17 +222,10 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
     expected = {vp.statement.predicate.build.artifact.name: vp for vp in platforms}
     presented: set[str] = set()
     for path in artifacts:
-        try:
-            digest, size = stable_sha256(path)
-        except FileNotFoundError:
-            findings.add(Code.ARTIFACT_MISSING, f"--artifact {path}: missing (no such file)")
+        hashed = _hash_candidate(path, max_bytes, findings)
+        if hashed is None:
             continue
-        except OSError as exc:
-            findings.add(Code.ARTIFACT_MISSING, f"{path}: cannot read candidate file ({exc.strerror or exc})")
-            continue
-        except CandidateChangedError as exc:
-            findings.add(Code.ARTIFACT_DIGEST_MISMATCH, f"{path.name}: {exc}")
-            continue
+        digest, size = hashed
         vp = expected.get(path.name)
         if vp is None:
             by_digest = [v for v in platforms if v.statement.predicate.build.artifact.sha256 == digest]
@@ -215,8 +233,9 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
                 findings.add(Code.ARTIFACT_DIGEST_MISMATCH,
                              f"{path.name}: sha256 {digest[:16]} is not an artifact in the evidence" if cause is None
                              else f"{path.name}: cannot be matched, since the statement that may name it "
-                                  + ("did not verify" if cause is not absence_cause else f"was not found "
-                                     f"(see {cause.code.value})"), follows=cause)
+                                  + ("did not verify" if cause is not absence_cause
+                                     and cause.code != Code.EVIDENCE_MISSING
+                                     else f"was not found (see {cause.code.value})"), follows=cause)
                 continue
             vp = by_digest[0]
         artifact = vp.statement.predicate.build.artifact

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import AggregateStatement, Cell, Code, DecisionRow, Reason
+from desktop_qualify.evidence_schemas import AggregateStatement, Cell, Code, DecisionRow, Reason, platform_file_name
 from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import StatementVerifier, VerifiedStatement, verifier_for
 
@@ -72,8 +72,12 @@ class Verdict:
             vp = by_platform.get(platform)
             if vp is None:
                 # A statement that is there but did not verify was never reached beyond its signature.
-                absent: Cell = "n/a" if platform in self.blocked or self.absence_cause else "missing"
+                blocker = self.blocked.get(platform)
+                reached = blocker is not None and blocker.code != Code.EVIDENCE_MISSING
+                absent: Cell = "n/a" if reached or self.absence_cause else "missing"
                 cells: dict[str, Cell] = dict.fromkeys(COLUMN_CODES, absent)
+                if not self.candidates_checked:
+                    cells["candidate"] = "n/a"  # an audit presents no candidate files: never "missing"
                 rows.append(DecisionRow(platform=platform, artifact=None, sha256=None, **cells))
                 continue
             failing = {r.code for r in self.reasons if r.platform == platform}
@@ -91,6 +95,21 @@ class Verdict:
 EvidenceSource = Path | EvidenceFiles
 
 
+def _name_absent_statements(verdict: Verdict, present: set[str], evidence: Sequence[EvidenceSource]) -> None:
+    """A required platform with no statement at all, in evidence that holds others: one root cause, named.
+
+    What follows from it (the platform missing, an aggregate entry with no statement, a candidate file no
+    statement names) is recorded under it, not as causes of their own.
+    """
+    where = ", ".join(str(source) for source in evidence if isinstance(source, Path)) or "the evidence"
+    for platform in verdict.expectations.required_platforms:
+        if platform not in present:
+            name = platform_file_name(platform, verdict.verifier.file_suffix)
+            verdict.blocked[platform] = verdict.findings.add(
+                Code.EVIDENCE_MISSING, f"{name}: the statement of required platform {platform} is absent from "
+                                       f"{where}")
+
+
 def verify_platform_set(policy: Policy, evidence: Sequence[EvidenceSource], *, candidate_sha: str | None = None,
                         findings: Findings | None = None) -> Verdict:
     """Every platform statement, coverage, one commit, one run (the aggregate job's view).
@@ -101,6 +120,7 @@ def verify_platform_set(policy: Policy, evidence: Sequence[EvidenceSource], *, c
     verifier = verifier_for(policy, candidate_sha=candidate_sha)
     verdict = Verdict(Expectations.from_policy(policy), verifier=verifier, findings=findings or Findings())
     findings = verdict.findings
+    present: set[str] = set()
     for source in evidence:
         max_bytes = verdict.expectations.max_statement_bytes
         files = bounded(source, max_bytes, findings) if isinstance(source, EvidenceFiles) else read_evidence_dir(
@@ -108,12 +128,15 @@ def verify_platform_set(policy: Policy, evidence: Sequence[EvidenceSource], *, c
         verdict.absence_cause = verdict.absence_cause or files.absence_cause
         if files.aggregate is not None:
             verdict.aggregate_files.append(files.aggregate)
+        present.update(platform_of(name) or name for name in files.platform)
         for name, data in sorted(files.platform.items()):
             vp = verify_platform(name, data, verdict.expectations, verifier, findings)
             if isinstance(vp, Reason):
                 verdict.blocked.setdefault(platform_of(name) or name, vp)
             else:
                 verdict.platforms.append(vp)
+    if verdict.absence_cause is None and (present or verdict.aggregate_files):
+        _name_absent_statements(verdict, present, evidence)
     check_coverage(verdict.platforms, verdict.expectations, findings, verdict.blocked, verdict.absence_cause)
     verdict.sha = check_one_commit(verdict.platforms, candidate_sha, findings)
     verdict.run = check_one_run(verdict.platforms, findings)
@@ -143,5 +166,6 @@ def verify_release(policy: Policy, evidence: Sequence[EvidenceSource], artifacts
     # The auditor checks a historical bundle whose files may be long gone: None skips this step.
     if artifacts is not None:
         verdict.candidates_checked = True
-        check_candidate_files(artifacts, verdict.platforms, verdict.findings, verdict.blocked, verdict.absence_cause)
+        check_candidate_files(artifacts, verdict.platforms, verdict.findings, verdict.blocked, verdict.absence_cause,
+                              max_bytes=verdict.expectations.max_candidate_bytes)
     return verdict

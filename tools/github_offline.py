@@ -9,8 +9,11 @@ PyInstaller build, install, launch and journey), then the aggregate, then `quali
 release gate in a child process, exactly as the end-to-end tests' `github_chain` fixture does.
 
 Writes OUT (default qualification-out-github/): evidence/, artifacts/, the instance's trusted_root.json,
+the policy the run was judged by (policies/release-test.toml, pinning ../trusted_root.json, so the run can be
+checked again offline: `qualify audit --policy OUT/policies/release-test.toml --evidence OUT/evidence`),
 signer-identity.json (the issuer and the exact certificate SAN demanded of each bundle), decision.json and
-summary.md.
+summary.md. Everything is written into a staging folder beside OUT first; OUT (the last good run) is
+replaced only when the new run is QUALIFIED, so a failed run loses nothing.
 Exits with the verdict's code (0 = QUALIFIED).
 """
 
@@ -28,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the offline GitHub chain is built from the test support code
+sys.path.insert(0, str(ROOT))
 
 from desktop_qualify.qualify_policy import load_policy  # noqa: E402
 from support.chain import make_app_repo  # noqa: E402
@@ -36,12 +40,28 @@ from support.github_emulator import Branch, GitHubEmulator  # noqa: E402
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance  # noqa: E402
 
 from desktop_qualify import aggregate, producer  # noqa: E402
+from tools.staging import staging_folder, swap_into_place  # noqa: E402
 
 RUN_ID = 4242
 
 
 def _log(message: str) -> None:
     print(f"github-offline: {message}", flush=True)
+
+
+# Where the run's policy is kept, relative to OUT: it pins the trusted root kept beside it.
+POLICY = "policies/release-test.toml"
+
+
+def _kept_policy(made: Path, out: Path, trusted_root: Path) -> Path:
+    """The test policy, kept in OUT with its trusted root: the run can be checked again once the scratch is gone."""
+    shutil.copyfile(trusted_root, out / "trusted_root.json")
+    kept = out / POLICY
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    lines = ['trusted_root = "../trusted_root.json"' if line.split("=", 1)[0].strip() == "trusted_root" else line
+             for line in made.read_text(encoding="utf-8").splitlines()]
+    kept.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return kept
 
 
 def run(out: Path, work: Path) -> int:
@@ -52,7 +72,8 @@ def run(out: Path, work: Path) -> int:
     emulator = GitHubEmulator().start()
     try:
         emulator.repo(REPOSITORY).branches["main"] = Branch(sha=sha, protected=True, required_checks=True)
-        policy = load_policy(github_policy(work, instance, work / "repo" / "reference_app"))
+        policy = load_policy(_kept_policy(github_policy(work, instance, work / "repo" / "reference_app"), out,
+                                          instance.trusted_root_path))
         identity = platform_identity(GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=sha, run_id=RUN_ID,
                                                     attempt=1), "linux")
         chain = GitHubChain(work, policy, out, sha, instance, emulator, identity,
@@ -77,7 +98,6 @@ def run(out: Path, work: Path) -> int:
             _log(f"aggregate refused: {combined.reasons}")
             return 1
 
-        shutil.copyfile(instance.trusted_root_path, out / "trusted_root.json")
         # The identity each statement must carry, for other verifiers (nox -s interop) to demand exactly.
         sans = {"platform-linux.sigstore.json": identity.san_uri,
                 "aggregate.sigstore.json": chain.aggregate_identity.san_uri}
@@ -85,21 +105,21 @@ def run(out: Path, work: Path) -> int:
             {"issuer": identity.issuer, "subjectAlternativeNames": sans}, indent=2) + "\n", encoding="utf-8")
         # The release gate, as a user runs it: the CLI in a child, reading main's live head from the emulator.
         started = time.monotonic()
-        args = [sys.executable, "-m", "desktop_qualify.qualify_cli", "verify", "--policy", str(policy.path),
-                "--evidence", str(chain.evidence), "--sha", sha]
+        # Run from OUT with paths relative to it: the decision names the policy where it is kept.
+        args = [sys.executable, "-m", "desktop_qualify.qualify_cli", "verify", "--policy", POLICY,
+                "--evidence", "evidence", "--sha", sha]
         for artifact in chain.artifacts:
-            args += ["--artifact", str(artifact)]
-        args += ["--json", str(out / "decision.json"), "--summary", str(out / "summary.md")]
+            args += ["--artifact", str(artifact.relative_to(out))]
+        args += ["--json", "decision.json", "--summary", "summary.md"]
         env = {**os.environ, "GITHUB_API_URL": emulator.api_url, "GITHUB_TOKEN": chain.env["GITHUB_TOKEN"]}
-        code = subprocess.run(args, env=env, check=False).returncode
+        code = subprocess.run(args, env=env, cwd=out, check=False).returncode
         timings.append(("verify", time.monotonic() - started))
     finally:
         emulator.stop()
     for name, seconds in timings:
         _log(f"{name:<16} {seconds:6.1f}s")
     if code == 0:
-        _log(f"QUALIFIED: evidence in {chain.evidence}, artifacts in {out / 'artifacts'}, "
-             f"trusted root in {out / 'trusted_root.json'}")
+        _log("QUALIFIED")
     else:
         _log(f"not qualified (exit {code}); see {out / 'summary.md'}")
     return code
@@ -115,11 +135,18 @@ def main(argv: list[str] | None = None) -> int:
         _log("the offline GitHub chain builds the linux bundle: run it on linux")
         return 2
     out: Path = options.out.resolve()
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    staging = staging_folder(out)
+    staging.mkdir(parents=True)
     work = Path(tempfile.mkdtemp(prefix="qualify-github-offline-"))
     try:
-        return run(out, work)
+        code = run(staging, work)
+        if code == 0:
+            swap_into_place(staging, out)
+            _log(f"{out} replaced by this run; re-check it offline with: qualify audit --policy {out / POLICY} "
+                 f"--evidence {out / 'evidence'}")
+        else:
+            _log(f"{out} left as it was; this run's output is in {staging}")
+        return code
     finally:
         if options.keep_work:
             _log(f"scratch kept in {work}")

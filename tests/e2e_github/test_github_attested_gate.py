@@ -160,7 +160,7 @@ def test_a_forged_attestation_beside_the_real_ones_is_ignored(github_chain: GitH
     store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
     _store(github_chain, tmp_path / "forged", {PLATFORM_FILE: _resigned_platform(github_chain, platform=forger)})
     decision = tmp_path / "decision.json"
-    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().out
+    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().err.out
     notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
     assert f"3 distinct bundles listed, 2 verified, 1 refused ({Code.WORKFLOW_IDENTITY_MISMATCH.value} x1)" \
         in notes[0]
@@ -183,6 +183,21 @@ def test_an_aggregate_bound_to_a_forged_statement_is_refused_for_the_forgery(
     assert reasons[0]["code"] == Code.WORKFLOW_IDENTITY_MISMATCH.value, reasons
     assert Code.PLATFORM_MISSING.value in {r["code"] for r in reasons if r["cause"] == "consequence"}
     capsys.readouterr()
+
+
+def test_an_aggregate_whose_claims_its_certificate_denies_is_refused_before_the_choice(
+        github_chain: GitHubChain, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A later attempt claimed in the payload but not in the certificate never outranks the genuine aggregate."""
+    store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
+    statement = _payload((github_chain.evidence / AGGREGATE_FILE).read_bytes())
+    statement["predicate"]["run"]["attempt"] = 9  # the certificate below says attempt 1
+    lying = github_chain.signer(github_chain.aggregate_identity).sign_statement(canonical_bytes(statement))
+    _store(github_chain, tmp_path / "lying", {AGGREGATE_FILE: lying})
+    decision = tmp_path / "decision.json"
+    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().err.out
+    notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
+    assert "3 distinct bundles listed, 2 verified, 1 refused (QE_RUN_MISMATCH x1)" in notes[0], notes
+    assert notes[1].startswith("chose the aggregate of run 4242#1")
 
 
 def test_a_newer_rebound_aggregate_over_a_resigned_failed_journey_is_refused(
@@ -217,7 +232,7 @@ def test_an_aggregate_over_more_files_than_the_candidate_is_not_chosen(
     _store(github_chain, tmp_path / "superset",
            {AGGREGATE_FILE: _rebound_aggregate(github_chain, attempt=2, extra_subject="5" * 64)})
     decision = tmp_path / "decision.json"
-    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().out
+    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().err.out
     assert json.loads(decision.read_text(encoding="utf-8"))["notes"][1].startswith("chose the aggregate of run 4242#1")
 
 
@@ -237,7 +252,7 @@ def test_without_sha_the_aggregate_of_mains_head_is_chosen(github_chain: GitHubC
     _store(github_chain, tmp_path / "other-commit",
            {AGGREGATE_FILE: _rebound_aggregate(github_chain, run_id=4300, sha="e" * 40)})
     decision = tmp_path / "decision.json"
-    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().out
+    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().err.out
     notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
     assert "3 distinct bundles listed, 3 verified" in notes[0]
     assert notes[1].startswith(f"chose the aggregate of run 4242#1 at {github_chain.sha[:12]} (main's head)")
@@ -250,10 +265,17 @@ def test_a_flood_of_junk_attestations_is_read_across_pages_and_ignored(github_ch
     repo = github_chain.emulator.repo(REPOSITORY)
     for index in range(130):
         repo.attestations[len(repo.attestations) + 1] = _junk_bundle(index, _digest(artifact))
+    # A payload nested 100,000 deep: parsed under load_json's bounds, it is not ours (never a QE_INTERNAL).
+    deep = _junk_bundle(0, _digest(artifact))
+    head = (f'{{"_type":"https://in-toto.io/Statement/v1","predicateType":"{PLATFORM_PREDICATE_TYPE}",'
+            f'"subject":[{{"name":"x","digest":{{"sha256":"{_digest(artifact)}"}}}}],"predicate":').encode()
+    deep["dsseEnvelope"]["payload"] = base64.b64encode(head + b"[" * 100_000 + b"]" * 100_000 + b"}").decode()
+    repo.attestations[len(repo.attestations) + 1] = deep
     decision = tmp_path / "decision.json"
-    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().out
+    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().err
     notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
-    assert "132 distinct bundles listed, 2 verified, 130 refused" in notes[0]
+    assert "133 distinct bundles listed, 2 verified, 130 refused" in notes[0]
+    assert "1 of other predicate types ignored" in notes[0]
     pages = github_chain.emulator.calls(rf"/attestations/sha256:{_digest(artifact)}")
     assert len(pages) >= 3  # the platform type's 131 over two pages of 100, and the aggregate type's one
 

@@ -246,7 +246,9 @@ def test_produce_with_the_disk_full_at_emit(app: App, reference: Reference) -> N
     code, stdout, stderr = job.finish()
     assert code == 2, stderr
     assert stdout == ""
-    _one_environment_line(stderr, out / "evidence" / f"platform-{PLATFORM}.dsse.json", "File too large")
+    # The statement is written in the job's staging folder; nothing reached the output's evidence folder.
+    _one_environment_line(stderr, out / f".staging-{PLATFORM}" / "evidence" / f"platform-{PLATFORM}.dsse.json",
+                          "File too large")
     assert f"[produce {PLATFORM}] emit          FAILED" in stderr
     assert listing(out / "evidence") == []
     assert "passed=False" not in stderr

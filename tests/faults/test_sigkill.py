@@ -67,6 +67,7 @@ class Killed:
     gate_kill_verify: subprocess.CompletedProcess[str] | None = None
     after_build_start_kill: KilledRun | None = None
     records_after_build_start_kill: list[str] = field(default_factory=list)
+    after_build_kill: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def evidence(self) -> Path:
@@ -81,6 +82,7 @@ def _plant_leftovers(killed: Killed, reference: Reference) -> None:
     statement = (reference.out / "evidence" / STATEMENT).read_bytes()
     kill_inside_write_atomic(killed.evidence / STATEMENT, statement[: len(statement) // 2], killed.app.root)
     partial = killed.out / "artifacts" / f".{reference.archive.name}.partial"
+    partial.parent.mkdir(parents=True, exist_ok=True)  # no killed run published: the folder may not exist yet
     partial.write_bytes(reference.archive.read_bytes()[:100_000])
     killed.planted = [*listing(killed.evidence), f"artifacts/{partial.name}"]
     killed.leftover_verify = verify(killed.app, killed.evidence, candidate_artifacts(killed.out))
@@ -111,10 +113,11 @@ def killed(app: App, reference: Reference) -> Killed:
     killed.after_gate_kill = killed.evidence_and_records()
     killed.gate_kill_verify = verify(app, evidence, candidate_artifacts(killed.out))
 
-    # ... and once it passed, the earlier run's evidence and records are gone before anything else happens.
+    # ... and so does a kill once it passed: the earlier run's output is replaced only when a run has emitted.
     killed.after_build_start_kill = kill_in_stage(app, killed.out, "build", "kill-build-start", cached=reference,
                                                   hold=True)
     killed.records_after_build_start_kill = listing(killed.out / "records" / PLATFORM)
+    killed.after_build_kill = killed.evidence_and_records()
     return killed
 
 
@@ -195,16 +198,18 @@ def test_a_kill_in_the_gate_leaves_an_earlier_runs_evidence_alone(killed: Killed
     assert killed.gate_kill_verify.returncode == 0, killed.gate_kill_verify.stdout
 
 
-def test_once_the_gate_passed_an_earlier_runs_evidence_and_records_are_gone(killed: Killed) -> None:
+def test_a_kill_after_the_gate_leaves_the_earlier_runs_output_in_place(killed: Killed) -> None:
+    """A failed run loses nothing: the job wrote into its staging folder, never over the last good output."""
     step = killed.after_build_start_kill
     assert step is not None
     assert step.report.last_line.endswith("build         ..."), step.report.stderr
-    assert step.evidence == []
+    assert step.evidence == [AGGREGATE, STATEMENT]
+    assert killed.after_build_kill == killed.qualified_before
     assert step.verify is not None
-    assert step.verify.returncode == 1
-    assert "QE_EVIDENCE_MISSING" in step.verify.stdout
-    # Only this run's gate record: none of the qualified run's records can be read as this run's.
-    assert killed.records_after_build_start_kill == ["source-gate.json"]
+    assert step.verify.returncode == 0, step.verify.stdout
+    # This run's own gate record stands in its staging folder, apart from the qualified run's records.
+    assert "source-gate.json" in killed.records_after_build_start_kill
+    assert (killed.out / f".staging-{PLATFORM}" / "records" / PLATFORM / "source-gate.json").is_file()
 
 
 def test_nothing_a_killed_producer_started_outlives_it(killed: Killed) -> None:

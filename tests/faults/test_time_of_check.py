@@ -56,8 +56,14 @@ class Outcome:
     result: ProduceResult | None
     error: QualificationError | None
 
+    @property
+    def records(self) -> Path:
+        """Published records once the run emitted; a run refused before that leaves its own in its staging folder."""
+        published = self.out / "records" / PLATFORM
+        return published if self.result is not None else self.out / f".staging-{PLATFORM}" / "records" / PLATFORM
+
     def record(self, name: str, model: type[M]) -> M:
-        return model.model_validate_json((self.out / "records" / PLATFORM / f"{name}.json").read_bytes())
+        return model.model_validate_json((self.records / f"{name}.json").read_bytes())
 
     @property
     def archive(self) -> Path:
@@ -154,7 +160,8 @@ def test_an_archive_swapped_between_the_install_hash_and_the_unpack_is_not_what_
     swapped: list[Path] = []
 
     def unpack_after_a_swap(archive: Path, prefix: Path) -> None:
-        artifact = next((prefix.parents[2] / "artifacts").glob("skillhost-*"))
+        # The job's artifact, in its staging folder until the statement is emitted.
+        artifact = next((prefix.parents[2] / f".staging-{PLATFORM}" / "artifacts").glob("skillhost-*"))
         shutil.copyfile(tampered.archive, artifact)
         swapped.append(artifact)
         real_unpack(archive, prefix)

@@ -154,6 +154,19 @@ def test_every_page_is_read_and_the_predicate_type_filter_travels_with_the_curso
     assert len(attestations_for(make_client(per_page=20), REPOSITORY, ARTIFACT)) == 75
 
 
+def test_only_the_first_pages_404_means_nothing_stored(make_client: MakeClient,
+                                                       github_emulator: GitHubEmulator) -> None:
+    for index in range(12):
+        _stored_statement(github_emulator, "https://example.invalid/wanted/v1", index)
+    # A 404 on the second page is a broken listing, never "nothing stored" (which would hide the first page).
+    github_emulator.inject(rf"/repos/{REPOSITORY}/attestations/sha256:", Fault(status=404, message="Not Found"),
+                           after=1)
+    with pytest.raises(GitHubError) as refused:
+        attestations_for(make_client(per_page=5), REPOSITORY, ARTIFACT)
+    assert refused.value.code is Code.ENVIRONMENT
+    assert refused.value.status == 404
+
+
 def test_a_listing_longer_than_the_bound_is_refused_not_truncated(make_client: MakeClient,
                                                                   github_emulator: GitHubEmulator) -> None:
     for index in range(12):

@@ -190,7 +190,8 @@ def test_a_certificate_signer_shows_its_identity_and_issuer_escaped(runs: AuditR
     page, md = render_audit_html(report), render_audit_markdown(report)
     assert f"certificate {html.escape(san)}, issuer https://token.actions.githubusercontent.com" in page
     assert "<b>x</b>" not in page
-    assert "signed by certificate https://github.com/o/r/.github/workflows/produce-linux.yml@refs/heads/main" in md
+    # Escaped as text: no bare-URL autolink can start from a SAN.
+    assert "signed by certificate https\\://github.com/o/r/.github/workflows/produce-linux.yml\\@refs/heads/main" in md
     assert "\\<b\\>x\\</b\\>" in md
 
 

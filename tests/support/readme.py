@@ -3,7 +3,8 @@
 Kinds: ``setup`` (the two set-up commands and getting ``qualify`` on PATH),
 ``runnable`` (runs in a fresh clone after the set-up; tests/e2e runs it against
 the local chain's output), ``needs-github`` (needs a GitHub run, release or
-token), ``contract`` (the command-line synopsis, not a command).
+token), ``contract`` (the command-line synopsis, not a command), ``after-github-offline``
+(runs against ``nox -s qualify-github-offline``'s output, which the suite does not make).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-KINDS = frozenset({"setup", "runnable", "needs-github", "contract"})
+KINDS = frozenset({"setup", "runnable", "needs-github", "contract", "after-github-offline"})
 _FENCE = re.compile(r"^```(?P<lang>[a-z]*)\n(?P<body>.*?)^```\n", re.DOTALL | re.MULTILINE)
 _MARKER = re.compile(r"<!-- readme: (?P<kind>[a-z-]+) -->\n\n?$")
 

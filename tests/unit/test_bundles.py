@@ -11,10 +11,7 @@ import base64
 import hashlib
 import io
 import json
-import os
-import shutil
 import stat
-import subprocess
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -243,38 +240,3 @@ def test_bundle_bytes_carry_nothing_but_the_manifest_and_its_files(tmp_path: Pat
     manifest = json.loads(members.pop("manifest.json"))
     assert {f["path"] for f in manifest["files"]} == set(members)
     assert io.BytesIO(bundle.read_bytes()).getbuffer().nbytes < 64 * 1024
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
-                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@example.invalid", "PATH": os.environ.get("PATH", "")})
-
-
-@pytest.mark.skipif(shutil.which("git") is None, reason="anchoring to the policy's history needs git on PATH")
-def test_a_bundle_judged_by_an_earlier_committed_policy_is_anchored_by_the_history(tmp_path: Path,
-                                                                                    qualify: Any) -> None:
-    ev, bundle = _bundle(tmp_path, qualify)
-    _git(ev.root, "init", "-q", "-b", "main")
-    _git(ev.root, "add", "policies/local.toml")
-    _git(ev.root, "commit", "-q", "-m", "the policy the run was judged by")
-    # Main moves on: the auditor's policy today is not the run's, but the run's is in its history.
-    ev.policy_path.write_bytes(ev.policy_path.read_bytes() + b"\n# tightened later\n")
-    _git(ev.root, "commit", "-q", "-am", "a later policy")
-    done = _audit(qualify, ev, bundle)
-    assert done.status == 0, done.text
-    # The same policy today, in a checkout whose history never held the run's policy: unanchored.
-    shutil.rmtree(ev.root / ".git")
-    _git(ev.root, "init", "-q", "-b", "main")
-    _git(ev.root, "add", "policies/local.toml")
-    _git(ev.root, "commit", "-q", "-m", "only the later policy")
-    refused = _audit(qualify, ev, bundle)
-    assert refused.status == 1
-    assert Code.BUNDLE_UNANCHORED.value in refused.text
-
-
-def test_the_history_batch_reader_takes_each_blob_and_skips_missing_paths() -> None:
-    from desktop_qualify.consumer._bundles import _blobs
-
-    batch = b"1111 blob 5\nfirst\n2222:policies/x.toml missing\n3333 blob 0\n\n4444 blob 7\nline\n2\n\n"
-    assert _blobs(batch) == [b"first", b"", b"line\n2\n"]

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import Code
-from support.evidence_factory import Evidence, make_evidence
+from support.bundles import rewritten
+from support.evidence_factory import REPOSITORY, Evidence, make_evidence
 from support.github_emulator import DEFAULT_TOKEN, Asset, GitHubEmulator, Release
 
-REPOSITORY = "acme/desktop"
 TAG = "v1.0.0"
 
 
@@ -163,3 +163,51 @@ def test_a_release_whose_tag_is_gone_is_an_environment_error(tmp_path: Path, qua
     assert done.status == 2, done.text
     assert Code.ENVIRONMENT.value in done.text
     assert "Traceback" not in done.text
+
+
+# -- read-back accepts only the auditor's own policy, from the policy's own repository; a hostile bundle is a
+# rejection (exit 1), never an environment error --------------------------------------------------------------
+
+def test_a_repository_other_than_the_policys_is_a_usage_error(tmp_path: Path, qualify: Any,
+                                                               emulator: GitHubEmulator) -> None:
+    ev, bundle = _run(tmp_path, qualify)
+    _publish(emulator, _good_assets(ev, bundle), tag_commit=ev.sha)
+    done = qualify(["readback", "--policy", str(ev.policy_path), "--repository", "someone/else", "--tag", TAG])
+    assert done.status == 2
+    assert "QE_USAGE: --repository someone/else is not the policy's repository" in done.err
+
+
+def test_read_back_accepts_only_the_auditors_policy_byte_for_byte(tmp_path: Path, qualify: Any,
+                                                                  emulator: GitHubEmulator) -> None:
+    ev, bundle = _run(tmp_path, qualify)
+    _publish(emulator, _good_assets(ev, bundle), tag_commit=ev.sha)
+    # One comment more in the auditor's policy: the same rules, other bytes.
+    ev.policy_path.write_bytes(ev.policy_path.read_bytes() + b"\n# reviewed\n")
+    done = _readback(qualify, ev)
+    assert done.status == 1, done.text
+    assert Code.BUNDLE_UNANCHORED.value in done.out
+    assert "read-back accepts only the auditor's --policy" in done.out
+    assert "READBACK FAILED" in done.out
+
+
+HOSTILE_BUNDLES = {
+    # A file where another member needs a folder: unpacking it would fail on the disk, not on the bundle.
+    "member collides with a folder": (lambda m: {**m, "trust": b"a file named like a folder"},
+                                      Code.BUNDLE_INVALID),
+    "keyring not JSON": (lambda m: {**m, "trust/keyring.json": b"not json"}, Code.BUNDLE_INVALID),
+    "policy not TOML": (lambda m: {**m, "policies/local.toml": b"[[["}, Code.BUNDLE_MANIFEST_MISMATCH),
+}
+
+
+@pytest.mark.parametrize("row", sorted(HOSTILE_BUNDLES))
+def test_a_hostile_bundle_is_a_read_back_rejection_not_an_environment_error(row: str, tmp_path: Path, qualify: Any,
+                                                                             emulator: GitHubEmulator) -> None:
+    edit, code = HOSTILE_BUNDLES[row]
+    ev, bundle = _run(tmp_path, qualify)
+    hostile = rewritten(bundle, tmp_path / "hostile" / bundle.name, edit)
+    _publish(emulator, [*((p.name, p.read_bytes()) for p in ev.artifact_paths), (bundle.name, hostile.read_bytes())],
+             tag_commit=ev.sha)
+    done = _readback(qualify, ev)
+    assert done.status == 1, done.text
+    assert code.value in done.out
+    assert "READBACK FAILED" in done.out

@@ -85,7 +85,8 @@ def test_schemas_forbid_extra_fields() -> None:
 
 
 def _run(**changes: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"mode": "local", "repository": "local/x", "workflow": "w.yml", "ref": "refs/heads/main",
+    base: dict[str, Any] = {"mode": "local", "repository": "local/x", "workflow": ".github/workflows/w.yml",
+                            "ref": "refs/heads/main",
                             "sha": SHA, "run_id": "r1", "attempt": 1, "trigger": "local",
                             "runner_environment": "local"}
     base.update(changes)
@@ -108,6 +109,14 @@ def test_a_valid_record_validates() -> None:
     "value",
     [
         _run(extra="x"),
+        # Identity fields keep their shape in local mode too: no free text that could forge a report line.
+        _run(run_id="r1\n## QUALIFIED"),
+        _run(run_id="local run"),
+        _run(repository="local/x\nQUALIFIED"),
+        _run(workflow="w.yml"),
+        _run(ref="main"),
+        _run(trigger="push\u202e"),
+        _run(runner_environment="local "),
         _run(attempt="1"),
         _run(attempt=True),
         _run(attempt=1.0),
@@ -120,7 +129,9 @@ def test_a_valid_record_validates() -> None:
         _run(run_id=""),
         _run(run_id="x" * 257),
     ],
-    ids=["extra-field", "int-as-str", "bool-as-int", "float-as-int", "negative", "upper-sha", "short-sha",
+    ids=["extra-field", "run-id-newline-heading", "run-id-space", "repository-newline", "workflow-bare-name",
+         "ref-bare-name", "trigger-format-char", "runner-trailing-space", "int-as-str", "bool-as-int", "float-as-int",
+         "negative", "upper-sha", "short-sha",
          "41-hex", "space-in-sha", "unknown-literal", "empty-string", "too-long"],
 )
 def test_strict_models_refuse(value: dict[str, Any]) -> None:

@@ -34,6 +34,14 @@ def test_there_are_runnable_recipes_and_github_ones_say_why() -> None:
             assert "gh " in block.body or "$GITHUB_" in block.body, block.line
 
 
+def test_github_offline_recipes_use_the_policy_kept_beside_the_evidence() -> None:
+    found = [b for b in blocks() if b.kind == "after-github-offline"]
+    assert found
+    for block in found:
+        assert "qualification-out-github/policies/release-test.toml" in block.body, block.line
+        assert "qualification-out-github/evidence" in block.body, block.line
+
+
 def test_setup_blocks_hold_only_the_set_up() -> None:
     for block in blocks():
         if block.kind == "setup":
