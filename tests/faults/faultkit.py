@@ -280,7 +280,11 @@ class ProducerJob:
         # Let them run: a child that dies with its parent (PR_SET_PDEATHSIG, a watchdog) gets its chance.
         for proc in others:
             _signal(proc.pid, signal.SIGCONT)
-        time.sleep(0.5)
+        # Polled for up to 5 s rather than one fixed pause: on a loaded machine the watchdog may need more than
+        # half a second to be scheduled, and a real survivor is still alive at the end of any grace period.
+        grace = time.monotonic() + 5
+        while any(alive(p) for p in others) and time.monotonic() < grace:
+            time.sleep(0.05)
         survivors = [p for p in others if alive(p)]
         groups = {p.pgid for p in survivors}
         for pgid in groups:
