@@ -56,14 +56,13 @@ def trace(command: Sequence[str], env: dict[str, str] | None = None) -> dict[str
         raise FileNotFoundError("strace is not installed")
     out_dir = tempfile.mkdtemp(prefix="skillhost-trace-")
     try:
-        subprocess.run([strace, "-f", "-ff", "-qq", "-o", os.path.join(out_dir, "t"), *command],  # noqa: PTH118, S603
+        subprocess.run([strace, "-f", "-ff", "-qq", "-o", str(Path(out_dir) / "t"), *command],
                        env=env, capture_output=True, check=False, timeout=300)  # fmt: skip
         calls: Counter[str] = Counter()
         refused: dict[str, set[str]] = {}
         processes = 0
-        for name in sorted(os.listdir(out_dir)):
-            with open(os.path.join(out_dir, name), encoding="utf-8", errors="replace") as fh:  # noqa: PTH118, PTH123
-                got = filtered_calls(fh.read().splitlines())
+        for path in sorted(Path(out_dir).iterdir()):
+            got = filtered_calls(path.read_text(encoding="utf-8", errors="replace").splitlines())
             if got is None:
                 continue
             processes += 1

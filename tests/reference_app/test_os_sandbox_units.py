@@ -13,7 +13,16 @@ import skillhost._sandbox_linux as linux
 import skillhost._sandbox_macos as macos
 import skillhost._sandbox_windows as windows
 from skillhost._os_sandbox import REQUIRED_LAYERS, launch_plan, layer, missing_layers, valid_layers
-from skillhost._seccomp_bpf import ALLOWED, ARCHES, ARG_RULES, RET_ALLOW, RET_ERRNO, RET_KILL_PROCESS, build_program, describe
+from skillhost._seccomp_bpf import (
+    ALLOWED,
+    ARCHES,
+    ARG_RULES,
+    RET_ALLOW,
+    RET_ERRNO,
+    RET_KILL_PROCESS,
+    build_program,
+    describe,
+)
 
 # -- seccomp program ---------------------------------------------------------------------------------------
 
@@ -128,20 +137,27 @@ def test_landlock_handles_every_fs_right_its_abi_knows() -> None:
 
 
 def test_missing_layers_counts_only_applied_reports() -> None:
-    reported = [layer("no-new-privs", applied=True, detail=""), layer("seccomp", applied=False, detail="x"),
-                "not a layer", layer("landlock-fs", applied=True, detail=""),
-                layer("landlock-net", applied=True, detail="")]
+    reported = [
+        layer("no-new-privs", applied=True, detail=""),
+        layer("seccomp", applied=False, detail="x"),
+        "not a layer",
+        layer("landlock-fs", applied=True, detail=""),
+        layer("landlock-net", applied=True, detail=""),
+    ]
     assert missing_layers(reported, "linux") == ["seccomp"]
     assert missing_layers([], "plan9") == ["unknown-platform"]
 
 
-@pytest.mark.parametrize("bad", [
-    [{"name": "seccomp", "applied": "yes", "detail": ""}],
-    [{"name": "seccomp", "applied": True}],
-    [{"name": "", "applied": True, "detail": ""}],
-    [{"name": "seccomp", "applied": True, "detail": ""}] * 2,
-    [{"name": f"l{i}", "applied": True, "detail": ""} for i in range(17)],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [{"name": "seccomp", "applied": "yes", "detail": ""}],
+        [{"name": "seccomp", "applied": True}],
+        [{"name": "", "applied": True, "detail": ""}],
+        [{"name": "seccomp", "applied": True, "detail": ""}] * 2,
+        [{"name": f"l{i}", "applied": True, "detail": ""} for i in range(17)],
+    ],
+)
 def test_a_malformed_layer_report_is_refused(bad: list[object]) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - the message is for the host's error text
         valid_layers(bad)
@@ -152,7 +168,7 @@ def test_a_malformed_layer_report_is_refused(bad: list[object]) -> None:
 
 def test_macos_command_line_puts_paths_in_parameters_not_in_the_profile() -> None:
     exe = "/Applications/S kill (x).app/skillhost"
-    argv = macos.wrap_command([exe, "worker"], "/tmp/w\"k", ["/Applications/S kill (x).app"], home="/Users/u")
+    argv = macos.wrap_command([exe, "worker"], '/tmp/w"k', ["/Applications/S kill (x).app"], home="/Users/u")
     assert argv[0] == "/usr/bin/sandbox-exec"
     assert argv[-2:] == [exe, "worker"]
     assert argv[argv.index("-p") + 1] == macos.PROFILE
@@ -166,8 +182,13 @@ def test_macos_command_line_puts_paths_in_parameters_not_in_the_profile() -> Non
 
 def test_macos_profile_denies_network_host_reads_writes_exec_and_fork() -> None:
     lines = macos.PROFILE.splitlines()
-    for rule in ("(deny network*)", "(deny file-write*)", "(deny process-exec*)", "(deny process-fork)",
-                 '(deny file-read-data (subpath (param "HOST_HOME")) (subpath (param "HOST_TMP")))'):
+    for rule in (
+        "(deny network*)",
+        "(deny file-write*)",
+        "(deny process-exec*)",
+        "(deny process-fork)",
+        '(deny file-read-data (subpath (param "HOST_HOME")) (subpath (param "HOST_TMP")))',
+    ):
         assert rule in lines
     # A later rule wins: the bundle and the worker's tmp are readable again, after the home/tmp deny.
     allows = [ln for ln in lines if ln.startswith("(allow") and ln != "(allow default)"]
@@ -176,8 +197,9 @@ def test_macos_profile_denies_network_host_reads_writes_exec_and_fork() -> None:
         '(allow file-write* (subpath (param "WORKER_TMP")) (literal "/dev/null"))',
         '(allow process-exec (literal (param "WORKER_EXE")) (literal (param "WORKER_EXE_REAL")))',
     ]
-    assert lines.index(allows[0]) > lines.index('(deny file-read-data (subpath (param "HOST_HOME")) '
-                                                 '(subpath (param "HOST_TMP")))')
+    assert lines.index(allows[0]) > lines.index(
+        '(deny file-read-data (subpath (param "HOST_HOME")) (subpath (param "HOST_TMP")))'
+    )
 
 
 def test_macos_profile_names_one_parameter_per_read_root() -> None:
@@ -244,8 +266,12 @@ def test_windows_worker_is_in_its_job_before_it_runs() -> None:
     api = _RecordingWin32()
     assert windows.confine_started(_Proc(), api) == 77  # type: ignore[arg-type]
     flags = 0x2000 | 0x8 | 0x100 | 0x400
-    assert api.calls == [("create_job", None), ("set_limits", (77, flags, 1, 1 << 30)), ("assign", (77, 5)),
-                         ("resume", 5)]
+    assert api.calls == [
+        ("create_job", None),
+        ("set_limits", (77, flags, 1, 1 << 30)),
+        ("assign", (77, 5)),
+        ("resume", 5),
+    ]
 
 
 @pytest.mark.parametrize("step", ["set_limits", "assign"])
@@ -281,8 +307,9 @@ def test_windows_self_report_reads_the_job_limits_back() -> None:
     report = windows.self_report(K32())
     assert report[0]["name"] == "job-object"
     assert report[0]["applied"]
-    assert report[1] == layer("restricted-token", applied=False,
-                              detail="not implemented: subprocess cannot pass a token")
+    assert report[1] == layer(
+        "restricted-token", applied=False, detail="not implemented: subprocess cannot pass a token"
+    )
 
 
 def test_linux_plan_starts_the_worker_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
