@@ -11,7 +11,6 @@ import struct
 import pytest
 import skillhost._sandbox_linux as linux
 import skillhost._sandbox_macos as macos
-import skillhost._sandbox_windows as windows
 from skillhost._os_sandbox import REQUIRED_LAYERS, launch_plan, layer, missing_layers, valid_layers
 from skillhost._seccomp_bpf import (
     ALLOWED,
@@ -227,89 +226,7 @@ def test_macos_self_report_reads_sandbox_check() -> None:
     assert macos.self_report(Lib()) == [layer("sandbox-exec", applied=True, detail="sandbox_check=1")]  # type: ignore[arg-type]
 
 
-# -- Windows ----------------------------------------------------------------------------------------------
-
-
-class _RecordingWin32:
-    def __init__(self, fail_on: str = "") -> None:
-        self.calls: list[tuple[str, object]] = []
-        self.fail_on = fail_on
-
-    def _call(self, name: str, arg: object) -> None:
-        self.calls.append((name, arg))
-        if name == self.fail_on:
-            raise OSError(name)
-
-    def create_job(self) -> int:
-        self._call("create_job", None)
-        return 77
-
-    def set_limits(self, job: int, info: windows.ExtendedLimits) -> None:
-        basic = info.BasicLimitInformation
-        self._call("set_limits", (job, basic.LimitFlags, basic.ActiveProcessLimit, info.ProcessMemoryLimit))
-
-    def assign(self, job: int, process: int) -> None:
-        self._call("assign", (job, process))
-
-    def resume(self, process: int) -> None:
-        self._call("resume", process)
-
-    def close(self, handle: int) -> None:
-        self._call("close", handle)
-
-
-class _Proc:
-    _handle = 5
-
-
-def test_windows_worker_is_in_its_job_before_it_runs() -> None:
-    api = _RecordingWin32()
-    assert windows.confine_started(_Proc(), api) == 77  # type: ignore[arg-type]
-    flags = 0x2000 | 0x8 | 0x100 | 0x400
-    assert api.calls == [
-        ("create_job", None),
-        ("set_limits", (77, flags, 1, 1 << 30)),
-        ("assign", (77, 5)),
-        ("resume", 5),
-    ]
-
-
-@pytest.mark.parametrize("step", ["set_limits", "assign"])
-def test_windows_worker_that_cannot_be_confined_is_never_resumed(step: str) -> None:
-    api = _RecordingWin32(fail_on=step)
-    with pytest.raises(OSError):  # noqa: PT011
-        windows.confine_started(_Proc(), api)  # type: ignore[arg-type]
-    names = [name for name, _ in api.calls]
-    assert "resume" not in names
-    assert names[-1] == "close"
-
-
-def test_windows_plan_starts_the_worker_suspended_and_closes_the_job_once_reaped() -> None:
-    api = _RecordingWin32()
-    plan = windows.job_plan(["C:\\app\\skillhost.exe", "worker"], api_factory=lambda: api)  # type: ignore[arg-type,return-value]
-    assert plan.popen_kwargs == {"creationflags": 0x4 | 0x200}
-    assert plan.after_spawn is not None
-    release = plan.after_spawn(_Proc())
-    assert [name for name, _ in api.calls] == ["create_job", "set_limits", "assign", "resume"]
-    release()
-    assert api.calls[-1] == ("close", 77)
-
-
-def test_windows_self_report_reads_the_job_limits_back() -> None:
-    class K32:
-        @staticmethod
-        def QueryInformationJobObject(job, cls, info_ref, size, got_ref) -> int:  # noqa: N802
-            info = ctypes.cast(info_ref, ctypes.POINTER(windows.ExtendedLimits)).contents
-            info.BasicLimitInformation.LimitFlags = windows.JOB_LIMIT_FLAGS
-            info.BasicLimitInformation.ActiveProcessLimit = 1
-            return 1
-
-    report = windows.self_report(K32())
-    assert report[0]["name"] == "job-object"
-    assert report[0]["applied"]
-    assert report[1] == layer(
-        "restricted-token", applied=False, detail="not implemented: subprocess cannot pass a token"
-    )
+# -- Linux plan -------------------------------------------------------------------------------------------
 
 
 def test_linux_plan_starts_the_worker_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
