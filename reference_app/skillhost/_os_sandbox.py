@@ -154,7 +154,7 @@ def confine(tmp_dir: str) -> list[Layer]:
     if platform == "macos":
         from skillhost._sandbox_macos import self_report  # noqa: PLC0415 - per platform
 
-        return self_report()
+        return self_report(len(worker_read_roots()))
     from skillhost._sandbox_windows import self_report as windows_report  # noqa: PLC0415 - per platform
 
     return windows_report()

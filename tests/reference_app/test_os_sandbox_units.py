@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import hashlib
 import os
+import re
 import struct
 
 import pytest
 import skillhost._sandbox_linux as linux
 import skillhost._sandbox_macos as macos
+from skillhost._journey_kernel import refusing_layer
 from skillhost._os_sandbox import REQUIRED_LAYERS, launch_plan, layer, missing_layers, valid_layers
 from skillhost._seccomp_bpf import (
     ALLOWED,
@@ -165,44 +168,70 @@ def test_a_malformed_layer_report_is_refused(bad: list[object]) -> None:
 # -- macOS ------------------------------------------------------------------------------------------------
 
 
+def _forms(text: str) -> list[object]:
+    """The top-level forms of a sandbox profile, as nested lists of atoms and strings (a small SBPL reader)."""
+    tokens = re.findall(r'\(|\)|"(?:[^"\\]|\\.)*"|[^\s()"]+', text)
+    stack: list[list[object]] = [[]]
+    for token in tokens:
+        if token == "(":
+            stack.append([])
+        elif token == ")":
+            done = stack.pop()
+            stack[-1].append(done)
+        else:
+            stack[-1].append(token)
+    assert len(stack) == 1, "unbalanced profile"
+    assert "".join(re.split(r'\(|\)|"(?:[^"\\]|\\.)*"|[^\s()"]+', text)).strip() == ""  # nothing unread
+    return stack[0]
+
+
+def test_macos_profile_denies_by_default_and_allows_only_the_listed_rules() -> None:
+    forms = _forms(macos.PROFILE)
+    assert forms[:2] == [["version", "1"], ["deny", "default"]]
+    listed = [_forms(rule.replace("{read_roots}", '(subpath (param "READ_ROOT_0"))'))[0]
+              for rule, _why in macos.ALLOWED_RULES]  # fmt: skip
+    assert forms[2:] == listed  # every other form is one of the listed allow rules, in order
+    assert all(form[0] == "allow" for form in listed)
+    assert all(len(why) > 20 for _rule, why in macos.ALLOWED_RULES)
+    operations = {form[1] for form in listed}  # type: ignore[index]
+    # No network, no fork, no default allow, no Mach lookup but the two named services, no exec but the worker.
+    assert not {op for op in operations if str(op).startswith(("network", "process-fork", "default"))}
+    assert operations == {"process-exec", "file-read*", "file-read-metadata", "file-write*", "mach-lookup",
+                          "sysctl-read", "signal"}  # fmt: skip
+    writes = [form for form in listed if form[1] == "file-write*"]
+    assert writes == [["allow", "file-write*", ["subpath", ["param", '"WORKER_TMP"']], ["literal", '"/dev/null"']]]
+    execs = [form for form in listed if form[1] == "process-exec"]
+    assert execs == [["allow", "process-exec", ["literal", ["param", '"WORKER_EXE"']],
+                      ["literal", ["param", '"WORKER_EXE_REAL"']]]]  # fmt: skip
+    lookups = [form[2] for form in listed if form[1] == "mach-lookup"]
+    assert lookups == [["global-name", '"com.apple.system.notification_center"'],
+                       ["global-name", '"com.apple.system.opendirectoryd.libinfo"']]  # fmt: skip
+    assert ["allow", "signal", ["target", "self"]] in listed
+    # Metadata is the one unfiltered read: contents of any path outside the listed folders stay denied.
+    reads = [form for form in listed if form[1] == "file-read*"]
+    assert all(len(form) > 2 for form in reads)
+
+
 def test_macos_command_line_puts_paths_in_parameters_not_in_the_profile() -> None:
     exe = "/Applications/S kill (x).app/skillhost"
-    argv = macos.wrap_command([exe, "worker"], '/tmp/w"k', ["/Applications/S kill (x).app"], home="/Users/u")
+    argv = macos.wrap_command([exe, "worker"], '/tmp/w"k', ["/Applications/S kill (x).app"])
     assert argv[0] == "/usr/bin/sandbox-exec"
     assert argv[-2:] == [exe, "worker"]
     assert argv[argv.index("-p") + 1] == macos.PROFILE
     params = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-D")
-    assert list(params) == ["HOST_HOME", "HOST_TMP", "READ_ROOT_0", "WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL"]
+    assert list(params) == ["READ_ROOT_0", "WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL"]
     assert params["WORKER_EXE"] == exe
-    assert params["HOST_HOME"] == os.path.realpath("/Users/u")
+    assert params["WORKER_TMP"] == os.path.realpath('/tmp/w"k')
+    assert argv == ["/usr/bin/sandbox-exec", "-D", f"READ_ROOT_0={os.path.realpath('/Applications/S kill (x).app')}",
+                    "-D", "WORKER_TMP=" + os.path.realpath('/tmp/w"k'), "-D", f"WORKER_EXE={exe}",
+                    "-D", f"WORKER_EXE_REAL={os.path.realpath(exe)}", "-p", macos.PROFILE, exe, "worker"]  # fmt: skip
     for path in params.values():
         assert path not in macos.PROFILE
 
 
-def test_macos_profile_denies_network_host_reads_writes_exec_and_fork() -> None:
-    lines = macos.PROFILE.splitlines()
-    for rule in (
-        "(deny network*)",
-        "(deny file-write*)",
-        "(deny process-exec*)",
-        "(deny process-fork)",
-        '(deny file-read-data (subpath (param "HOST_HOME")) (subpath (param "HOST_TMP")))',
-    ):
-        assert rule in lines
-    # A later rule wins: the bundle and the worker's tmp are readable again, after the home/tmp deny.
-    allows = [ln for ln in lines if ln.startswith("(allow") and ln != "(allow default)"]
-    assert allows == [
-        '(allow file-read-data (subpath (param "READ_ROOT_0")) (subpath (param "WORKER_TMP")))',
-        '(allow file-write* (subpath (param "WORKER_TMP")) (literal "/dev/null"))',
-        '(allow process-exec (literal (param "WORKER_EXE")) (literal (param "WORKER_EXE_REAL")))',
-    ]
-    assert lines.index(allows[0]) > lines.index(
-        '(deny file-read-data (subpath (param "HOST_HOME")) (subpath (param "HOST_TMP")))'
-    )
-
-
 def test_macos_profile_names_one_parameter_per_read_root() -> None:
     assert macos.profile(3).count("READ_ROOT_") == 3
+    assert macos.profile_digest(1) == hashlib.sha256(macos.PROFILE.encode()).hexdigest()
     with pytest.raises(ValueError):  # noqa: PT011
         macos.profile(0)
     with pytest.raises(ValueError):  # noqa: PT011
@@ -215,7 +244,7 @@ def test_macos_refuses_a_path_it_cannot_pass_safely(exe: str, tmp: str) -> None:
         macos.wrap_command([exe, "worker"], tmp, ["/a"])
 
 
-def test_macos_self_report_reads_sandbox_check() -> None:
+def test_macos_self_report_reads_sandbox_check_and_names_the_profile() -> None:
     class Lib:
         class sandbox_check:  # noqa: N801 - mimics a ctypes function
             restype = None
@@ -223,7 +252,16 @@ def test_macos_self_report_reads_sandbox_check() -> None:
             def __new__(cls, pid: int, kind: object, flags: int) -> int:  # type: ignore[misc]
                 return 1
 
-    assert macos.self_report(Lib()) == [layer("sandbox-exec", applied=True, detail="sandbox_check=1")]  # type: ignore[arg-type]
+    digest = macos.profile_digest(1)[:16]
+    assert macos.self_report(1, Lib()) == [  # type: ignore[arg-type]
+        layer("sandbox-exec", applied=True, detail=f"sandbox_check=1, profile sha256 {digest}")]
+
+
+def test_macos_refusals_are_the_sandbox_s() -> None:
+    applied = [layer("sandbox-exec", applied=True, detail="")]
+    assert refusing_layer("macos", "exec-shell", "EPERM", applied) == "sandbox-exec"
+    assert refusing_layer("macos", "exec-shell", "ENOENT", applied) is None
+    assert refusing_layer("macos", "exec-shell", "EPERM", []) is None
 
 
 # -- Linux plan -------------------------------------------------------------------------------------------
