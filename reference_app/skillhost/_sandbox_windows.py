@@ -362,20 +362,20 @@ def _job_layer(k32: Any) -> Layer:
 
 
 def _integrity_rid(api: Win32, token: int) -> int:
-    raw = api.get_token_information(token, TOKEN_INTEGRITY_LEVEL)
-    label = TOKEN_MANDATORY_LABEL.from_buffer_copy(raw[: ctypes.sizeof(TOKEN_MANDATORY_LABEL)])
-    return api.sid_last_rid(int(label.Label.Sid or 0)) if raw else -1
+    answer = api.get_token_information(token, TOKEN_INTEGRITY_LEVEL)
+    label = TOKEN_MANDATORY_LABEL.from_buffer(answer)  # its SID points into ``answer``, alive until we return
+    return api.sid_last_rid(int(label.Label.Sid or 0)) if label.Label.Sid else -1
 
 
 def _token_layers(api: Win32) -> list[Layer]:
     token = api.open_process_token(TOKEN_QUERY)
     try:
-        is_container = int.from_bytes(api.get_token_information(token, TOKEN_IS_APP_CONTAINER)[:4], "little")
+        is_container = ctypes.c_uint32.from_buffer(api.get_token_information(token, TOKEN_IS_APP_CONTAINER)).value
         rid = _integrity_rid(api, token)
         sid_text = ""
         if is_container:
-            raw = api.get_token_information(token, TOKEN_APP_CONTAINER_SID)
-            sid_text = api.sid_to_string(int.from_bytes(raw[:8], "little"))
+            answer = api.get_token_information(token, TOKEN_APP_CONTAINER_SID)  # TOKEN_APPCONTAINER_INFORMATION
+            sid_text = api.sid_to_string(int(ctypes.c_void_p.from_buffer(answer).value or 0))
     finally:
         api.close(token)
     low = 0 <= rid <= SECURITY_MANDATORY_LOW_RID

@@ -168,13 +168,14 @@ class Win32:
     def set_token_information(self, token: int, info_class: int, value: Any, size: int) -> None:
         self._ok(self.advapi.SetTokenInformation(ctypes.c_void_p(token), info_class, ctypes.byref(value), size))
 
-    def get_token_information(self, token: int, info_class: int) -> bytes:
+    def get_token_information(self, token: int, info_class: int) -> ctypes.Array[ctypes.c_char]:
+        """The answer in a buffer the caller keeps alive: the SIDs it holds point into it."""
         size = ctypes.c_uint32(0)
         self.advapi.GetTokenInformation(ctypes.c_void_p(token), info_class, None, 0, ctypes.byref(size))
-        buf = ctypes.create_string_buffer(max(size.value, 4))
+        buf = ctypes.create_string_buffer(max(size.value, 8))
         self._ok(self.advapi.GetTokenInformation(ctypes.c_void_p(token), info_class, buf, len(buf),
                                                  ctypes.byref(size)))  # fmt: skip
-        return buf.raw[: size.value]
+        return buf
 
     # -- processes, handles, jobs ------------------------------------------------------------------------
 

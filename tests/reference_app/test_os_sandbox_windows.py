@@ -387,13 +387,15 @@ class _TokenApi:
         assert access == st.TOKEN_QUERY
         return 9
 
-    def get_token_information(self, token: int, info_class: int) -> bytes:
+    def get_token_information(self, token: int, info_class: int) -> ctypes.Array[ctypes.c_char]:
         if info_class == st.TOKEN_IS_APP_CONTAINER:
-            return int(self.container).to_bytes(4, "little")
-        if info_class == st.TOKEN_INTEGRITY_LEVEL:
-            return bytes(st.TOKEN_MANDATORY_LABEL(st.SID_AND_ATTRIBUTES(0x7777, 0x20))) + b"\0" * 12
-        assert info_class == st.TOKEN_APP_CONTAINER_SID
-        return (0x8888).to_bytes(8, "little")
+            raw = int(self.container).to_bytes(4, "little")
+        elif info_class == st.TOKEN_INTEGRITY_LEVEL:
+            raw = bytes(st.TOKEN_MANDATORY_LABEL(st.SID_AND_ATTRIBUTES(0x7777, 0x20))) + b"\0" * 12
+        else:
+            assert info_class == st.TOKEN_APP_CONTAINER_SID
+            raw = (0x8888).to_bytes(8, "little")
+        return ctypes.create_string_buffer(raw, len(raw))
 
     def sid_last_rid(self, sid: int) -> int:
         assert sid == 0x7777
