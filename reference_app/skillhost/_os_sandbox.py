@@ -127,7 +127,7 @@ def launch_plan(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str]) ->
 
         return LaunchPlan(wrap_command(argv, tmp_dir, read_roots))
     if platform == "windows":
-        from skillhost._sandbox_windows import plan  # noqa: PLC0415 - Windows only
+        from skillhost._sandbox_windows_process import plan  # noqa: PLC0415 - Windows only
 
         return plan(argv, tmp_dir, read_roots)
     return LaunchPlan(list(argv))

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import skillhost._sandbox_windows as windows
+import skillhost._sandbox_windows_process as process
 import skillhost._sandbox_windows_structs as st
 from skillhost._journey_kernel import refusing_layer
 from skillhost._os_sandbox import layer
@@ -332,7 +333,7 @@ class _WaitApi(Recorder):
 
 def test_the_plan_starts_with_pipes_and_releases_the_process_then_the_job(tmp_path: Path) -> None:
     api = _WaitApi([st.WAIT_TIMEOUT, st.WAIT_OBJECT_0], code=3)
-    plan = windows.plan(_ARGV, str(tmp_path), _ROOTS, api_factory=lambda: api, to_handle=lambda fd: fd + 0x10000)  # type: ignore[arg-type,return-value]
+    plan = process.plan(_ARGV, str(tmp_path), _ROOTS, api_factory=lambda: api, to_handle=lambda fd: fd + 0x10000)  # type: ignore[arg-type,return-value]
     assert plan.start is not None
     assert plan.after_spawn is None
     proc, release = plan.start(_ENV, str(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -356,7 +357,7 @@ def test_the_plan_starts_with_pipes_and_releases_the_process_then_the_job(tmp_pa
 
 def test_a_wait_that_times_out_says_so() -> None:
     api = _WaitApi([st.WAIT_TIMEOUT])
-    proc = windows.WindowsProcess(api, windows.Started(_PROCESS, _PID, _JOB, "appcontainer"), _ARGV, None, None)  # type: ignore[arg-type]
+    proc = process.WindowsProcess(api, windows.Started(_PROCESS, _PID, _JOB, "appcontainer"), _ARGV, None, None)  # type: ignore[arg-type]
     with pytest.raises(subprocess.TimeoutExpired):
         proc.wait(0.5)
     assert api.calls == [("wait", (_PROCESS, 500))]
@@ -364,7 +365,7 @@ def test_a_wait_that_times_out_says_so() -> None:
 
 def test_a_failed_start_closes_the_host_ends_of_its_pipes(tmp_path: Path) -> None:
     api = Recorder(fail_on="create_process")
-    plan = windows.plan(_ARGV, str(tmp_path), _ROOTS, api_factory=lambda: api, to_handle=lambda fd: fd)  # type: ignore[arg-type,return-value]
+    plan = process.plan(_ARGV, str(tmp_path), _ROOTS, api_factory=lambda: api, to_handle=lambda fd: fd)  # type: ignore[arg-type,return-value]
     fds = Path("/proc/self/fd")
     before = {p.name for p in fds.iterdir()} if fds.is_dir() else None
     assert plan.start is not None
