@@ -56,8 +56,8 @@ REFUSED_BY: dict[str, dict[tuple[str, str], str]] = {
         ("tcp-connect-loopback", "EACCES"): "appcontainer",
         # OpenProcess on the host: the AppContainer's token has no access to the user's processes.
         ("ptrace-host", "EACCES"): "appcontainer",
-        # The job allows one active process: the worker itself.
-        ("exec-shell", "EACCES"): "job-object",
+        # The child-process policy of its start: the worker may create no process (before the job's limit).
+        ("exec-shell", "EACCES"): "no-child-process",
     },
 }
 # Under the fallback token (no AppContainer), the restricted low-integrity token refuses the file writes and

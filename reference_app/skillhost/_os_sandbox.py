@@ -32,9 +32,10 @@ MAX_DETAIL = 120
 REQUIRED_LAYERS: Mapping[str, tuple[str, ...]] = {
     "linux": ("no-new-privs", "landlock-fs", "landlock-net", "seccomp"),
     "macos": ("sandbox-exec",),
-    # The AppContainer owns the file, network and host-process refusals; its token is also low integrity
-    # (``restricted-token``). Under the fallback token alone two kernel steps cannot pass, so it is not enough.
-    "windows": ("job-object", "appcontainer", "restricted-token"),
+    # The AppContainer owns the file, network and host-process refusals, the child-process policy the exec;
+    # its token is also low integrity (``restricted-token``). Under the fallback token alone two kernel steps
+    # cannot pass, so it is not enough.
+    "windows": ("job-object", "no-child-process", "appcontainer", "restricted-token"),
 }
 
 

@@ -14,8 +14,9 @@ held on every platform. The start, in order:
    worker's temporary folder, nothing else (``SetEntriesInAclW``);
 3. an attribute list with ``SECURITY_CAPABILITIES`` (that SID, no capability),
    ``ALL_APPLICATION_PACKAGES_POLICY`` (opt out of ALL APPLICATION PACKAGES,
-   where Windows knows it) and ``HANDLE_LIST`` (the three standard handles: the
-   only handles the worker inherits);
+   where Windows knows it), ``CHILD_PROCESS_POLICY`` (the worker may create no
+   process at all, as Chromium's renderers) and ``HANDLE_LIST`` (the three
+   standard handles: the only handles the worker inherits);
 4. ``CreateProcessW`` suspended; the process is assigned to a job (kill on close,
    one active process, 1 GiB), then its thread is resumed.
 
@@ -55,10 +56,14 @@ from skillhost._sandbox_windows_structs import (
     JOB_OBJECT_EXTENDED_LIMIT_INFORMATION,
     LABEL_SECURITY_INFORMATION,
     LOW_INTEGRITY_SID,
+    NO_CHILD_PROCESS_CREATION,
     PROC_THREAD_ATTRIBUTE_ALL_APPLICATION_PACKAGES_POLICY,
+    PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY,
     PROC_THREAD_ATTRIBUTE_HANDLE_LIST,
     PROC_THREAD_ATTRIBUTE_SECURITY_CAPABILITIES,
+    PROCESS_CHILD_PROCESS_POLICY,
     PROCESS_CREATION_ALL_APPLICATION_PACKAGES_OPT_OUT,
+    PROCESS_CREATION_CHILD_PROCESS_RESTRICTED,
     SE_GROUP_INTEGRITY,
     SECURITY_CAPABILITIES,
     SECURITY_MANDATORY_LOW_RID,
@@ -82,7 +87,7 @@ from skillhost._sandbox_windows_structs import (
 
 __all__ = ["WINDOWS_LAYERS", "Started", "container_name", "self_report", "start_worker"]
 
-WINDOWS_LAYERS = ("job-object", "appcontainer", "restricted-token")
+WINDOWS_LAYERS = ("job-object", "no-child-process", "appcontainer", "restricted-token")
 START_FLAGS = (EXTENDED_STARTUPINFO_PRESENT | CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT
                | CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW)  # fmt: skip
 StdHandles = tuple[int, int, int]
@@ -163,7 +168,8 @@ def _launch(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str, std:
     inherit = (ctypes.c_void_p * len(handles))(*handles)
     capabilities = SECURITY_CAPABILITIES(sid, None, 0, 0)
     opt_out = ctypes.c_uint32(PROCESS_CREATION_ALL_APPLICATION_PACKAGES_OPT_OUT)
-    attributes = api.initialize_attribute_list(3 if sid else 1)
+    no_children = ctypes.c_uint32(PROCESS_CREATION_CHILD_PROCESS_RESTRICTED)
+    attributes = api.initialize_attribute_list(4 if sid else 2)
     info, job = None, 0
     try:
         if sid:
@@ -171,6 +177,9 @@ def _launch(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str, std:
             # Windows before 10 1703 has no such attribute: the container then keeps ALL APPLICATION PACKAGES.
             with contextlib.suppress(OSError):
                 api.update_attribute(attributes, PROC_THREAD_ATTRIBUTE_ALL_APPLICATION_PACKAGES_POLICY, opt_out)
+        # Before Windows 10 1709 there is no such policy: the worker then reports ``no-child-process`` not applied.
+        with contextlib.suppress(OSError):
+            api.update_attribute(attributes, PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY, no_children)
         api.update_attribute(attributes, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, inherit)
         info = api.create_process(token, argv[0], subprocess.list2cmdline(argv), flags=START_FLAGS,
                                   environment=environment_block(env), cwd=cwd, startup=_startup(std, attributes))
@@ -274,17 +283,28 @@ def _token_layers(api: Win32) -> list[Layer]:
     ]  # fmt: skip
 
 
+def _child_process_layer(api: Win32) -> Layer:
+    flags = api.process_mitigation_flags(PROCESS_CHILD_PROCESS_POLICY)
+    held = bool(flags & NO_CHILD_PROCESS_CREATION)
+    return layer("no-child-process", applied=held, detail=f"child process policy flags {flags:#x}")
+
+
 def self_report(k32: Any = None, api_factory: Callable[[], Win32] = Win32) -> list[Layer]:
-    """The job's limits and the token's AppContainer SID and integrity, as this process reads them back."""
+    """The job's limits, the child-process policy, and the token's AppContainer SID and integrity, as this
+    process reads them back."""
     try:
         lib = k32 if k32 is not None else ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
         api = api_factory()
     except (OSError, AttributeError):
         return [layer(name, applied=False, detail="kernel32 not loadable") for name in WINDOWS_LAYERS]
     try:
+        child = _child_process_layer(api)
+    except OSError as exc:
+        child = layer("no-child-process", applied=False, detail=f"policy not readable: {exc.__class__.__name__}")
+    try:
         tokens = _token_layers(api)
     except OSError as exc:
         why = f"token not readable: {exc.__class__.__name__}"
         tokens = [layer("appcontainer", applied=False, detail=why), layer("restricted-token", applied=False,
                                                                            detail=why)]  # fmt: skip
-    return [_job_layer(lib), *tokens]
+    return [_job_layer(lib), child, *tokens]

@@ -177,6 +177,13 @@ class Win32:
                                                  ctypes.byref(size)))  # fmt: skip
         return buf
 
+    def process_mitigation_flags(self, policy: int) -> int:
+        """This process's ``GetProcessMitigationPolicy`` answer for ``policy``, a DWORD of flags."""
+        flags = ctypes.c_uint32(0)
+        self._ok(self.k32.GetProcessMitigationPolicy(ctypes.c_void_p(self.k32.GetCurrentProcess()), policy,
+                                                     ctypes.byref(flags), ctypes.sizeof(flags)))  # fmt: skip
+        return int(flags.value)
+
     # -- processes, handles, jobs ------------------------------------------------------------------------
 
     def make_inheritable(self, handle: int) -> None:

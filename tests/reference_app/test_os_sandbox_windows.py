@@ -43,6 +43,7 @@ def test_attribute_and_flag_values_are_the_sdk_s() -> None:
     assert st.PROC_THREAD_ATTRIBUTE_HANDLE_LIST == 0x20002
     assert st.PROC_THREAD_ATTRIBUTE_SECURITY_CAPABILITIES == 0x20009
     assert st.PROC_THREAD_ATTRIBUTE_ALL_APPLICATION_PACKAGES_POLICY == 0x2000F
+    assert st.PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY == 0x2000E
     assert windows.START_FLAGS == 0x00080000 | 0x4 | 0x400 | 0x200 | 0x08000000
     assert st.JOB_LIMIT_FLAGS == 0x2000 | 0x8 | 0x100 | 0x400
 
@@ -223,9 +224,10 @@ def test_the_worker_starts_in_its_appcontainer_suspended_in_its_job_then_resumes
         *_grant_calls(_ROOTS[0], _SID, st.GENERIC_READ | st.GENERIC_EXECUTE),
         *_grant_calls(_TMP, _SID, st.GENERIC_READ | st.GENERIC_WRITE),
         ("make_inheritable", 0x11), ("make_inheritable", 0x12), ("make_inheritable", 0x13),
-        ("initialize_attribute_list", 3),
+        ("initialize_attribute_list", 4),
         ("update_attribute:0x20009", (_SID, False, 0)),  # the container's SID, no capability at all
         ("update_attribute:0x2000f", (1, 4)),  # PROCESS_CREATION_ALL_APPLICATION_PACKAGES_OPT_OUT, a DWORD
+        ("update_attribute:0x2000e", (1, 4)),  # PROCESS_CREATION_CHILD_PROCESS_RESTRICTED: no process at all
         ("update_attribute:0x20002", ([0x11, 0x12, 0x13], 24)),  # the only handles it inherits
         ("create_process", {
             "token": None, "application": _ARGV[0], "command_line": f'"{_ARGV[0]}" worker',
@@ -261,9 +263,13 @@ def test_duplicate_standard_handles_are_listed_once() -> None:
     assert ("update_attribute:0x20002", ([0x11, 0x12], 16)) in api.calls
 
 
-def test_windows_without_the_packages_policy_still_starts_the_container() -> None:
-    api = Recorder(fail_on="update_attribute:0x2000f")
+@pytest.mark.parametrize("attribute", ["update_attribute:0x2000f", "update_attribute:0x2000e"])
+def test_windows_without_an_optional_policy_still_starts_the_container(attribute: str) -> None:
+    """Older Windows lacks the packages opt-out (10 1703) or the child-process policy (10 1709): the worker
+    starts, and its read-back says what it lacks (the policy then decides)."""
+    api = Recorder(fail_on=attribute)
     assert _start(api).layer == "appcontainer"
+    assert "create_process" in api.names()
     assert api.live == {("handle", _PROCESS), ("handle", _JOB)}
 
 
@@ -283,7 +289,9 @@ def test_without_an_appcontainer_the_fallback_is_a_restricted_low_integrity_toke
         ("set_named_security_info", (_TMP, st.LABEL_SECURITY_INFORMATION, False, True)),
     ]  # fmt: skip
     assert "get_named_security_info" not in api.names()  # no AppContainer SID to grant anything to
-    assert ("initialize_attribute_list", 1) in api.calls  # the handle list only
+    assert ("initialize_attribute_list", 2) in api.calls  # no child process, and the handle list
+    assert [n for n in api.names() if n.startswith("update_attribute")] == [
+        "update_attribute:0x2000e", "update_attribute:0x20002"]
     process = next(d for n, d in api.calls if n == "create_process")
     assert process["token"] == _RESTRICTED
     assert api.calls[-1] == ("close", _RESTRICTED)
@@ -382,6 +390,7 @@ def test_a_failed_start_closes_the_host_ends_of_its_pipes(tmp_path: Path) -> Non
 class _TokenApi:
     def __init__(self, container: bool, rid: int) -> None:
         self.container, self.rid = container, rid
+        self.child_flags = 1 if container else 0
         self.closed: list[int] = []
 
     def open_process_token(self, access: int) -> int:
@@ -406,6 +415,10 @@ class _TokenApi:
         assert sid == 0x8888
         return "S-1-15-2-1-2-3-4-5-6-7"
 
+    def process_mitigation_flags(self, policy: int) -> int:
+        assert policy == st.PROCESS_CHILD_PROCESS_POLICY
+        return self.child_flags
+
     def close(self, handle: int) -> None:
         self.closed.append(handle)
 
@@ -424,7 +437,8 @@ def test_the_worker_reports_its_container_sid_and_integrity_as_read_from_its_tok
     report = windows.self_report(_K32(), api_factory=lambda: api)  # type: ignore[arg-type,return-value]
     assert [e["name"] for e in report] == list(windows.WINDOWS_LAYERS)
     assert all(e["applied"] for e in report)
-    assert report[1]["detail"] == "S-1-15-2-1-2-3-4-5-6-7, integrity RID 0x1000"
+    assert report[1] == layer("no-child-process", applied=True, detail="child process policy flags 0x1")
+    assert report[2]["detail"] == "S-1-15-2-1-2-3-4-5-6-7, integrity RID 0x1000"
     assert api.closed == [9]
 
 
@@ -432,15 +446,17 @@ def test_a_medium_integrity_token_outside_a_container_reports_neither_token_laye
     api = _TokenApi(container=False, rid=st.SECURITY_MANDATORY_MEDIUM_RID)
     report = windows.self_report(_K32(), api_factory=lambda: api)  # type: ignore[arg-type,return-value]
     assert report[0]["applied"]
-    assert report[1] == layer("appcontainer", applied=False, detail="not an AppContainer token, integrity RID 0x2000")
-    assert report[2] == layer("restricted-token", applied=False, detail="integrity RID 0x2000 (not low)")
+    assert report[1] == layer("no-child-process", applied=False, detail="child process policy flags 0x0")
+    assert report[2] == layer("appcontainer", applied=False, detail="not an AppContainer token, integrity RID 0x2000")
+    assert report[3] == layer("restricted-token", applied=False, detail="integrity RID 0x2000 (not low)")
 
 
 def test_each_windows_refusal_is_owned_by_the_layer_that_gives_it() -> None:
     full = [layer(n, applied=True, detail="") for n in windows.WINDOWS_LAYERS]
-    fallback = [layer("job-object", applied=True, detail=""), layer("restricted-token", applied=True, detail="")]
+    fallback = [layer(n, applied=True, detail="") for n in ("job-object", "no-child-process", "restricted-token")]
     assert refusing_layer("windows", "tcp-connect-loopback", "EACCES", full) == "appcontainer"
-    assert refusing_layer("windows", "exec-shell", "EACCES", full) == "job-object"
+    assert refusing_layer("windows", "exec-shell", "EACCES", full) == "no-child-process"
+    assert refusing_layer("windows", "exec-shell", "EACCES", fallback) == "no-child-process"
     assert refusing_layer("windows", "write-outside-tmp", "EACCES", fallback) == "restricted-token"
     assert refusing_layer("windows", "ptrace-host", "EACCES", fallback) == "restricted-token"
     # A low-integrity token refuses neither a world-readable file nor a loopback connect.

@@ -76,7 +76,7 @@ KERNEL_ERRNOS = {step: choices[0] for step, choices in KERNEL_ERRNO_CHOICES.item
 # The policy's required sandbox layers per platform (policies/*.toml), and what a passing worker reports:
 # every required layer applied, and on Linux one optional layer that this machine could not apply.
 ISOLATION = {"linux": ["no-new-privs", "landlock-fs", "landlock-net", "seccomp"], "macos": ["sandbox-exec"],
-             "windows": ["job-object", "appcontainer", "restricted-token"]}
+             "windows": ["job-object", "no-child-process", "appcontainer", "restricted-token"]}
 
 
 def isolation_layers(platform: str) -> list[dict[str, Any]]:
