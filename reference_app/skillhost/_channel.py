@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from skillhost._os_sandbox import launch_plan, worker_read_roots
+from skillhost._os_sandbox import WorkerProcess, launch_plan, worker_read_roots
 
 MAX_FRAME = 64 * 1024
 _CHUNK = 64 * 1024
@@ -56,7 +56,7 @@ def _nothing() -> None:
 
 
 def spawn_confined(argv: Sequence[str], env: dict[str, str], cwd: str,
-                   **popen: Any) -> tuple[subprocess.Popen[bytes], Callable[[], None]]:
+                   **popen: Any) -> tuple[WorkerProcess, Callable[[], None]]:
     """Start a worker the way this platform confines it (``_os_sandbox.launch_plan``), in a group of its own.
 
     Returns the process and what to call once it is reaped. A worker the host could not confine is
@@ -64,6 +64,8 @@ def spawn_confined(argv: Sequence[str], env: dict[str, str], cwd: str,
     ``OSError`` propagates.
     """
     plan = launch_plan(argv, cwd, worker_read_roots())
+    if plan.start is not None:  # Windows: the AppContainer start, with the same stream arguments
+        return plan.start(env, cwd, **popen)
     flags = int(popen.pop("creationflags", 0)) | int(plan.popen_kwargs.get("creationflags", 0))  # type: ignore[call-overload]
     proc = subprocess.Popen(  # fixed worker entry point, no shell
         plan.argv,

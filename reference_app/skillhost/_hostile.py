@@ -39,7 +39,9 @@ def _result(op: str, exc: OSError | None) -> Attempt:
     if exc is None:
         return {"op": op, "ok": True, "errno": None}
     code = exc.errno if isinstance(exc.errno, int) else 0
-    return {"op": op, "ok": False, "errno": errno.errorcode.get(code, f"E{code}")}
+    name = errno.errorcode.get(code, f"E{code}")
+    # WinSock's errors carry their own numbers (WSAEACCES is 10013): the same refusal under its POSIX name.
+    return {"op": op, "ok": False, "errno": name[3:] if name.startswith("WSAE") else name}
 
 
 def _read(path: str) -> None:
@@ -59,9 +61,27 @@ def _connect(port: int) -> None:
         pass
 
 
+_PROCESS_INJECT = 0x0002 | 0x0008 | 0x0020  # PROCESS_CREATE_THREAD | VM_OPERATION | VM_WRITE
+
+
+def _open_parent_windows() -> None:
+    """Windows has no ptrace: the same seizure is opening the host for code injection."""
+    import ctypes  # noqa: PLC0415 - only this operation needs it
+
+    k32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    k32.OpenProcess.restype = ctypes.c_void_p
+    handle = k32.OpenProcess(_PROCESS_INJECT, False, os.getppid())
+    if not handle:
+        raise ctypes.WinError(ctypes.get_last_error())  # type: ignore[attr-defined] # errno EACCES for access denied
+    k32.CloseHandle(ctypes.c_void_p(handle))
+
+
 def _ptrace_parent() -> None:
     import ctypes  # noqa: PLC0415 - only this operation needs it
 
+    if os.name == "nt":
+        _open_parent_windows()
+        return
     libc = ctypes.CDLL(None, use_errno=True)
     request = _PT_ATTACHEXC if sys.platform == "darwin" else _PTRACE_SEIZE
     # The tracer's exit detaches: a seized host is never left stopped.

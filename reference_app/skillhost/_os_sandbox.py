@@ -3,9 +3,9 @@
 Standard library only: both the worker and the host import it. Two halves:
 
 * **host side**, ``launch_plan``: how the host starts a worker (macOS wraps
-  the command in ``sandbox-exec``; Windows creates it suspended, puts it in a
-  job object and resumes it; Linux starts it plainly, the worker confines
-  itself);
+  the command in ``sandbox-exec``; Windows starts it itself, in an AppContainer,
+  suspended, puts it in a job object and resumes it; Linux starts it plainly,
+  the worker confines itself);
 * **worker side**, ``confine``: what the worker applies to itself (Linux) or
   asks the kernel about itself (macOS, Windows) before it reads its first
   frame, as one ``Layer`` report per layer.
@@ -20,11 +20,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import NamedTuple, TypedDict
+from typing import IO, Any, NamedTuple, Protocol, TypedDict
 
 __all__ = [
-    "REQUIRED_LAYERS", "Layer", "LaunchPlan", "confine", "launch_plan", "layer", "missing_layers", "valid_layers",
-    "worker_read_roots",
+    "REQUIRED_LAYERS", "Layer", "LaunchPlan", "WorkerProcess", "confine", "launch_plan", "layer", "missing_layers",
+    "valid_layers", "worker_read_roots",
 ]  # fmt: skip
 
 MAX_DETAIL = 120
@@ -32,7 +32,10 @@ MAX_DETAIL = 120
 REQUIRED_LAYERS: Mapping[str, tuple[str, ...]] = {
     "linux": ("no-new-privs", "landlock-fs", "landlock-net", "seccomp"),
     "macos": ("sandbox-exec",),
-    "windows": ("job-object",),
+    # The AppContainer owns the file, network and host-process refusals, the child-process policy the exec;
+    # its token is also low integrity (``restricted-token``). Under the fallback token alone two kernel steps
+    # cannot pass, so it is not enough.
+    "windows": ("job-object", "no-child-process", "appcontainer", "restricted-token"),
 }
 
 
@@ -88,6 +91,20 @@ def missing_layers(layers: Iterable[object], platform: str) -> list[str]:
     return [name for name in REQUIRED_LAYERS.get(platform, ("unknown-platform",)) if name not in applied]
 
 
+class WorkerProcess(Protocol):
+    """What the host uses of a started worker: ``subprocess.Popen``, or Windows' own start."""
+
+    pid: int
+    returncode: int | None
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+    def kill(self) -> None: ...
+    def communicate(self, input: bytes | None = None, timeout: float | None = None) -> tuple[Any, Any]: ...
+
+
 class LaunchPlan(NamedTuple):
     """How the host starts one worker: the command, extra ``Popen`` arguments, a hook run right after.
 
@@ -99,6 +116,9 @@ class LaunchPlan(NamedTuple):
     # Given the started ``Popen``; raises ``OSError`` when the worker could not be confined (then killed).
     # Returns what to call once the worker is reaped (Windows: close the job handle).
     after_spawn: Callable[[object], Callable[[], None]] | None = None
+    # Where ``Popen`` cannot start the worker (Windows' AppContainer): ``start(env, cwd, **popen)`` starts it
+    # with the same stream arguments and returns the process and what to call once it is reaped.
+    start: Callable[..., tuple[WorkerProcess, Callable[[], None]]] | None = None
 
 
 def launch_plan(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str]) -> LaunchPlan:
@@ -108,9 +128,9 @@ def launch_plan(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str]) ->
 
         return LaunchPlan(wrap_command(argv, tmp_dir, read_roots))
     if platform == "windows":
-        from skillhost._sandbox_windows import job_plan  # noqa: PLC0415 - Windows only
+        from skillhost._sandbox_windows_process import plan  # noqa: PLC0415 - Windows only
 
-        return job_plan(argv)
+        return plan(argv, tmp_dir, read_roots)
     return LaunchPlan(list(argv))
 
 
@@ -135,7 +155,7 @@ def confine(tmp_dir: str) -> list[Layer]:
     if platform == "macos":
         from skillhost._sandbox_macos import self_report  # noqa: PLC0415 - per platform
 
-        return self_report()
+        return self_report(len(worker_read_roots()))
     from skillhost._sandbox_windows import self_report as windows_report  # noqa: PLC0415 - per platform
 
     return windows_report()

@@ -11,8 +11,9 @@ because each one removes what the next would need:
    from ABI 6): read only the bundle's files, write only the worker's temporary
    folder, no TCP bind or connect, no abstract unix socket or signal outside the
    worker's own domain.
-4. ``seccomp``: the filter of ``_seccomp_bpf`` (no exec, ptrace, mount,
-   namespaces, sockets...), last because it forbids ``unshare`` and ``seccomp``.
+4. ``seccomp``: the allow-list filter of ``_seccomp_bpf`` (every call it does
+   not list answers ``EPERM``: exec, fork, sockets, ptrace, namespaces...),
+   last because it forbids ``unshare``, ``landlock_*`` and ``seccomp``.
 
 Each layer reports whether it was applied and, where not, why (errno or ABI).
 """
@@ -25,7 +26,7 @@ import os
 from collections.abc import Sequence
 
 from skillhost._os_sandbox import Layer, layer
-from skillhost._seccomp_bpf import ARCHES, build_program, install
+from skillhost._seccomp_bpf import ALLOWED, ARCHES, build_program, install
 
 __all__ = ["LINUX_LAYERS", "apply"]
 
@@ -134,7 +135,8 @@ def _seccomp(libc: ctypes.CDLL, *, no_new_privs: bool) -> Layer:
     if err:
         return layer("seccomp", applied=False, detail=f"filter refused: {errno.errorcode.get(err, str(err))}")
     mode = int(libc.prctl(_PR_GET_SECCOMP, 0, 0, 0, 0))
-    return layer("seccomp", applied=mode == 2, detail=f"filter mode {mode}")  # 2 = SECCOMP_MODE_FILTER
+    # 2 = SECCOMP_MODE_FILTER; read back through the one prctl option the filter allows.
+    return layer("seccomp", applied=mode == 2, detail=f"filter mode {mode}: allow-list of {len(ALLOWED)} calls")
 
 
 def apply(read_roots: Sequence[str], write_root: str) -> list[Layer]:

@@ -59,6 +59,15 @@ def test_spec_refuses_bad_build_info(tmp_path, content):
     assert not (tmp_path / "DIST" / "skillhost").exists()
 
 
+def _keep_record(name, data):
+    """CI keeps each platform's frozen probe and journey output (ci.yml uploads SKILLHOST_RECORD_DIR)."""
+    folder = os.environ.get("SKILLHOST_RECORD_DIR")
+    if folder:
+        os.makedirs(folder, exist_ok=True)  # noqa: PTH103
+        with open(os.path.join(folder, name), "wb") as fh:  # noqa: PTH118, PTH123
+            fh.write(data)
+
+
 @needs_pyinstaller
 @pytest.mark.slow
 def test_the_apps_own_build_ships_an_archive_whose_bundle_probes_and_walks(tmp_path):
@@ -100,6 +109,7 @@ def test_the_apps_own_build_ships_an_archive_whose_bundle_probes_and_walks(tmp_p
         return subprocess.run([str(exe), *a], capture_output=True, cwd=str(tmp_path), env=env, timeout=120, check=False)
 
     p = run("probe", "--record", str(tmp_path / "probe.json"))
+    _keep_record("probe.json", p.stdout)
     probe = parse_single_line(p.stdout)
     assert p.returncode == 0, probe
     assert json.loads((tmp_path / "probe.json").read_bytes()) == probe
@@ -109,12 +119,25 @@ def test_the_apps_own_build_ships_an_archive_whose_bundle_probes_and_walks(tmp_p
     assert all(check["passed"] for check in probe["checks"]), probe["checks"]
 
     j = run("journey", "--record", str(tmp_path / "journey.json"))
+    _keep_record("journey.json", j.stdout)
     journey = parse_single_line(j.stdout)
     assert j.returncode == 0, journey
     assert json.loads((tmp_path / "journey.json").read_bytes()) == journey
     assert not [s for s in journey["steps"] if s["observed"] == "error"]
     assert journey["build_sha"] == sha
-    print(f"\nbuild {build_s:.1f}s; probe={json.dumps(probe, sort_keys=True)}; steps={len(journey['steps'])}")
+    # Each kernel step names the layer that refused it; on Linux the seccomp layer is the allow-list.
+    kernel = {s["id"]: s["detail"] for s in journey["steps"] if s["id"].startswith("kernel-refuses-")}
+    assert len(kernel) == 5
+    assert all(" by " in d and "no layer" not in d for d in kernel.values()), kernel
+    if sys.platform.startswith("linux"):
+        seccomp = [e["detail"] for e in journey["isolation_layers"] if e["name"] == "seccomp"]
+        from skillhost._seccomp_bpf import ALLOWED
+
+        assert seccomp == [f"filter mode 2: allow-list of {len(ALLOWED)} calls"]
+    print(
+        f"\nbuild {build_s:.1f}s; probe={json.dumps(probe, sort_keys=True)}; "
+        f"steps={len(journey['steps'])}"
+    )
 
     # A frozen bundle whose catalog no longer matches a handler refuses to start.
     handler = bundle / "_internal" / "skillhost" / "bundled_skills" / "clock" / "handler.py"

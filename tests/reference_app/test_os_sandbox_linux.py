@@ -3,7 +3,10 @@ same escapes succeeding without the sandbox (so the journey's kernel steps can f
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -16,6 +19,7 @@ from skillhost._hostile import EXEC_OK_LINE, OPERATIONS
 from skillhost._journey_kernel import DENIED_CODE, kernel_steps
 from skillhost._os_sandbox import REQUIRED_LAYERS
 from skillhost._sandbox_linux import LINUX_LAYERS
+from skillhost._seccomp_bpf import ALLOWED
 from skillhost_testutil import APP_DIR
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux sandbox")
@@ -23,16 +27,26 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="th
 
 def _python(code: str, *, stdin: bytes = b"", cwd: Path | None = None, timeout: float = 30) -> bytes:
     env = {"PYTHONPATH": str(APP_DIR), "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], input=stdin, capture_output=True, env=env,
-                          cwd=cwd, timeout=timeout, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        check=True,
+    ).stdout
 
 
 def test_every_linux_layer_is_applied_on_this_machine(tmp_path: Path) -> None:
-    out = _python("""
+    out = _python(
+        """
         import json, os
         from skillhost._os_sandbox import confine
         print(json.dumps(confine(os.getcwd())))
-    """, cwd=tmp_path)
+    """,
+        cwd=tmp_path,
+    )
     layers = json.loads(out)
     assert [entry["name"] for entry in layers] == list(LINUX_LAYERS)
     not_applied = {entry["name"]: entry["detail"] for entry in layers if not entry["applied"]}
@@ -45,7 +59,8 @@ def test_confined_process_keeps_its_bundle_and_tmp_and_loses_the_rest(tmp_path: 
     outside.write_text("host data", encoding="utf-8")
     work = tmp_path / "work"
     work.mkdir()
-    out = _python(f"""
+    out = _python(
+        f"""
         import json, os, socket
         from skillhost._os_sandbox import confine
         confine(os.getcwd())
@@ -67,9 +82,10 @@ def test_confined_process_keeps_its_bundle_and_tmp_and_loses_the_rest(tmp_path: 
         probe("unshare", unshare)
         import datetime, textwrap  # lazily imported handler modules still load from the bundle
         print(json.dumps(res))
-    """, cwd=work)
-    assert json.loads(out) == {"read-bundle": "ok", "write-tmp": "ok", "read-outside": 13, "socket": 1,
-                               "unshare": 1}
+    """,
+        cwd=work,
+    )
+    assert json.loads(out) == {"read-bundle": "ok", "write-tmp": "ok", "read-outside": 13, "socket": 1, "unshare": 1}
 
 
 def _kernel_ops_unconfined(tmp_path: Path) -> tuple[dict[str, dict[str, object]], Path]:
@@ -115,12 +131,138 @@ def test_sandboxed_hostile_worker_is_refused_by_the_kernel_with_an_errno(tmp_pat
     assert all(s["observed_code"] == DENIED_CODE and s["errno"] in ("EACCES", "EPERM") for s in steps)
     # Landlock refuses the file operations (EACCES), seccomp the socket, ptrace and exec (EPERM).
     assert {s["id"]: s["errno"] for s in steps} == {
-        "kernel-refuses-read-outside-bundle": "EACCES", "kernel-refuses-write-outside-tmp": "EACCES",
-        "kernel-refuses-tcp-connect-loopback": "EPERM", "kernel-refuses-ptrace-host": "EPERM",
+        "kernel-refuses-read-outside-bundle": "EACCES",
+        "kernel-refuses-write-outside-tmp": "EACCES",
+        "kernel-refuses-tcp-connect-loopback": "EPERM",
+        "kernel-refuses-ptrace-host": "EPERM",
         "kernel-refuses-exec-shell": "EPERM",
     }
     assert {entry["name"] for entry in layers if entry["applied"]} >= set(REQUIRED_LAYERS["linux"])
     assert not (tmp_path / "host-data" / "written-by-worker.txt").exists()
+    assert _refused_by(steps) == _FULL_SANDBOX
+
+
+_FULL_SANDBOX = {
+    "kernel-refuses-read-outside-bundle": "landlock-fs", "kernel-refuses-write-outside-tmp": "landlock-fs",
+    "kernel-refuses-tcp-connect-loopback": "seccomp", "kernel-refuses-ptrace-host": "seccomp",
+    "kernel-refuses-exec-shell": "seccomp",
+}  # fmt: skip
+
+
+def _refused_by(steps: list[dict[str, object]]) -> dict[str, str | None]:
+    """Each passed step's refusing layer, as its detail names it; ``None`` for a failed step."""
+    out: dict[str, str | None] = {}
+    for step in steps:
+        detail = str(step["detail"])
+        out[str(step["id"])] = detail.split(" by ", 1)[1].split(";", 1)[0] if step["passed"] else None
+    return out
+
+
+_DROP_LAYER = """
+import sys
+import skillhost._sandbox_linux as linux
+from skillhost._os_sandbox import layer
+drop = {drop!r}
+def removed(name):
+    return layer(name, applied=False, detail="removed by the test")
+if drop == "seccomp":
+    linux._seccomp = lambda libc, no_new_privs: removed("seccomp")
+elif drop == "landlock":
+    linux._landlock = lambda libc, roots, tmp: [removed(n) for n in ("landlock-fs", "landlock-net", "landlock-scope")]
+elif drop == "user-net-namespace":
+    linux._namespaces = lambda libc: removed("user-net-namespace")
+from skillhost._cli import main
+sys.exit(main(["worker", *sys.argv[1:]]))
+"""
+
+
+@pytest.mark.parametrize(("drop", "changed"), [
+    # Without seccomp, Landlock still refuses the connect (landlock-net) and the exec (landlock-fs); the
+    # ptrace is refused by the kernel's own ptrace check, which no reported layer accounts for: it fails.
+    ("seccomp", {"kernel-refuses-tcp-connect-loopback": "landlock-net", "kernel-refuses-ptrace-host": None,
+                 "kernel-refuses-exec-shell": "landlock-fs"}),
+    # Without Landlock, the host's files are open to the worker: exactly the two file steps fail.
+    ("landlock", {"kernel-refuses-read-outside-bundle": None, "kernel-refuses-write-outside-tmp": None}),
+    # The namespace owns no step on its own: seccomp refuses the socket before the empty network matters.
+    ("user-net-namespace", {}),
+])  # fmt: skip
+def test_removing_a_layer_changes_exactly_the_steps_it_owns(
+    monkeypatch, tmp_path: Path, drop: str, changed: dict[str, str | None]
+) -> None:
+    import skillhost._journey_kernel as journey_kernel
+
+    monkeypatch.setattr(journey_kernel, "worker_command", lambda: [sys.executable, "-c", _DROP_LAYER.format(drop=drop)])
+    steps, layers = kernel_steps(tmp_path)
+    assert {e["name"] for e in layers if not e["applied"]} >= ({drop} if drop != "landlock" else {"landlock-fs"})
+    assert _refused_by(steps) == {**_FULL_SANDBOX, **changed}
+    # The steps the removed layer owned and no other layer took over are exactly the failed ones.
+    assert {s["id"] for s in steps if not s["passed"]} == {sid for sid, by in changed.items() if by is None}
+
+
+_OUTSIDE_THE_TABLE = """
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if sys.argv[1] == "confined":
+    from skillhost._os_sandbox import confine
+    confine(os.getcwd())
+calls = {"personality": (135, 0xFFFFFFFF), "keyctl": (250, 0, 0), "userfaultfd": (323, 0),
+         "memfd_create": (319, b"x", 0), "getrandom": (318, ctypes.create_string_buffer(8), 8, 0),
+         "clone": (56, 17, 0, 0, 0, 0)}
+res = {}
+for name, (nr, *args) in calls.items():
+    got = libc.syscall(nr, *args)
+    res[name] = "ok" if got >= 0 else os.strerror(ctypes.get_errno())
+    if name == "clone" and got == 0:
+        os._exit(0)  # the child of a clone the kernel ran
+print(json.dumps(res))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="x86_64 syscall numbers")
+def test_a_call_outside_the_allow_list_is_refused(tmp_path: Path) -> None:
+    """personality, keyctl, userfaultfd, memfd_create (the first step of an exec from memory), getrandom and
+    clone: none is on the table, so each answers EPERM under the filter; unconfined, the kernel runs them."""
+
+    def run(mode: str) -> dict[str, str]:
+        out = subprocess.run(
+            [sys.executable, "-c", _OUTSIDE_THE_TABLE, mode],
+            cwd=tmp_path,
+            capture_output=True,
+            env={"PYTHONPATH": str(APP_DIR)},
+            timeout=30,
+            check=True,
+        ).stdout
+        return json.loads(out.decode().splitlines()[-1])
+
+    assert run("confined") == dict.fromkeys(
+        ("personality", "keyctl", "userfaultfd", "memfd_create", "getrandom", "clone"), os.strerror(errno.EPERM)
+    )
+    free = run("unconfined")
+    assert free["personality"] == free["memfd_create"] == free["getrandom"] == free["clone"] == "ok", free
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace measures the filtered workers' calls")
+def test_the_journeys_workers_make_no_call_the_allow_list_refuses_but_the_hostile_ones() -> None:
+    """Traced, the journey's workers call only listed functions; the filter's EPERMs are the hostile
+    self-test's own escapes (socket, ptrace, execve) and the selector probe ``import socket`` makes."""
+    sys.path.insert(0, str(APP_DIR / "tools"))
+    try:
+        from trace_worker_syscalls import trace
+    finally:
+        sys.path.remove(str(APP_DIR / "tools"))
+    env = {"PYTHONPATH": str(APP_DIR), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    got = trace([sys.executable, "-s", "-B", "-m", "skillhost", "journey"], env)
+    assert got["processes"] >= 10  # every external run and the hostile worker installed the filter
+    calls, refused = got["calls"], got["refused"]
+    assert isinstance(calls, dict)
+    assert isinstance(refused, dict)
+    eperm = {name for name, errs in refused.items() if "EPERM" in errs}
+    hostile = {"socket", "ptrace", "execve"}
+    # ``import socket`` probes which selector works: epoll, then poll, each refused, so it settles on select.
+    selector_probe = {"epoll_create1", "poll", "ppoll"}
+    assert hostile <= eperm, refused
+    assert eperm - hostile <= selector_probe, refused
+    assert set(calls) - eperm <= set(ALLOWED)
 
 
 _DROP_SECCOMP = """
@@ -148,8 +290,9 @@ def test_a_worker_without_a_required_layer_refuses_external_code_bundled_still_r
     trust_path.write_bytes(TrustStore.from_public_keys([key.public_key()]).dump())
     workspace = tmp_path / "ws"
     (workspace / "skills").mkdir(parents=True)
-    _write_skill(workspace / "skills", "greeter", "def run(ports, args):\n    return {'hi': 1}\n",
-                 ("runtime:time",), key)
+    _write_skill(
+        workspace / "skills", "greeter", "def run(ports, args):\n    return {'hi': 1}\n", ("runtime:time",), key
+    )
     host = SkillHost(HostConfig(workspace=workspace, trust=TrustStore.load(trust_path)))
     with pytest.raises(SkillError) as refused:
         host.run("greeter", {})
@@ -179,7 +322,6 @@ def test_the_probe_reports_the_applied_layers(capsys):
     assert all(entry["applied"] for entry in layers if entry["name"] in REQUIRED_LAYERS["linux"])
 
 
-
 _ONE_LAYER = """
 import ctypes, json, os, socket, sys
 import skillhost._sandbox_linux as L
@@ -200,10 +342,13 @@ print(json.dumps(res))
 """
 
 
-@pytest.mark.parametrize(("only", "expected"), [
-    ("landlock", {"applied": True, "read-outside": 13, "socket": "ok"}),
-    ("seccomp", {"applied": True, "read-outside": "ok", "socket": 1}),
-])
+@pytest.mark.parametrize(
+    ("only", "expected"),
+    [
+        ("landlock", {"applied": True, "read-outside": 13, "socket": "ok"}),
+        ("seccomp", {"applied": True, "read-outside": "ok", "socket": 1}),
+    ],
+)
 def test_each_refusal_comes_from_the_layer_its_errno_names(tmp_path: Path, only: str, expected: dict[str, object]):
     """Landlock alone refuses the file (EACCES) and not the socket; seccomp alone the socket (EPERM), not the file.
 
@@ -212,6 +357,12 @@ def test_each_refusal_comes_from_the_layer_its_errno_names(tmp_path: Path, only:
     outside.write_text("host data", encoding="utf-8")
     work = tmp_path / "work"
     work.mkdir()
-    out = subprocess.run([sys.executable, "-c", _ONE_LAYER, only, str(APP_DIR), str(outside)], cwd=work,
-                         env={"PYTHONPATH": str(APP_DIR)}, capture_output=True, timeout=30, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _ONE_LAYER, only, str(APP_DIR), str(outside)],
+        cwd=work,
+        env={"PYTHONPATH": str(APP_DIR)},
+        capture_output=True,
+        timeout=30,
+        check=True,
+    ).stdout
     assert json.loads(out) == expected

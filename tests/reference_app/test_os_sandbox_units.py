@@ -5,29 +5,54 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import hashlib
 import os
+import re
 import struct
 
 import pytest
 import skillhost._sandbox_linux as linux
 import skillhost._sandbox_macos as macos
-import skillhost._sandbox_windows as windows
+from skillhost._journey_kernel import refusing_layer
 from skillhost._os_sandbox import REQUIRED_LAYERS, launch_plan, layer, missing_layers, valid_layers
-from skillhost._seccomp_bpf import ARCHES, DENIED, RET_ALLOW, RET_ERRNO, RET_KILL_PROCESS, build_program, describe
+from skillhost._seccomp_bpf import (
+    ALLOWED,
+    ARCHES,
+    ARG_RULES,
+    RET_ALLOW,
+    RET_ERRNO,
+    RET_KILL_PROCESS,
+    build_program,
+    describe,
+)
 
 # -- seccomp program ---------------------------------------------------------------------------------------
 
+# Calls the worker must never make, by their own numbers (not from the module under test).
+_REFUSED = {
+    "x86_64": {"execve": 59, "execveat": 322, "ptrace": 101, "socket": 41, "clone": 56, "clone3": 435, "fork": 57,
+               "personality": 135, "keyctl": 250, "userfaultfd": 323, "memfd_create": 319, "unshare": 272,
+               "seccomp": 317, "bpf": 321, "io_uring_setup": 425, "getrandom": 318, "kill": 62},
+    "aarch64": {"execve": 221, "execveat": 281, "ptrace": 117, "socket": 198, "clone": 220, "clone3": 435,
+                "personality": 92, "keyctl": 219, "userfaultfd": 282, "memfd_create": 279, "unshare": 97,
+                "seccomp": 277, "bpf": 280, "io_uring_setup": 425, "getrandom": 278, "kill": 129},
+}  # fmt: skip
+
 
 @pytest.mark.parametrize("machine", sorted(ARCHES))
-def test_every_denied_call_has_a_number_on_every_architecture(machine: str) -> None:
+def test_every_allowed_call_has_one_number_on_every_architecture(machine: str) -> None:
     _, numbers = ARCHES[machine]
-    assert set(DENIED) <= set(numbers)
+    assert set(numbers) == set(ALLOWED)
+    assert set(ARG_RULES) <= set(ALLOWED)
     assert len(set(numbers.values())) == len(numbers), "two names share one syscall number"
+    assert not set(numbers.values()) & set(_REFUSED[machine].values())
+    # Every entry says why; those the trace did not show say so.
+    assert all(len(why) > 10 for why in ALLOWED.values())
 
 
-def _run(prog: list[tuple[int, int, int, int]], arch: int, nr: int, arg0: int = 0) -> int:
-    """A classic-BPF interpreter for the four opcodes the program uses, over one struct seccomp_data."""
-    data = struct.pack("=iIQQ", nr, arch, 0, arg0)
+def _run(prog: list[tuple[int, int, int, int]], arch: int, nr: int, *args: int) -> int:
+    """A classic-BPF interpreter for the opcodes the program uses, over one struct seccomp_data."""
+    data = struct.pack("=iIQ6Q", nr, arch, 0, *(list(args) + [0] * (6 - len(args))))
     acc, pc = 0, 0
     while True:
         code, jt, jf, k = prog[pc]
@@ -37,29 +62,44 @@ def _run(prog: list[tuple[int, int, int, int]], arch: int, nr: int, arg0: int = 
         elif code == 0x06:
             return k
         else:
-            taken = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
+            taken = {0x15: acc == k, 0x35: acc >= k}[code]
             pc += 1 + (jt if taken else jf)
 
 
 @pytest.mark.parametrize("machine", sorted(ARCHES))
-def test_the_program_denies_the_list_kills_foreign_arches_and_allows_the_rest(machine: str) -> None:
+def test_the_program_allows_only_its_table_and_kills_foreign_arches(machine: str) -> None:
     arch, numbers = ARCHES[machine]
     prog = build_program(machine)
     assert len(prog) < 256
-    assert prog[-1] == (0x06, 0, 0, RET_ALLOW)
-    for name in DENIED:
-        assert _run(prog, arch, numbers[name]) == RET_ERRNO | errno.EPERM, name
-    assert _run(prog, arch ^ 1, numbers["execve"]) == RET_KILL_PROCESS
-    assert _run(prog, arch, 0) == RET_ALLOW  # read (x86_64) / io_setup (aarch64): not on the list
-    assert _run(prog, arch, numbers["clone3"]) == RET_ERRNO | errno.ENOSYS
-    assert _run(prog, arch, numbers["clone"], arg0=0x01200011) == RET_ALLOW  # fork's flags
-    assert _run(prog, arch, numbers["clone"], arg0=0x10000000) == RET_ERRNO | errno.EPERM  # CLONE_NEWUSER
+    assert prog[-1] == (0x06, 0, 0, RET_ERRNO | errno.EPERM)  # the default: refused
+    for name in set(ALLOWED) - set(ARG_RULES):
+        assert _run(prog, arch, numbers[name], 0xFFFF) == RET_ALLOW, name
+    for name, nr in _REFUSED[machine].items():
+        assert _run(prog, arch, nr) == RET_ERRNO | errno.EPERM, name
+    # Every number nobody listed, including ones a later kernel may add, is refused.
+    listed = set(numbers.values())
+    allowed = {nr for nr in range(1024) for args in ((0, 0x5401), (21,)) if _run(prog, arch, nr, *args) == RET_ALLOW}
+    assert allowed == listed
+    assert _run(prog, arch ^ 1, numbers["read"]) == RET_KILL_PROCESS
     assert len(describe(prog)) == len(prog)
+
+
+@pytest.mark.parametrize("machine", sorted(ARCHES))
+def test_ioctl_and_prctl_are_allowed_with_one_argument_only(machine: str) -> None:
+    arch, numbers = ARCHES[machine]
+    prog = build_program(machine)
+    assert _run(prog, arch, numbers["ioctl"], 3, 0x5401) == RET_ALLOW  # TCGETS: is this a terminal?
+    for request in (0x5412, 0x5451, 0x541B, 0x5401 | (1 << 32)):  # TIOCSTI, FIOCLEX, FIONREAD, TCGETS in the high half
+        expected = RET_ALLOW if request & 0xFFFFFFFF == 0x5401 else RET_ERRNO | errno.EPERM
+        assert _run(prog, arch, numbers["ioctl"], 3, request) == expected, hex(request)
+    assert _run(prog, arch, numbers["prctl"], 21) == RET_ALLOW  # PR_GET_SECCOMP
+    for option in (22, 38, 0x59616D61, 15):  # SET_SECCOMP, SET_NO_NEW_PRIVS, SET_PTRACER, SET_NAME
+        assert _run(prog, arch, numbers["prctl"], option) == RET_ERRNO | errno.EPERM, option
 
 
 def test_x32_calls_are_killed_on_x86_64() -> None:
     arch, numbers = ARCHES["x86_64"]
-    assert _run(build_program("x86_64"), arch, 0x40000000 | numbers["clone"]) == RET_KILL_PROCESS
+    assert _run(build_program("x86_64"), arch, 0x40000000 | numbers["read"]) == RET_KILL_PROCESS
 
 
 # -- Linux layer reports when the kernel refuses --------------------------------------------------------------
@@ -99,20 +139,27 @@ def test_landlock_handles_every_fs_right_its_abi_knows() -> None:
 
 
 def test_missing_layers_counts_only_applied_reports() -> None:
-    reported = [layer("no-new-privs", applied=True, detail=""), layer("seccomp", applied=False, detail="x"),
-                "not a layer", layer("landlock-fs", applied=True, detail=""),
-                layer("landlock-net", applied=True, detail="")]
+    reported = [
+        layer("no-new-privs", applied=True, detail=""),
+        layer("seccomp", applied=False, detail="x"),
+        "not a layer",
+        layer("landlock-fs", applied=True, detail=""),
+        layer("landlock-net", applied=True, detail=""),
+    ]
     assert missing_layers(reported, "linux") == ["seccomp"]
     assert missing_layers([], "plan9") == ["unknown-platform"]
 
 
-@pytest.mark.parametrize("bad", [
-    [{"name": "seccomp", "applied": "yes", "detail": ""}],
-    [{"name": "seccomp", "applied": True}],
-    [{"name": "", "applied": True, "detail": ""}],
-    [{"name": "seccomp", "applied": True, "detail": ""}] * 2,
-    [{"name": f"l{i}", "applied": True, "detail": ""} for i in range(17)],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [{"name": "seccomp", "applied": "yes", "detail": ""}],
+        [{"name": "seccomp", "applied": True}],
+        [{"name": "", "applied": True, "detail": ""}],
+        [{"name": "seccomp", "applied": True, "detail": ""}] * 2,
+        [{"name": f"l{i}", "applied": True, "detail": ""} for i in range(17)],
+    ],
+)
 def test_a_malformed_layer_report_is_refused(bad: list[object]) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - the message is for the host's error text
         valid_layers(bad)
@@ -121,38 +168,70 @@ def test_a_malformed_layer_report_is_refused(bad: list[object]) -> None:
 # -- macOS ------------------------------------------------------------------------------------------------
 
 
+def _forms(text: str) -> list[object]:
+    """The top-level forms of a sandbox profile, as nested lists of atoms and strings (a small SBPL reader)."""
+    tokens = re.findall(r'\(|\)|"(?:[^"\\]|\\.)*"|[^\s()"]+', text)
+    stack: list[list[object]] = [[]]
+    for token in tokens:
+        if token == "(":
+            stack.append([])
+        elif token == ")":
+            done = stack.pop()
+            stack[-1].append(done)
+        else:
+            stack[-1].append(token)
+    assert len(stack) == 1, "unbalanced profile"
+    assert "".join(re.split(r'\(|\)|"(?:[^"\\]|\\.)*"|[^\s()"]+', text)).strip() == ""  # nothing unread
+    return stack[0]
+
+
+def test_macos_profile_denies_by_default_and_allows_only_the_listed_rules() -> None:
+    forms = _forms(macos.PROFILE)
+    assert forms[:2] == [["version", "1"], ["deny", "default"]]
+    listed = [_forms(rule.replace("{read_roots}", '(subpath (param "READ_ROOT_0"))'))[0]
+              for rule, _why in macos.ALLOWED_RULES]  # fmt: skip
+    assert forms[2:] == listed  # every other form is one of the listed allow rules, in order
+    assert all(form[0] == "allow" for form in listed)
+    assert all(len(why) > 20 for _rule, why in macos.ALLOWED_RULES)
+    operations = {form[1] for form in listed}  # type: ignore[index]
+    # No network, no fork, no default allow, no Mach lookup but the two named services, no exec but the worker.
+    assert not {op for op in operations if str(op).startswith(("network", "process-fork", "default"))}
+    assert operations == {"process-exec", "file-read*", "file-read-metadata", "file-write*", "mach-lookup",
+                          "sysctl-read", "signal"}  # fmt: skip
+    writes = [form for form in listed if form[1] == "file-write*"]
+    assert writes == [["allow", "file-write*", ["subpath", ["param", '"WORKER_TMP"']], ["literal", '"/dev/null"']]]
+    execs = [form for form in listed if form[1] == "process-exec"]
+    assert execs == [["allow", "process-exec", ["literal", ["param", '"WORKER_EXE"']],
+                      ["literal", ["param", '"WORKER_EXE_REAL"']]]]  # fmt: skip
+    lookups = [form[2] for form in listed if form[1] == "mach-lookup"]
+    assert lookups == [["global-name", '"com.apple.system.notification_center"'],
+                       ["global-name", '"com.apple.system.opendirectoryd.libinfo"']]  # fmt: skip
+    assert ["allow", "signal", ["target", "self"]] in listed
+    # Metadata is the one unfiltered read: contents of any path outside the listed folders stay denied.
+    reads = [form for form in listed if form[1] == "file-read*"]
+    assert all(len(form) > 2 for form in reads)
+
+
 def test_macos_command_line_puts_paths_in_parameters_not_in_the_profile() -> None:
     exe = "/Applications/S kill (x).app/skillhost"
-    argv = macos.wrap_command([exe, "worker"], "/tmp/w\"k", ["/Applications/S kill (x).app"], home="/Users/u")
+    argv = macos.wrap_command([exe, "worker"], '/tmp/w"k', ["/Applications/S kill (x).app"])
     assert argv[0] == "/usr/bin/sandbox-exec"
     assert argv[-2:] == [exe, "worker"]
     assert argv[argv.index("-p") + 1] == macos.PROFILE
     params = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-D")
-    assert list(params) == ["HOST_HOME", "HOST_TMP", "READ_ROOT_0", "WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL"]
+    assert list(params) == ["READ_ROOT_0", "WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL"]
     assert params["WORKER_EXE"] == exe
-    assert params["HOST_HOME"] == os.path.realpath("/Users/u")
+    assert params["WORKER_TMP"] == os.path.realpath('/tmp/w"k')
+    assert argv == ["/usr/bin/sandbox-exec", "-D", f"READ_ROOT_0={os.path.realpath('/Applications/S kill (x).app')}",
+                    "-D", "WORKER_TMP=" + os.path.realpath('/tmp/w"k'), "-D", f"WORKER_EXE={exe}",
+                    "-D", f"WORKER_EXE_REAL={os.path.realpath(exe)}", "-p", macos.PROFILE, exe, "worker"]  # fmt: skip
     for path in params.values():
         assert path not in macos.PROFILE
 
 
-def test_macos_profile_denies_network_host_reads_writes_exec_and_fork() -> None:
-    lines = macos.PROFILE.splitlines()
-    for rule in ("(deny network*)", "(deny file-write*)", "(deny process-exec*)", "(deny process-fork)",
-                 '(deny file-read-data (subpath (param "HOST_HOME")) (subpath (param "HOST_TMP")))'):
-        assert rule in lines
-    # A later rule wins: the bundle and the worker's tmp are readable again, after the home/tmp deny.
-    allows = [ln for ln in lines if ln.startswith("(allow") and ln != "(allow default)"]
-    assert allows == [
-        '(allow file-read-data (subpath (param "READ_ROOT_0")) (subpath (param "WORKER_TMP")))',
-        '(allow file-write* (subpath (param "WORKER_TMP")) (literal "/dev/null"))',
-        '(allow process-exec (literal (param "WORKER_EXE")) (literal (param "WORKER_EXE_REAL")))',
-    ]
-    assert lines.index(allows[0]) > lines.index('(deny file-read-data (subpath (param "HOST_HOME")) '
-                                                 '(subpath (param "HOST_TMP")))')
-
-
 def test_macos_profile_names_one_parameter_per_read_root() -> None:
     assert macos.profile(3).count("READ_ROOT_") == 3
+    assert macos.profile_digest(1) == hashlib.sha256(macos.PROFILE.encode()).hexdigest()
     with pytest.raises(ValueError):  # noqa: PT011
         macos.profile(0)
     with pytest.raises(ValueError):  # noqa: PT011
@@ -165,7 +244,7 @@ def test_macos_refuses_a_path_it_cannot_pass_safely(exe: str, tmp: str) -> None:
         macos.wrap_command([exe, "worker"], tmp, ["/a"])
 
 
-def test_macos_self_report_reads_sandbox_check() -> None:
+def test_macos_self_report_reads_sandbox_check_and_names_the_profile() -> None:
     class Lib:
         class sandbox_check:  # noqa: N801 - mimics a ctypes function
             restype = None
@@ -173,87 +252,19 @@ def test_macos_self_report_reads_sandbox_check() -> None:
             def __new__(cls, pid: int, kind: object, flags: int) -> int:  # type: ignore[misc]
                 return 1
 
-    assert macos.self_report(Lib()) == [layer("sandbox-exec", applied=True, detail="sandbox_check=1")]  # type: ignore[arg-type]
+    digest = macos.profile_digest(1)[:16]
+    assert macos.self_report(1, Lib()) == [  # type: ignore[arg-type]
+        layer("sandbox-exec", applied=True, detail=f"sandbox_check=1, profile sha256 {digest}")]
 
 
-# -- Windows ----------------------------------------------------------------------------------------------
+def test_macos_refusals_are_the_sandbox_s() -> None:
+    applied = [layer("sandbox-exec", applied=True, detail="")]
+    assert refusing_layer("macos", "exec-shell", "EPERM", applied) == "sandbox-exec"
+    assert refusing_layer("macos", "exec-shell", "ENOENT", applied) is None
+    assert refusing_layer("macos", "exec-shell", "EPERM", []) is None
 
 
-class _RecordingWin32:
-    def __init__(self, fail_on: str = "") -> None:
-        self.calls: list[tuple[str, object]] = []
-        self.fail_on = fail_on
-
-    def _call(self, name: str, arg: object) -> None:
-        self.calls.append((name, arg))
-        if name == self.fail_on:
-            raise OSError(name)
-
-    def create_job(self) -> int:
-        self._call("create_job", None)
-        return 77
-
-    def set_limits(self, job: int, info: windows.ExtendedLimits) -> None:
-        basic = info.BasicLimitInformation
-        self._call("set_limits", (job, basic.LimitFlags, basic.ActiveProcessLimit, info.ProcessMemoryLimit))
-
-    def assign(self, job: int, process: int) -> None:
-        self._call("assign", (job, process))
-
-    def resume(self, process: int) -> None:
-        self._call("resume", process)
-
-    def close(self, handle: int) -> None:
-        self._call("close", handle)
-
-
-class _Proc:
-    _handle = 5
-
-
-def test_windows_worker_is_in_its_job_before_it_runs() -> None:
-    api = _RecordingWin32()
-    assert windows.confine_started(_Proc(), api) == 77  # type: ignore[arg-type]
-    flags = 0x2000 | 0x8 | 0x100 | 0x400
-    assert api.calls == [("create_job", None), ("set_limits", (77, flags, 1, 1 << 30)), ("assign", (77, 5)),
-                         ("resume", 5)]
-
-
-@pytest.mark.parametrize("step", ["set_limits", "assign"])
-def test_windows_worker_that_cannot_be_confined_is_never_resumed(step: str) -> None:
-    api = _RecordingWin32(fail_on=step)
-    with pytest.raises(OSError):  # noqa: PT011
-        windows.confine_started(_Proc(), api)  # type: ignore[arg-type]
-    names = [name for name, _ in api.calls]
-    assert "resume" not in names
-    assert names[-1] == "close"
-
-
-def test_windows_plan_starts_the_worker_suspended_and_closes_the_job_once_reaped() -> None:
-    api = _RecordingWin32()
-    plan = windows.job_plan(["C:\\app\\skillhost.exe", "worker"], api_factory=lambda: api)  # type: ignore[arg-type,return-value]
-    assert plan.popen_kwargs == {"creationflags": 0x4 | 0x200}
-    assert plan.after_spawn is not None
-    release = plan.after_spawn(_Proc())
-    assert [name for name, _ in api.calls] == ["create_job", "set_limits", "assign", "resume"]
-    release()
-    assert api.calls[-1] == ("close", 77)
-
-
-def test_windows_self_report_reads_the_job_limits_back() -> None:
-    class K32:
-        @staticmethod
-        def QueryInformationJobObject(job, cls, info_ref, size, got_ref) -> int:  # noqa: N802
-            info = ctypes.cast(info_ref, ctypes.POINTER(windows.ExtendedLimits)).contents
-            info.BasicLimitInformation.LimitFlags = windows.JOB_LIMIT_FLAGS
-            info.BasicLimitInformation.ActiveProcessLimit = 1
-            return 1
-
-    report = windows.self_report(K32())
-    assert report[0]["name"] == "job-object"
-    assert report[0]["applied"]
-    assert report[1] == layer("restricted-token", applied=False,
-                              detail="not implemented: subprocess cannot pass a token")
+# -- Linux plan -------------------------------------------------------------------------------------------
 
 
 def test_linux_plan_starts_the_worker_as_given(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -85,7 +85,7 @@ CODE_PATTERN = "^CC_SKILL_[A-Z_]{1,64}$"
 # The policy's required sandbox layers per platform (policies/*.toml), and what a passing worker reports:
 # every required layer applied, and on Linux one optional layer that this machine could not apply.
 ISOLATION = {"linux": ["no-new-privs", "landlock-fs", "landlock-net", "seccomp"], "macos": ["sandbox-exec"],
-             "windows": ["job-object"]}
+             "windows": ["job-object", "no-child-process", "appcontainer", "restricted-token"]}
 
 
 def isolation_layers(platform: str) -> list[dict[str, Any]]:

@@ -1,0 +1,136 @@
+"""The Win32 structures and constants of the Windows worker start, laid out as on 64-bit Windows.
+
+Standard library only. Fixed-width fields (``c_uint16``, ``c_uint32``,
+``c_void_p``; never ``c_long``, which is 8 bytes on Linux and 4 on Windows), so
+the layouts the tests hold on Linux x86_64 are the layouts Windows x64 reads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+__all__ = [
+    "EXPLICIT_ACCESS_W", "PROCESS_INFORMATION", "SECURITY_CAPABILITIES", "SID_AND_ATTRIBUTES", "STARTUPINFOEXW",
+    "STARTUPINFOW", "TOKEN_MANDATORY_LABEL", "TRUSTEE_W", "ExtendedLimits",
+]  # fmt: skip
+
+# CreateProcess flags.
+CREATE_SUSPENDED = 0x00000004
+CREATE_NEW_PROCESS_GROUP = 0x00000200
+CREATE_UNICODE_ENVIRONMENT = 0x00000400
+EXTENDED_STARTUPINFO_PRESENT = 0x00080000
+CREATE_NO_WINDOW = 0x08000000
+STARTF_USESTDHANDLES = 0x00000100
+# Process/thread attributes (ProcThreadAttributeValue: number | THREAD 0x10000 | INPUT 0x20000).
+PROC_THREAD_ATTRIBUTE_HANDLE_LIST = 0x00020002
+PROC_THREAD_ATTRIBUTE_SECURITY_CAPABILITIES = 0x00020009
+PROC_THREAD_ATTRIBUTE_ALL_APPLICATION_PACKAGES_POLICY = 0x0002000F
+PROCESS_CREATION_ALL_APPLICATION_PACKAGES_OPT_OUT = 1
+PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY = 0x0002000E
+PROCESS_CREATION_CHILD_PROCESS_RESTRICTED = 0x1
+# GetProcessMitigationPolicy: ProcessChildProcessPolicy, whose DWORD's bit 0 is NoChildProcessCreation.
+PROCESS_CHILD_PROCESS_POLICY, NO_CHILD_PROCESS_CREATION = 13, 0x1
+# Job object.
+JOB_OBJECT_EXTENDED_LIMIT_INFORMATION = 9
+KILL_ON_JOB_CLOSE, ACTIVE_PROCESS, PROCESS_MEMORY, DIE_ON_UNHANDLED_EXCEPTION = 0x2000, 0x8, 0x100, 0x400
+JOB_LIMIT_FLAGS = KILL_ON_JOB_CLOSE | ACTIVE_PROCESS | PROCESS_MEMORY | DIE_ON_UNHANDLED_EXCEPTION
+MEMORY_LIMIT = 1 << 30
+# Security: ACL editing (SE_FILE_OBJECT, GRANT_ACCESS, TRUSTEE_IS_SID, TRUSTEE_IS_UNKNOWN) and rights.
+SE_FILE_OBJECT = 1
+DACL_SECURITY_INFORMATION = 0x4
+LABEL_SECURITY_INFORMATION = 0x10
+GRANT_ACCESS = 1
+TRUSTEE_IS_SID, TRUSTEE_IS_UNKNOWN, NO_MULTIPLE_TRUSTEE = 0, 0, 0
+OBJECT_INHERIT_ACE, CONTAINER_INHERIT_ACE = 0x1, 0x2
+SUB_CONTAINERS_AND_OBJECTS_INHERIT = OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE
+GENERIC_READ, GENERIC_WRITE, GENERIC_EXECUTE, GENERIC_ALL = 0x80000000, 0x40000000, 0x20000000, 0x10000000
+FILE_READ_EXECUTE = GENERIC_READ | GENERIC_EXECUTE  # the bundle: read and load, never write
+FILE_READ_WRITE = GENERIC_READ | GENERIC_WRITE  # the worker's folder: read and write, never execute
+# Tokens.
+TOKEN_DUPLICATE, TOKEN_QUERY, TOKEN_ASSIGN_PRIMARY, TOKEN_ADJUST_DEFAULT = 0x2, 0x8, 0x1, 0x80
+DISABLE_MAX_PRIVILEGE = 0x1
+TOKEN_INTEGRITY_LEVEL, TOKEN_IS_APP_CONTAINER, TOKEN_APP_CONTAINER_SID = 25, 29, 31
+SE_GROUP_INTEGRITY = 0x20
+LOW_INTEGRITY_SID = "S-1-16-4096"
+SECURITY_MANDATORY_LOW_RID, SECURITY_MANDATORY_MEDIUM_RID = 0x1000, 0x2000
+SYSTEM_MANDATORY_LABEL_NO_WRITE_UP = 0x1
+ACL_REVISION = 2
+# Results.
+HRESULT_ALREADY_EXISTS = 0x800700B7  # HRESULT_FROM_WIN32(ERROR_ALREADY_EXISTS)
+WAIT_OBJECT_0, WAIT_TIMEOUT, INFINITE = 0, 0x102, 0xFFFFFFFF
+STILL_ACTIVE = 259
+
+
+class STARTUPINFOW(ctypes.Structure):
+    _fields_ = (
+        ("cb", ctypes.c_uint32), ("lpReserved", ctypes.c_void_p), ("lpDesktop", ctypes.c_void_p),
+        ("lpTitle", ctypes.c_void_p), ("dwX", ctypes.c_uint32), ("dwY", ctypes.c_uint32),
+        ("dwXSize", ctypes.c_uint32), ("dwYSize", ctypes.c_uint32), ("dwXCountChars", ctypes.c_uint32),
+        ("dwYCountChars", ctypes.c_uint32), ("dwFillAttribute", ctypes.c_uint32), ("dwFlags", ctypes.c_uint32),
+        ("wShowWindow", ctypes.c_uint16), ("cbReserved2", ctypes.c_uint16), ("lpReserved2", ctypes.c_void_p),
+        ("hStdInput", ctypes.c_void_p), ("hStdOutput", ctypes.c_void_p), ("hStdError", ctypes.c_void_p),
+    )  # fmt: skip
+
+
+class STARTUPINFOEXW(ctypes.Structure):
+    _fields_ = (("StartupInfo", STARTUPINFOW), ("lpAttributeList", ctypes.c_void_p))
+
+
+class PROCESS_INFORMATION(ctypes.Structure):  # noqa: N801 - the Win32 name
+    _fields_ = (("hProcess", ctypes.c_void_p), ("hThread", ctypes.c_void_p),
+                ("dwProcessId", ctypes.c_uint32), ("dwThreadId", ctypes.c_uint32))  # fmt: skip
+
+
+class SID_AND_ATTRIBUTES(ctypes.Structure):  # noqa: N801
+    _fields_ = (("Sid", ctypes.c_void_p), ("Attributes", ctypes.c_uint32))
+
+
+class SECURITY_CAPABILITIES(ctypes.Structure):  # noqa: N801
+    _fields_ = (("AppContainerSid", ctypes.c_void_p), ("Capabilities", ctypes.POINTER(SID_AND_ATTRIBUTES)),
+                ("CapabilityCount", ctypes.c_uint32), ("Reserved", ctypes.c_uint32))  # fmt: skip
+
+
+class TRUSTEE_W(ctypes.Structure):  # noqa: N801
+    _fields_ = (("pMultipleTrustee", ctypes.c_void_p), ("MultipleTrusteeOperation", ctypes.c_uint32),
+                ("TrusteeForm", ctypes.c_uint32), ("TrusteeType", ctypes.c_uint32),
+                ("ptstrName", ctypes.c_void_p))  # fmt: skip
+
+
+class EXPLICIT_ACCESS_W(ctypes.Structure):  # noqa: N801
+    _fields_ = (("grfAccessPermissions", ctypes.c_uint32), ("grfAccessMode", ctypes.c_uint32),
+                ("grfInheritance", ctypes.c_uint32), ("Trustee", TRUSTEE_W))  # fmt: skip
+
+
+class TOKEN_MANDATORY_LABEL(ctypes.Structure):  # noqa: N801
+    _fields_ = (("Label", SID_AND_ATTRIBUTES),)
+
+
+class _Basic(ctypes.Structure):
+    _fields_ = (
+        ("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
+        ("LimitFlags", ctypes.c_uint32), ("MinimumWorkingSetSize", ctypes.c_size_t),
+        ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", ctypes.c_uint32),
+        ("Affinity", ctypes.c_size_t), ("PriorityClass", ctypes.c_uint32), ("SchedulingClass", ctypes.c_uint32),
+    )  # fmt: skip
+
+
+class _IoCounters(ctypes.Structure):
+    _fields_ = tuple((n, ctypes.c_uint64) for n in ("r", "w", "o", "rb", "wb", "ob"))
+
+
+class ExtendedLimits(ctypes.Structure):
+    """JOBOBJECT_EXTENDED_LIMIT_INFORMATION."""
+
+    _fields_ = (
+        ("BasicLimitInformation", _Basic), ("IoInfo", _IoCounters), ("ProcessMemoryLimit", ctypes.c_size_t),
+        ("JobMemoryLimit", ctypes.c_size_t), ("PeakProcessMemoryUsed", ctypes.c_size_t),
+        ("PeakJobMemoryUsed", ctypes.c_size_t),
+    )  # fmt: skip
+
+
+def job_limits() -> ExtendedLimits:
+    info = ExtendedLimits()
+    info.BasicLimitInformation.LimitFlags = JOB_LIMIT_FLAGS
+    info.BasicLimitInformation.ActiveProcessLimit = 1
+    info.ProcessMemoryLimit = MEMORY_LIMIT
+    return info
