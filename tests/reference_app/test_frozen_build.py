@@ -68,14 +68,22 @@ def _keep_record(name, data):
             fh.write(data)
 
 
-@needs_pyinstaller
-@pytest.mark.slow
-def test_the_apps_own_build_ships_an_archive_whose_bundle_probes_and_walks(tmp_path):
-    """tools/build_release.py, as the policy runs it: PyInstaller, then the one release archive it ships."""
+def _assert_kernel_steps_name_their_layer(journey):
+    """Each kernel step names the layer that refused it; on Linux the seccomp layer is the allow-list."""
+    kernel = {s["id"]: s["detail"] for s in journey["steps"] if s["id"].startswith("kernel-refuses-")}
+    assert len(kernel) == 5
+    assert all(" by " in d and "no layer" not in d for d in kernel.values()), kernel
+    if sys.platform.startswith("linux"):
+        seccomp = [e["detail"] for e in journey["isolation_layers"] if e["name"] == "seccomp"]
+        from skillhost._seccomp_bpf import ALLOWED
+
+        assert seccomp == [f"filter mode 2: allow-list of {len(ALLOWED)} calls"]
+
+
+def _build_release_and_unpack(tmp_path, sha, platform):
+    """Run the app's own build as the policy does; unpack its one archive with the producer's hardened unpack."""
     from desktop_qualify.qualify_archive import unpack
 
-    sha = hashlib.sha256(b"skillhost-test-build").hexdigest()
-    platform = {"win32": "windows", "darwin": "macos"}.get(sys.platform, "linux")
     info = tmp_path / "build_info.json"
     info.write_text(json.dumps({"kind": "qualify-build-info", "version": 1, "build_sha": sha,
                                 "built_at": "2026-12-01T00:00:00.000000Z", "source_ref": "refs/heads/main",
@@ -101,6 +109,16 @@ def test_the_apps_own_build_ships_an_archive_whose_bundle_probes_and_walks(tmp_p
     assert (bundle / "_internal").is_dir()
     bundled_info = bundle / "_internal" / "skillhost" / "build_info.json"
     assert json.loads(bundled_info.read_text())["build_sha"] == sha
+    return bundle, exe, build_s
+
+
+@needs_pyinstaller
+@pytest.mark.slow
+def test_the_apps_own_build_ships_an_archive_whose_bundle_probes_and_walks(tmp_path):
+    """tools/build_release.py, as the policy runs it: PyInstaller, then the one release archive it ships."""
+    sha = hashlib.sha256(b"skillhost-test-build").hexdigest()
+    platform = {"win32": "windows", "darwin": "macos"}.get(sys.platform, "linux")
+    bundle, exe, build_s = _build_release_and_unpack(tmp_path, sha, platform)
 
     # Run from a neutral cwd with an environment that does not point at the sources.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "QUALIFY_BUILD_INFO", "QUALIFY_RECORD")}
@@ -125,15 +143,7 @@ def test_the_apps_own_build_ships_an_archive_whose_bundle_probes_and_walks(tmp_p
     assert json.loads((tmp_path / "journey.json").read_bytes()) == journey
     assert not [s for s in journey["steps"] if s["observed"] == "error"]
     assert journey["build_sha"] == sha
-    # Each kernel step names the layer that refused it; on Linux the seccomp layer is the allow-list.
-    kernel = {s["id"]: s["detail"] for s in journey["steps"] if s["id"].startswith("kernel-refuses-")}
-    assert len(kernel) == 5
-    assert all(" by " in d and "no layer" not in d for d in kernel.values()), kernel
-    if sys.platform.startswith("linux"):
-        seccomp = [e["detail"] for e in journey["isolation_layers"] if e["name"] == "seccomp"]
-        from skillhost._seccomp_bpf import ALLOWED
-
-        assert seccomp == [f"filter mode 2: allow-list of {len(ALLOWED)} calls"]
+    _assert_kernel_steps_name_their_layer(journey)
     print(
         f"\nbuild {build_s:.1f}s; probe={json.dumps(probe, sort_keys=True)}; "
         f"steps={len(journey['steps'])}"
