@@ -27,6 +27,7 @@ signers, journey).
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,11 +49,31 @@ class KeyGrant:
 
 
 @dataclass(frozen=True)
+class PolicyFacets:
+    """What ``differences`` compares of a policy, as plain JSON text.
+
+    Plain strings cross the process boundary to the audit workers; the policy model itself does not pickle (its
+    per-platform app tables are parametrised generic models).
+    """
+
+    trust: str
+    signers: str
+    journey: str
+
+
+def policy_facets(file: PolicyFile) -> PolicyFacets:
+    trust = json.dumps([file.trust.mode, getattr(file.trust, "trusted_root_sha256", None)])
+    return PolicyFacets(trust=trust,
+                        signers=file.producer.model_dump_json(include={"signers", "repository", "workflow"}),
+                        journey=file.journey.model_dump_json())
+
+
+@dataclass(frozen=True)
 class Anchor:
     """What a bundle's policy and keys must match: picklable, so each worker process gets a copy."""
 
     policy_sha256: str
-    policy_file: PolicyFile
+    facets: PolicyFacets
     # Where the policy's history is read: the repository's work tree and the policy's path in it; None: none.
     repository: str | None
     relative: str | None
@@ -108,7 +129,7 @@ def anchor_for(policy: Policy, *, exact_only: bool = False) -> Anchor:
         keys = {k.keyid: KeyGrant(k.name, k.roles) for k in ring.keys.values()}
     repository, relative, why = (None, None, "read-back accepts only the auditor's --policy") if exact_only \
         else _history(policy)
-    return Anchor(policy.sha256, policy.file, repository, relative, keys, exact_only, why)
+    return Anchor(policy.sha256, policy_facets(policy.file), repository, relative, keys, exact_only, why)
 
 
 def check_keys(bundled: Policy, anchor: Anchor, source: Path) -> None:
@@ -171,15 +192,13 @@ def check_policy_at(bundled: Policy, anchor: Anchor, source: Path, commit: str |
 
 def differences(bundled: Policy, anchor: Anchor, bundle_keyids: frozenset[str] | None) -> str:
     """One line: how the anchored policy differs from the auditor's (trust root, keyring, signers, journey)."""
-    mine, theirs = anchor.policy_file, bundled.file
+    mine, theirs = anchor.facets, policy_facets(bundled.file)
     differ = []
-    if mine.trust.mode != theirs.trust.mode or getattr(mine.trust, "trusted_root_sha256", None) != getattr(
-            theirs.trust, "trusted_root_sha256", None):
+    if mine.trust != theirs.trust:
         differ.append("trust root")
     if anchor.keys is not None and bundle_keyids is not None and bundle_keyids != frozenset(anchor.keys):
         differ.append("keyring")
-    if (mine.producer.signers, mine.producer.repository, mine.producer.workflow) != (
-            theirs.producer.signers, theirs.producer.repository, theirs.producer.workflow):
+    if mine.signers != theirs.signers:
         differ.append("signers")
     if mine.journey != theirs.journey:
         differ.append("journey")

@@ -126,7 +126,8 @@ def test_a_required_platform_needs_an_output_and_an_installer(tmp_path: Path,
 
 
 def test_isolation_is_optional_and_the_code_pattern_has_a_default(tmp_path: Path) -> None:
-    text = LOCAL[:LOCAL.index("[isolation]")] + LOCAL[LOCAL.index("[signing]"):]
+    # The section headers, not a comment that names them.
+    text = LOCAL[:LOCAL.index("\n[isolation]\n") + 1] + LOCAL[LOCAL.index("\n[signing]\n") + 1:]
     text = text.replace('[app.codes]\npattern = "^CC_SKILL_[A-Z_]{1,64}$"\n', "")
     policy = load_policy(_write(tmp_path, text))
     assert policy.file.isolation is None
