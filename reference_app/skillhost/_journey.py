@@ -10,21 +10,24 @@ rows (``_journey_rows``) in ``_journey_external``, ``_journey_brokers`` and
 ``_journey_packages``; the steps here check the host itself and stay functions.
 """
 
-import gc
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import TypedDict
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from skillhost import __version__
 from skillhost._bundled import run_bundled
 from skillhost._catalog import verify
 from skillhost._errors import SkillError
+from skillhost._host import HostConfig, SkillHost
+from skillhost._journey_boundary import host_boundary_step
 from skillhost._journey_brokers import broker_steps
 from skillhost._journey_external import external_steps
 from skillhost._journey_kernel import kernel_steps
+from skillhost._journey_rows import PackageBuilder
 from skillhost._journey_util import Step, _step
 from skillhost._os_sandbox import Layer
 from skillhost._runner import self_test
@@ -86,27 +89,12 @@ def _bundled_in_host_step(pkg: Path) -> Step:
     return _step("bundled-skill-runs", "allow", None, "allow", None, detail, ok)
 
 
-def _external_code_in_host() -> int:
-    count = 0
-    for obj in gc.get_objects():
-        code = getattr(obj, "__code__", None) if callable(obj) else None
-        if code is not None and getattr(code, "co_filename", "") == "<external-skill>":
-            count += 1
-    return count
-
-
-def _host_boundary_step() -> Step:
-    """After every other step: no external handler code was compiled or loaded in this process."""
-    loaded = _external_code_in_host()
-    return _step(
-        "host-boundary-external-not-loaded",
-        "allow",
-        None,
-        "allow" if not loaded else "reject",
-        None if not loaded else "CC_SKILL_HOST_BOUNDARY",
-        f"host objects from external handlers: {loaded}; skill_handler module loaded: {'skill_handler' in sys.modules}",
-        "skill_handler" not in sys.modules,
-    )
+def _host_boundary(tmp: Path, trust: TrustStore, keys: dict[str, Ed25519PrivateKey]) -> Step:
+    """After every other step: one more external skill runs, and none of it may be found in this process."""
+    root = tmp / "boundary"
+    root.mkdir()
+    host = SkillHost(HostConfig(workspace=root, trust=trust, authority="journey"))
+    return host_boundary_step(host, PackageBuilder(root, keys))
 
 
 def _worker_env_step() -> Step:
@@ -137,7 +125,7 @@ def _steps(tmp: Path) -> tuple[list[Step], list[Layer]]:
     trust = TrustStore.load(trust_path)
     steps += external_steps(tmp, trust, keys)
     steps += broker_steps(tmp, trust, keys)  # brokers, package validation, safe mode, protocol hardening
-    steps.append(_host_boundary_step())
+    steps.append(_host_boundary(tmp, trust, keys))
     steps.append(_worker_env_step())
     # Last: what only the operating system can refuse, and the layers the worker reported.
     refused, layers = kernel_steps(tmp)
