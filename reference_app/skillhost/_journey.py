@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from skillhost import __version__
 from skillhost._bundled import run_bundled
-from skillhost._catalog import verify
+from skillhost._catalog import list_bundled, verify
 from skillhost._errors import SkillError
 from skillhost._host import HostConfig, SkillHost
 from skillhost._journey_boundary import host_boundary_step
@@ -73,8 +73,10 @@ def _catalog_step(pkg: Path) -> Step:
         entries = verify(pkg)
     except SkillError as exc:
         return _step("catalog-verified", "allow", None, "reject", exc.code, exc.message)
-    detail = f"{len(entries)} bundled skill(s) match catalog digests and capabilities"
-    return _step("catalog-verified", "allow", None, "allow", None, detail)
+    bundled = list_bundled(pkg)
+    detail = f"{len(entries)} of {len(bundled)} bundled skill(s) match catalog digests and capabilities"
+    # A verifier that checked fewer skills than the bundle holds proved nothing about the rest.
+    return _step("catalog-verified", "allow", None, "allow", None, detail, sorted(entries) == bundled != [])
 
 
 def _bundled_in_host_step(pkg: Path) -> Step:
@@ -115,29 +117,46 @@ def _worker_env_step() -> Step:
     return _step("worker-environment-minimal", "allow", None, "allow", None, detail, ok)
 
 
-def _steps(tmp: Path) -> tuple[list[Step], list[Layer]]:
+# The journey's phases in report order. Each is self-contained (its own folders under the run's tmp), so a
+# test can run one phase alone from a mutated copy of the app and see whether that phase's steps still hold.
+PHASES = ("host", "external", "brokers", "boundary", "worker-environment", "kernel")
+
+
+def _steps(tmp: Path, phases: tuple[str, ...] = PHASES) -> tuple[list[Step], list[Layer]]:
     pkg = package_dir()
-    steps = [_catalog_step(pkg), _bundled_in_host_step(pkg)]
     # Keys and trust for this run only; the rogue key signs but is not trusted.
     keys = {"good": new_key(), "rogue": new_key()}
     trust_path = tmp / "trust-store.json"
     trust_path.write_bytes(TrustStore.from_public_keys([keys["good"].public_key()]).dump())
     trust = TrustStore.load(trust_path)
-    steps += external_steps(tmp, trust, keys)
-    steps += broker_steps(tmp, trust, keys)  # brokers, package validation, safe mode, protocol hardening
-    steps.append(_host_boundary(tmp, trust, keys))
-    steps.append(_worker_env_step())
-    # Last: what only the operating system can refuse, and the layers the worker reported.
-    refused, layers = kernel_steps(tmp)
-    return steps + refused, layers
+    steps: list[Step] = []
+    layers: list[Layer] = []
+    for phase in phases:
+        if phase == "host":
+            steps += [_catalog_step(pkg), _bundled_in_host_step(pkg)]
+        elif phase == "external":
+            steps += external_steps(tmp, trust, keys)
+        elif phase == "brokers":
+            steps += broker_steps(tmp, trust, keys)  # brokers, package validation, safe mode, protocol hardening
+        elif phase == "boundary":
+            steps.append(_host_boundary(tmp, trust, keys))
+        elif phase == "worker-environment":
+            steps.append(_worker_env_step())
+        elif phase == "kernel":
+            # Last: what only the operating system can refuse, and the layers the worker reported.
+            refused, layers = kernel_steps(tmp)
+            steps += refused
+        else:
+            raise ValueError(f"unknown journey phase {phase!r}")
+    return steps, layers
 
 
-def run_journey() -> tuple[JourneyReport, int]:
+def run_journey(phases: tuple[str, ...] = PHASES) -> tuple[JourneyReport, int]:
     info = build_info()
     os.environ[SECRET_CANARY] = "host-only-secret"  # must never reach a worker
     tmp = Path(tempfile.mkdtemp(prefix="skillhost-journey-"))
     try:
-        steps, layers = _steps(tmp)
+        steps, layers = _steps(tmp, phases)
     finally:
         os.environ.pop(SECRET_CANARY, None)
         shutil.rmtree(tmp, ignore_errors=True)

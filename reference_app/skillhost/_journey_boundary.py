@@ -80,7 +80,7 @@ def _fd_paths() -> list[str] | None:
     else:
         return None
     paths = []
-    for entry in os.listdir(folder):
+    for entry in os.listdir(folder):  # noqa: PTH208 - descriptor numbers, not paths to walk
         try:
             if sys.platform == "darwin":
                 import fcntl  # noqa: PLC0415 - POSIX only

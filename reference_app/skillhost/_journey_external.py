@@ -59,7 +59,7 @@ def run(ports, args):
     return {"abc": str(abc)}
 """
 # Obtains the secret through an allowed call and returns only its length: the audit must name the key, never the value.
-SECRET_READER_PY = """
+CANARY_READER_PY = """
 def run(ports, args):
     value = ports.env.get("API_TOKEN")
     ports.logger.info("token read")
@@ -183,7 +183,8 @@ class SignedRunner:
         if outcome is not None:
             # A refusal inside the worker still needs a separate, reaped process and no leaked secret.
             leaked = any(SECRET_VALUE in str(a) for a in outcome.audit)
-            extra_ok = outcome.reaped and outcome.worker_pid != os.getpid() and not leaked and row.in_worker is not False
+            separate = outcome.reaped and outcome.worker_pid != os.getpid()
+            extra_ok = separate and not leaked and row.in_worker is not False
             denied = [a["code"] for a in outcome.audit if a["event"] == "denied"]
             detail = (
                 f"worker_pid={outcome.worker_pid} reaped={outcome.reaped} rc={outcome.returncode} "
@@ -215,7 +216,7 @@ def _signed_allow_step(runner: SignedRunner, build: PackageBuilder) -> Step:
 def _secret_step(runner: SignedRunner, build: PackageBuilder) -> Step:
     """A handler obtains the secret through an allowed call: the audit and the log name the key, never the value."""
     sid = "external-secret-read-not-audited"
-    reader = build(Package("secret-reader", SECRET_READER_PY, ("environment:read", "host:logger")))
+    reader = build(Package("secret-reader", CANARY_READER_PY, ("environment:read", "host:logger")))
     observed, code, outcome, msg = runner.execute(reader)
     if outcome is None or not outcome.ok:
         return _step(sid, "allow", None, observed, code, msg, False)
