@@ -90,11 +90,14 @@ class Broker:
         approved_ports: dict[str, Any],
         max_requests: int = MAX_REQUESTS,
         authority: str = "host",
+        granted: frozenset[str] | None = None,
     ) -> None:
         self.skill_id = skill_id
         self.exec_id = exec_id
         self.authority = authority
         self.declared = frozenset(declared)
+        # The capabilities the current authority grants (``None``: the caller approved ``approved_ports`` itself).
+        self.granted = granted
         self.ports = dict(approved_ports)
         self.max_requests = max_requests
         self.requests = 0
@@ -140,6 +143,8 @@ class Broker:
             return "CC_SKILL_PORT_UNKNOWN"
         if capability not in self.declared:
             return "CC_SKILL_CAPABILITY_UNDECLARED"
+        if self.granted is not None and capability not in self.granted:
+            return "CC_SKILL_AUTHORITY_DENIED"
         if port not in self.ports:
             return "CC_SKILL_PORT_UNAPPROVED"
         if not isinstance(method, str) or method not in type(self.ports[port]).methods:

@@ -68,6 +68,8 @@ class EgressPolicy:
     timeout: float = TIMEOUT
     max_redirects: int = MAX_REDIRECTS
     user_agent: str = field(default="skillhost/0.1")
+    # Destinations the host's policy allows but the current authority does not grant.
+    withheld: frozenset[tuple[str, int]] = frozenset()
 
     def __post_init__(self) -> None:
         for host, port in self.allowed:
@@ -164,6 +166,8 @@ class HttpsPort:
             raise SkillError("CC_SKILL_EGRESS_IP_LITERAL", "IP literals are refused; use an allow-listed name")
         port = 443 if port is None else port
         if (host, port) not in self._policy.allowed:
+            if (host, port) in self._policy.withheld:
+                raise SkillError("CC_SKILL_AUTHORITY_DENIED", f"{host[:60]}:{port} is not granted to this authority")
             raise SkillError("CC_SKILL_EGRESS_HOST_DENIED", f"{host[:60]}:{port} is not on the allow-list")
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         return _Target(host, port, path)

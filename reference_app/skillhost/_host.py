@@ -2,7 +2,8 @@
 
 One ``SkillHost`` per session. It builds the broker ports for each run from its
 own configuration (scoped root, process allow-list, egress policy, environment
-grants) and decides the tier: bundled skills run in this process after the
+grants) narrowed to what the session's authority grants (``_authority``), and
+decides the tier: bundled skills run in this process after the
 catalog check, external skills only after package validation and signature
 verification and only in a one-shot worker, prompt-only skills never run.
 Safe mode (seed 002, "Sicherer Modus") is decided before anything of a
@@ -14,11 +15,13 @@ from __future__ import annotations
 import os
 import ssl
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from skillhost import __version__
+from skillhost._authority import Authority, lookup
 from skillhost._broker import AuditEvent, Broker, LoggerPort, TimePort
 from skillhost._bundled import run_bundled
 from skillhost._catalog import list_bundled
@@ -28,7 +31,7 @@ from skillhost._errors import SkillError
 from skillhost._fs_broker import FilesystemPort
 from skillhost._manifest import SKILL_ID_RE
 from skillhost._package import discover, verify_for_execution
-from skillhost._process_broker import ProcessPort, ProcessRule
+from skillhost._process_broker import ProcessPort, ProcessRule, git_rules
 from skillhost._runner import MAX_DURATION, Outcome, run_external
 from skillhost._runtime import package_dir, platform_name
 from skillhost._signing import TrustStore
@@ -52,6 +55,8 @@ class HostConfig:
     resolver: Resolver = system_resolver
     ssl_context: ssl.SSLContext | None = None
     env_grants: EnvGrants | None = None
+    # Authorities by name; ``authority`` is looked up here, and a name not in the table grants nothing.
+    authorities: Mapping[str, Authority] = field(default_factory=lambda: {"cli": Authority.everything("cli")})
 
 
 @dataclass
@@ -73,16 +78,34 @@ class SkillHost:
         self.env_grants = config.env_grants or default_env_grants(config.authority)
         self.logs: list[dict[str, str]] = []
 
+    @property
+    def authority(self) -> Authority:
+        return lookup(self.config.authorities, self.config.authority)
+
     def ports_for(self, skill_id: str, *, tier: str) -> dict[str, Any]:
-        """Fresh port objects for one run; the broker still intersects them with the declared set."""
-        cfg = self.config
+        """Fresh port objects for one run, each narrowed to the authority's rules, destinations and keys.
+
+        The broker intersects them with the declared set and the authority's capabilities (``granted``).
+        """
+        cfg, auth = self.config, self.authority
+        rules = git_rules() if cfg.process_rules is None else cfg.process_rules
+        granted_rules = tuple(r for r in rules if auth.grants_rule(r.name))
+        withheld_rules = tuple(r for r in rules if not auth.grants_rule(r.name))
+        allowed = frozenset(d for d in cfg.egress.allowed if auth.grants_destination(*d))
+        names = {host for host, _ in allowed}
+        egress = replace(
+            cfg.egress,
+            allowed=allowed,
+            exemptions=frozenset(e for e in cfg.egress.exemptions if e[0] in names),
+            withheld=cfg.egress.allowed - allowed,
+        )
         return {
             "time": TimePort(),
             "logger": LoggerPort(self.logs),
-            "env": self.env_grants.port_for(skill_id, cfg.authority, tier=tier),
+            "env": self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=auth.grants_key),
             "fs": FilesystemPort(self.workspace),
-            "process": ProcessPort(self.workspace, cfg.process_rules),
-            "https": HttpsPort(cfg.egress, cfg.resolver, cfg.ssl_context),
+            "process": ProcessPort(self.workspace, granted_rules, withheld=withheld_rules),
+            "https": HttpsPort(egress, cfg.resolver, cfg.ssl_context),
         }
 
     def run_bundled(self, skill_id: str, args: dict[str, Any] | None = None) -> tuple[Any, Broker]:
@@ -93,6 +116,7 @@ class SkillHost:
             self.logs,
             ports=self.ports_for(skill_id, tier="bundled"),
             authority=self.config.authority,
+            granted=self.authority.capabilities,
         )
 
     def external_dir(self, skill_id: str) -> Path:
@@ -125,6 +149,7 @@ class SkillHost:
             max_duration,
             cancel=cancel,
             authority=self.config.authority,
+            granted=self.authority.capabilities,
             **extra,
         )
 

@@ -23,6 +23,7 @@ from skillhost._bundled import run_bundled
 from skillhost._catalog import list_bundled, verify
 from skillhost._errors import SkillError
 from skillhost._host import HostConfig, SkillHost
+from skillhost._journey_authority import GRANTING, JOURNEY_AUTHORITIES
 from skillhost._journey_boundary import host_boundary_step
 from skillhost._journey_brokers import broker_steps
 from skillhost._journey_external import external_steps
@@ -95,7 +96,7 @@ def _host_boundary(tmp: Path, trust: TrustStore, keys: dict[str, Ed25519PrivateK
     """After every other step: one more external skill runs, and none of it may be found in this process."""
     root = tmp / "boundary"
     root.mkdir()
-    host = SkillHost(HostConfig(workspace=root, trust=trust, authority="journey"))
+    host = SkillHost(HostConfig(workspace=root, trust=trust, authority=GRANTING, authorities=JOURNEY_AUTHORITIES))
     return host_boundary_step(host, PackageBuilder(root, keys))
 
 

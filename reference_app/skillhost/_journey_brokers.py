@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from skillhost._egress import EgressPolicy
 from skillhost._errors import SkillError
 from skillhost._host import HostConfig, SkillHost
+from skillhost._journey_authority import GRANTING, JOURNEY_AUTHORITIES, authority_steps
 from skillhost._journey_host import _bundled_refusal, _bundled_step, _external, on_host
 from skillhost._journey_packages import package_steps
 from skillhost._journey_rows import Package, PackageBuilder, RejectRow, walk
@@ -90,7 +91,8 @@ def _journey_host(workspace: Path, trust: TrustStore, srv: LoopbackTLSServer) ->
     cfg = HostConfig(
         workspace=workspace,
         trust=trust,
-        authority="journey",
+        authority=GRANTING,
+        authorities=JOURNEY_AUTHORITIES,
         egress=policy,
         resolver=resolver,
         ssl_context=srv.client_context(),
@@ -169,7 +171,10 @@ def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519Private
     with LoopbackTLSServer() as srv:
         base = f"https://{SERVER_NAME}:{srv.port}"
         host = _journey_host(workspace, trust, srv)
-        steps = _bundled_allows(host, base) + _fs_refusals(host, workspace, outside)
+        steps = _bundled_allows(host, base)
+        # The same calls under authorities that do not grant them.
+        steps += authority_steps(host, base, lambda: build(NOTES_COUNTER))
+        steps += _fs_refusals(host, workspace, outside)
         steps += _process_refusals(host, workspace)
         steps += walk(ENV_REJECTS, build, on_host(host))
         steps += _net_refusals(host, srv.port, base)

@@ -115,9 +115,12 @@ class ProcessPort:
         rules: tuple[ProcessRule, ...] | None = None,
         timeout: float = TIMEOUT,
         max_output: int = MAX_OUTPUT,
+        withheld: tuple[ProcessRule, ...] = (),
     ) -> None:
         self._root = os.path.realpath(os.fspath(root))
         self._rules = {r.argv: r for r in (git_rules() if rules is None else rules)}
+        # Rules the host's policy has but the current authority does not grant: refused with a code of their own.
+        self._withheld = {r.argv: r for r in withheld}
         # Resolve each executable once, now, to an absolute path: later PATH changes cannot redirect it.
         self._exe = {name: shutil.which(name) for name in {r.argv[0] for r in self._rules.values()}}
         self._timeout, self._max = timeout, max_output
@@ -131,6 +134,8 @@ class ProcessPort:
             raise SkillError("CC_SKILL_PORT_BAD_ARGS", "argv must be a list of ASCII strings (no shell string)")
         rule = self._rules.get(tuple(argv))
         if rule is None:
+            if tuple(argv) in self._withheld:
+                raise SkillError("CC_SKILL_AUTHORITY_DENIED", "the current authority does not grant this rule")
             raise SkillError("CC_SKILL_PROCESS_DENIED", "argv is not on the literal allow-list")
         return rule
 
@@ -227,7 +232,6 @@ class ProcessPort:
 
     def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str:
         argv = args[0] if args else kwargs.get("argv")
-        rule = (
-            self._rules.get(tuple(argv)) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
-        )
+        key = tuple(argv) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
+        rule = None if key is None else self._rules.get(key) or self._withheld.get(key)
         return rule.name if rule else "not-allow-listed"

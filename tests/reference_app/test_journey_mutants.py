@@ -134,6 +134,31 @@ MUTANTS: dict[str, Mutant] = {
         "the egress port does not follow an allowed redirect",
         ("_egress.py", "            if status in _REDIRECTS and location:", "            if False:"),
     ),
+    "authority-withholds-process-rejected": _m(
+        "the broker lets process:exec through whatever the authority grants",
+        ("_broker.py", "        if self.granted is not None and capability not in self.granted:",
+         '        if self.granted is not None and capability not in self.granted | {"process:exec"}:'),
+    ),
+    "authority-withholds-egress-rejected": _m(
+        "the broker lets network:https through whatever the authority grants",
+        ("_broker.py", "        if self.granted is not None and capability not in self.granted:",
+         '        if self.granted is not None and capability not in self.granted | {"network:https"}:'),
+    ),
+    "authority-withholds-fs-read-rejected": _m(
+        "the broker lets filesystem:read through whatever the authority grants",
+        ("_broker.py", "        if self.granted is not None and capability not in self.granted:",
+         '        if self.granted is not None and capability not in self.granted | {"filesystem:read"}:'),
+    ),
+    "authority-withholds-process-rule-rejected": _m(
+        "the process port gets every host rule, not the authority's",
+        ("_host.py", "        granted_rules = tuple(r for r in rules if auth.grants_rule(r.name))",
+         "        granted_rules = tuple(rules)"),
+    ),
+    "authority-unknown-external-rejected": _m(
+        "an authority name the host does not know grants everything",
+        ("_authority.py", "    return found if found is not None and found.name == name else nothing(name)",
+         "    return found if found is not None and found.name == name else Authority.everything(name)"),
+    ),
     "fs-dotdot-escape-rejected": _m(
         "no containment: neither the '..' rule nor the resolved-path check",
         ("_fs_broker.py",

@@ -1,0 +1,101 @@
+"""The authority term of the intersection: what the host's ports offer, narrowed to the current authority."""
+
+import pytest
+from skillhost._authority import Authority, lookup
+from skillhost._broker import Broker
+from skillhost._egress import EgressPolicy
+from skillhost._env_broker import EnvGrants
+from skillhost._errors import SkillError
+from skillhost._host import HostConfig, SkillHost
+from skillhost._manifest import KNOWN_CAPABILITIES
+from skillhost._process_broker import ProcessRule
+from skillhost._signing import TrustStore
+
+DENIED = "CC_SKILL_AUTHORITY_DENIED"
+RULES = (ProcessRule("py-version", ("python3", "--version")), ProcessRule("git-version", ("git", "--version")))
+
+
+def code_of(fn):
+    try:
+        fn()
+    except SkillError as exc:
+        return exc.code
+    return None
+
+
+def _host(tmp_path, authority, table, **extra):
+    cfg = HostConfig(workspace=tmp_path, trust=TrustStore.from_public_keys([]), authority=authority,
+                     authorities=table, process_rules=RULES, **extra)
+    return SkillHost(cfg)
+
+
+def test_unknown_authority_name_grants_nothing():
+    table = {"cli": Authority.everything("cli")}
+    assert lookup(table, "cli").capabilities == KNOWN_CAPABILITIES
+    assert lookup(table, "somebody-else").capabilities == frozenset()
+    # A table entry filed under another name is not that name's authority.
+    assert lookup({"cli": Authority.everything("admin")}, "cli").capabilities == frozenset()
+
+
+def test_authority_refuses_bad_names_and_unknown_capabilities():
+    assert code_of(lambda: Authority("Bad Name", frozenset())) == "CC_SKILL_USAGE"
+    assert code_of(lambda: Authority("a", frozenset({"process:shell"}))) == "CC_SKILL_CAPABILITY_UNKNOWN"
+
+
+def test_broker_refuses_a_declared_capability_the_authority_does_not_grant_and_audits_the_authority(tmp_path):
+    host = _host(tmp_path, "reader", {"reader": Authority("reader", frozenset({"runtime:time"}))})
+    ports = host.ports_for("s1", tier="bundled")
+    broker = Broker("s1", "e1", ["runtime:time", "process:exec"], ports, authority="reader",
+                    granted=host.authority.capabilities)
+    assert isinstance(broker.call("time", "now"), str)
+    with pytest.raises(SkillError) as info:
+        broker.call("process", "run", [["git", "--version"]])
+    assert info.value.code == DENIED
+    assert {a["authority"] for a in broker.audit} == {"reader"}
+    assert [(a["event"], a["port"], a["code"]) for a in broker.audit][-1] == ("denied", "process", DENIED)
+
+
+def test_process_rules_narrowed_to_the_authority(tmp_path):
+    table = {"v": Authority("v", KNOWN_CAPABILITIES, process_rules=frozenset({"git-version"}))}
+    proc = _host(tmp_path, "v", table).ports_for("s1", tier="bundled")["process"]
+    assert code_of(lambda: proc.run(["python3", "--version"])) == DENIED
+    # Not on the host's list at all: the ordinary refusal, not the authority's.
+    assert code_of(lambda: proc.run(["git", "log"])) == "CC_SKILL_PROCESS_DENIED"
+    assert proc.audit_target("run", [["python3", "--version"]], {}) == "py-version"
+
+
+def test_egress_destinations_narrowed_to_the_authority(tmp_path):
+    policy = EgressPolicy(allowed=frozenset({("a.example.test", 443), ("b.example.test", 443)}),
+                          exemptions=frozenset({("b.example.test", "127.0.0.1")}))
+    table = {"a-only": Authority("a-only", KNOWN_CAPABILITIES, egress=frozenset({("a.example.test", 443)}))}
+    host = _host(tmp_path, "a-only", table, egress=policy, resolver=lambda h, p: [])
+    https = host.ports_for("s1", tier="bundled")["https"]
+    assert code_of(lambda: https.get("https://b.example.test/x")) == DENIED
+    # Granted: goes on to resolution (which this resolver fails), i.e. past the authority.
+    assert code_of(lambda: https.get("https://a.example.test/x")) == "CC_SKILL_EGRESS_DNS_FAILED"
+    assert code_of(lambda: https.get("https://c.example.test/x")) == "CC_SKILL_EGRESS_HOST_DENIED"
+
+
+def test_environment_keys_narrowed_to_the_authority(tmp_path):
+    grants = EnvGrants({"s1": {"k": {"locale": "en-GB", "token": "t0k3n"}}})
+    table = {"k": Authority("k", KNOWN_CAPABILITIES, env_keys=frozenset({"locale"}))}
+    env = _host(tmp_path, "k", table, env_grants=grants).ports_for("s1", tier="bundled")["env"]
+    assert env.get("locale") == "en-GB"
+    assert code_of(lambda: env.get("token")) == DENIED
+    assert env.keys() == ["locale"]
+    assert code_of(lambda: env.get("missing")) == "CC_SKILL_ENV_KEY_DENIED"
+
+
+def test_the_command_line_default_authority_grants_what_the_host_offers(tmp_path):
+    host = SkillHost(HostConfig(workspace=tmp_path, trust=TrustStore.from_public_keys([])))
+    assert host.config.authority == "cli"
+    assert host.authority.capabilities == KNOWN_CAPABILITIES
+    value, broker = host.run_bundled("host-info")
+    assert value["platform"] in ("linux", "macos", "windows")
+    assert {a["authority"] for a in broker.audit} == {"cli"}
+
+
+def test_a_bundled_skill_under_an_authority_without_its_capability_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("a\nb\n", encoding="utf-8")
+    host = _host(tmp_path, "none", {})
+    assert code_of(lambda: host.run_bundled("read-notes", {"path": "notes.txt"})) == DENIED
