@@ -1,7 +1,10 @@
 """Host ports and the capability broker.
 
-What a call may do = declared ∩ catalog ∩ approved port (authority) ∩ broker policy.
-Every call is audited (start / done / denied) with bounded fields and no values:
+What a call may do = declared ∩ catalog ∩ authority ∩ broker policy.
+Every call is audited with bounded fields and no values: a call that passes the
+pre-checks as ``start`` then ``done`` or ``denied``, a call a pre-check refuses
+as one ``denied`` record. The audit is capped; a call for which it has no room
+left is refused (``CC_SKILL_AUDIT_FULL``), never run unaudited:
 the audit names the skill, the authority, the port, the method and at most a
 short non-secret target (a logical key name, a host name, a command name), never
 an argument value, an environment value, argv or output.
@@ -103,6 +106,7 @@ class Broker:
         self.requests = 0
         self.audit: list[AuditEvent] = []
         self.denials: list[str] = []
+        self.audit_full = False
 
     def _record(  # noqa: PLR0917
         self,
@@ -163,6 +167,15 @@ class Broker:
         kwargs = {} if kwargs is None else kwargs
         self.requests += 1
         capability = PORT_CAPABILITY.get(port) if isinstance(port, str) else None
+        if len(self.audit) > MAX_AUDIT - 3:
+            # No room for this call's start and end records and one spare: refuse it rather than run it unaudited.
+            # The first such refusal takes the spare record; later ones are refused without one.
+            code = "CC_SKILL_AUDIT_FULL"
+            if self.audit_full:
+                self.denials.append(code)
+                raise SkillError(code, "the audit of this run is full")
+            self.audit_full = True
+            raise self._deny(port, method, capability, code)
         code = self._precheck(port, method, args, kwargs)
         if code:
             raise self._deny(port, method, capability, code)
