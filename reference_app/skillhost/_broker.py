@@ -170,12 +170,12 @@ class Broker:
         if len(self.audit) > MAX_AUDIT - 3:
             # No room for this call's start and end records and one spare: refuse it rather than run it unaudited.
             # The first such refusal takes the spare record; later ones are refused without one.
-            code = "CC_SKILL_AUDIT_FULL"
+            full = "CC_SKILL_AUDIT_FULL"
             if self.audit_full:
-                self.denials.append(code)
-                raise SkillError(code, "the audit of this run is full")
+                self.denials.append(full)
+                raise SkillError(full, "the audit of this run is full")
             self.audit_full = True
-            raise self._deny(port, method, capability, code)
+            raise self._deny(port, method, capability, full)
         code = self._precheck(port, method, args, kwargs)
         if code:
             raise self._deny(port, method, capability, code)

@@ -104,7 +104,7 @@ class SkillHost:
             "logger": LoggerPort(self.logs),
             "env": self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=auth.grants_key),
             "fs": FilesystemPort(self.workspace),
-            "process": ProcessPort(self.workspace, granted_rules, withheld=withheld_rules),
+            "process": ProcessPort(self.workspace, granted_rules, withheld=withheld_rules, skill_id=skill_id),
             "https": HttpsPort(egress, cfg.resolver, cfg.ssl_context),
         }
 

@@ -48,6 +48,11 @@ def run(ports, args):
         n += 1
 """
 
+PEEK_PY = """
+def run(ports, args):
+    return ports.process.run(["git", "status", "--porcelain"])
+"""
+
 FS_READ = ("filesystem:read",)
 # Built once: the allow path through the worker, and again run by the protocol-mismatch row.
 NOTES_COUNTER = Package("notes-counter", FS_PY, FS_READ)
@@ -58,6 +63,16 @@ ENV_REJECTS = (
         "env-key-not-granted-rejected",
         Package("env-reader", ENV_HOST_PY, ("environment:read",)),
         "CC_SKILL_ENV_KEY_DENIED",
+    ),
+)
+
+# The git rules are bound to the bundled repo-status skill: another skill declaring process:exec, under an
+# authority granting everything, still may not run them.
+PROCESS_BINDING_REJECTS = (
+    RejectRow(
+        "process-rule-bound-to-other-skill-rejected",
+        Package("status-peeker", PEEK_PY, ("process:exec",)),
+        "CC_SKILL_PROCESS_DENIED",
     ),
 )
 
@@ -176,6 +191,7 @@ def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519Private
         steps += authority_steps(host, base, lambda: build(NOTES_COUNTER))
         steps += _fs_refusals(host, workspace, outside)
         steps += _process_refusals(host, workspace)
+        steps += walk(PROCESS_BINDING_REJECTS, build, on_host(host))
         steps += walk(ENV_REJECTS, build, on_host(host))
         steps += _net_refusals(host, srv.port, base)
         # An external skill using a broker through the worker: the allow path across the process boundary.

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from skillhost._errors import SkillError
 from skillhost._fs_broker import resolve_inside
+from skillhost._manifest import ENTRY_POINT
 
 MAX_ARGV = 16
 MAX_ARG = 256
@@ -33,11 +34,17 @@ TIMEOUT = 5.0
 
 @dataclass(frozen=True)
 class ProcessRule:
-    """One allowed command: a logical name and its literal argv (``argv[0]`` is the executable name)."""
+    """One allowed command: a logical name and its literal argv (``argv[0]`` is the executable name).
+
+    ``skills`` binds the rule to the skill ids that may use it and ``entry`` to one handler entry point
+    (``None``: not bound). The authority's own list of rule names (``_authority``) narrows it further.
+    """
 
     name: str
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = field(default=())
+    skills: frozenset[str] | None = None
+    entry: str | None = None
 
 
 # Command-scope config outranks the repository's own .git/config, so these switch off the settings
@@ -68,12 +75,16 @@ def _git_env() -> tuple[tuple[str, str], ...]:
     return tuple(env)
 
 
+# The bundled skill the git rules are reviewed for; no other skill may run them.
+GIT_SKILLS = frozenset({"repo-status"})
+
+
 def git_rules() -> tuple[ProcessRule, ...]:
     # Git must not read system/global config (hooks, aliases, credential helpers) or walk above the root.
     env = _git_env()
     return (
-        ProcessRule("git-status", ("git", "status", "--porcelain"), env),
-        ProcessRule("git-version", ("git", "--version"), env),
+        ProcessRule("git-status", ("git", "status", "--porcelain"), env, GIT_SKILLS, ENTRY_POINT),
+        ProcessRule("git-version", ("git", "--version"), env, GIT_SKILLS, ENTRY_POINT),
     )
 
 
@@ -116,11 +127,15 @@ class ProcessPort:
         timeout: float = TIMEOUT,
         max_output: int = MAX_OUTPUT,
         withheld: tuple[ProcessRule, ...] = (),
+        *,
+        skill_id: str = "",
+        entry: str = ENTRY_POINT,
     ) -> None:
         self._root = os.path.realpath(os.fspath(root))
         self._rules = {r.argv: r for r in (git_rules() if rules is None else rules)}
         # Rules the host's policy has but the current authority does not grant: refused with a code of their own.
         self._withheld = {r.argv: r for r in withheld}
+        self._skill, self._entry = skill_id, entry
         # Resolve each executable once, now, to an absolute path: later PATH changes cannot redirect it.
         self._exe = {name: shutil.which(name) for name in {r.argv[0] for r in self._rules.values()}}
         self._timeout, self._max = timeout, max_output
@@ -137,6 +152,10 @@ class ProcessPort:
             if tuple(argv) in self._withheld:
                 raise SkillError("CC_SKILL_AUTHORITY_DENIED", "the current authority does not grant this rule")
             raise SkillError("CC_SKILL_PROCESS_DENIED", "argv is not on the literal allow-list")
+        if rule.skills is not None and self._skill not in rule.skills:
+            raise SkillError("CC_SKILL_PROCESS_DENIED", f"{rule.name} is bound to other skills")
+        if rule.entry is not None and self._entry != rule.entry:
+            raise SkillError("CC_SKILL_PROCESS_DENIED", f"{rule.name} is bound to another entry point")
         return rule
 
     def _env(self, rule: ProcessRule, exe: str) -> dict[str, str]:

@@ -99,3 +99,20 @@ def test_a_bundled_skill_under_an_authority_without_its_capability_is_refused(tm
     (tmp_path / "notes.txt").write_text("a\nb\n", encoding="utf-8")
     host = _host(tmp_path, "none", {})
     assert code_of(lambda: host.run_bundled("read-notes", {"path": "notes.txt"})) == DENIED
+
+
+def test_process_rules_are_bound_to_skill_id_and_entry_point(tmp_path):
+    from skillhost._process_broker import ProcessPort, git_rules
+
+    rule = ProcessRule("py-version", ("python3", "--version"), skills=frozenset({"a"}), entry="handler.py")
+    assert code_of(lambda: ProcessPort(tmp_path, (rule,), skill_id="b").run(["python3", "--version"])) == (
+        "CC_SKILL_PROCESS_DENIED"
+    )
+    other_entry = ProcessPort(tmp_path, (rule,), skill_id="a", entry="other.py")
+    assert code_of(lambda: other_entry.run(["python3", "--version"])) == "CC_SKILL_PROCESS_DENIED"
+    # The default git rules are reviewed for the bundled repo-status skill only, under any authority.
+    assert {r.skills for r in git_rules()} == {frozenset({"repo-status"})}
+    host = _host(tmp_path, "cli", {"cli": Authority.everything("cli")})
+    host.config.process_rules = None
+    proc = host.ports_for("someone-else", tier="external")["process"]
+    assert code_of(lambda: proc.run(["git", "--version"])) == "CC_SKILL_PROCESS_DENIED"

@@ -87,10 +87,10 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not inst
 @needs_git
 def test_process_allow_listed_runs_with_minimal_env(root, monkeypatch):
     monkeypatch.setenv("SKILLHOST_TEST_SECRET", "do-not-pass")
-    res = ProcessPort(root).run(["git", "status", "--porcelain"])
+    res = ProcessPort(root, skill_id="repo-status").run(["git", "status", "--porcelain"])
     assert res["command"] == "git-status"
     assert res["returncode"] == 128  # not a repository: git stops at the ceiling instead of walking up
-    port = ProcessPort(root)
+    port = ProcessPort(root, skill_id="repo-status")
     env = port._env(port._rule(["git", "--version"]), shutil.which("git"))
     assert "SKILLHOST_TEST_SECRET" not in env
     assert env["HOME"] == os.path.realpath(root)
@@ -111,13 +111,14 @@ def test_process_allow_listed_runs_with_minimal_env(root, monkeypatch):
     ],
 )
 def test_process_refusals(root, argv, code):
-    assert code_of(lambda: ProcessPort(root).run(argv)) == code
+    assert code_of(lambda: ProcessPort(root, skill_id="repo-status").run(argv)) == code
     assert not (root / "pwned").exists()
 
 
 @needs_git
 def test_process_cwd_escape(root):
-    assert code_of(lambda: ProcessPort(root).run(["git", "--version"], cwd="..")) == "CC_SKILL_PATH_ESCAPE"
+    port = ProcessPort(root, skill_id="repo-status")
+    assert code_of(lambda: port.run(["git", "--version"], cwd="..")) == "CC_SKILL_PATH_ESCAPE"
 
 
 def test_process_timeout_and_output_caps(root, tmp_path):

@@ -33,6 +33,7 @@ JOURNEY_IDS = [
     "fs-symlink-escape-rejected",
     "process-not-allow-listed-rejected",
     "process-shell-metachar-rejected",
+    "process-rule-bound-to-other-skill-rejected",
     "env-key-not-granted-rejected",
     "net-ip-literal-rejected",
     "net-non-https-rejected",

@@ -186,6 +186,10 @@ MUTANTS: dict[str, Mutant] = {
          '        rule = next((r for k, r in self._rules.items() if " ".join(argv).startswith(" ".join(k))), None)\n'
          "        if rule is None:"),
     ),
+    "process-rule-bound-to-other-skill-rejected": _m(
+        "process rules are not bound to skill ids",
+        ("_process_broker.py", "        if rule.skills is not None and self._skill not in rule.skills:", "        if False:"),
+    ),
     "env-key-not-granted-rejected": _m(
         "an ungranted key reads as empty instead of being refused",
         ("_env_broker.py",
