@@ -92,12 +92,15 @@ class SkillHost:
         granted_rules = tuple(r for r in rules if auth.grants_rule(r.name))
         withheld_rules = tuple(r for r in rules if not auth.grants_rule(r.name))
         allowed = frozenset(d for d in cfg.egress.allowed if auth.grants_destination(*d))
-        names = {host for host, _ in allowed}
+        # Run-time destinations: only the decisions taken for this skill under this authority.
+        decisions = tuple(d for d in cfg.egress.decisions if (d.skill_id, d.authority) == (skill_id, cfg.authority))
+        names = {host for host, _ in allowed} | {d.host for d in decisions}
         egress = replace(
             cfg.egress,
             allowed=allowed,
             exemptions=frozenset(e for e in cfg.egress.exemptions if e[0] in names),
             withheld=cfg.egress.allowed - allowed,
+            decisions=decisions,
         )
         return {
             "time": TimePort(),

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from skillhost._egress import EgressPolicy
 from skillhost._errors import SkillError
 from skillhost._host import HostConfig, SkillHost
-from skillhost._journey_authority import GRANTING, JOURNEY_AUTHORITIES, authority_steps
+from skillhost._journey_authority import GRANTING, JOURNEY_AUTHORITIES, authority_steps, runtime_domain_steps
 from skillhost._journey_host import _bundled_refusal, _bundled_step, _external, on_host
 from skillhost._journey_packages import package_steps
 from skillhost._journey_rows import Package, PackageBuilder, RejectRow, walk
@@ -194,6 +194,7 @@ def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519Private
         steps += walk(PROCESS_BINDING_REJECTS, build, on_host(host))
         steps += walk(ENV_REJECTS, build, on_host(host))
         steps += _net_refusals(host, srv.port, base)
+        steps += runtime_domain_steps(host, SERVER_NAME, srv.port)
         # An external skill using a broker through the worker: the allow path across the process boundary.
         steps.append(_external(host, "external-broker-call-through-worker", build(NOTES_COUNTER), None))
         steps += walk(CROSS_PROCESS_REJECTS, build, on_host(host))

@@ -116,3 +116,51 @@ def test_process_rules_are_bound_to_skill_id_and_entry_point(tmp_path):
     host.config.process_rules = None
     proc = host.ports_for("someone-else", tier="external")["process"]
     assert code_of(lambda: proc.run(["git", "--version"])) == "CC_SKILL_PROCESS_DENIED"
+
+
+# -- run-time domains: a declassification decision per skill and authority ---------------------------
+
+
+def _decision(**over):
+    import time
+
+    from skillhost._egress import Declassification
+
+    fields = {"decision_id": "d-1", "decided_by": "reviewer", "skill_id": "s1", "authority": "cli",
+              "host": "runtime.example.test", "port": 443, "expires_at": time.time() + 60}
+    fields.update(over)
+    return Declassification(**fields)
+
+
+def test_a_decision_must_name_who_decided_and_an_exact_destination():
+    assert code_of(lambda: _decision(decided_by="")) == "CC_SKILL_EGRESS_POLICY_INVALID"
+    assert code_of(lambda: _decision(decision_id="D 1")) == "CC_SKILL_EGRESS_POLICY_INVALID"
+    assert code_of(lambda: _decision(host="10.0.0.1")) == "CC_SKILL_EGRESS_POLICY_INVALID"
+    assert code_of(lambda: _decision(host="*.example.test")) == "CC_SKILL_EGRESS_POLICY_INVALID"
+
+
+def test_a_runtime_destination_needs_a_live_decision_for_this_skill_and_authority(tmp_path):
+    import time
+
+    policy = EgressPolicy(decisions=(_decision(), _decision(decision_id="d-2", host="old.example.test",
+                                                            expires_at=time.time() - 1)))
+    host = _host(tmp_path, "cli", {"cli": Authority.everything("cli")}, egress=policy, resolver=lambda h, p: [])
+    https = host.ports_for("s1", tier="bundled")["https"]
+    # Decided: past the allow-list, on to the same DNS rules (this resolver answers nothing).
+    assert code_of(lambda: https.get("https://runtime.example.test/x")) == "CC_SKILL_EGRESS_DNS_FAILED"
+    assert https.audit_target("get", ["https://runtime.example.test/x?t=1"], {}) == "d-1@runtime.example.test"
+    assert code_of(lambda: https.get("https://old.example.test/x")) == "CC_SKILL_EGRESS_DECISION_EXPIRED"
+    # Another skill, or the same skill under another authority: not decided for them.
+    other = host.ports_for("s2", tier="bundled")["https"]
+    assert code_of(lambda: other.get("https://runtime.example.test/x")) == "CC_SKILL_EGRESS_HOST_DENIED"
+    table = {"cli": Authority.everything("cli"), "task": Authority.everything("task")}
+    task = _host(tmp_path, "task", table, egress=policy, resolver=lambda h, p: []).ports_for("s1", tier="bundled")
+    assert code_of(lambda: task["https"].get("https://runtime.example.test/x")) == "CC_SKILL_EGRESS_HOST_DENIED"
+
+
+def test_a_decided_destination_still_resolves_publicly():
+    policy = EgressPolicy(decisions=(_decision(),))
+    from skillhost._egress import HttpsPort
+
+    https = HttpsPort(policy, resolver=lambda h, p: ["127.0.0.1"])
+    assert code_of(lambda: https.get("https://runtime.example.test/x")) == "CC_SKILL_EGRESS_ADDRESS_DENIED"

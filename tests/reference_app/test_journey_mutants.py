@@ -219,6 +219,21 @@ MUTANTS: dict[str, Mutant] = {
          "                target = self._target(current) if hop == 0 else _Target(str(urlsplit(current).hostname), 443, '/')\n"
          "                address = self._address(target) if hop == 0 else address\n"),
     ),
+    "runtime-domain-decided-runs": _m(
+        "the audit names the host but not the decision that allowed it",
+        ("_egress.py", '        return f"{decision.decision_id}@{host}"[:64]', "        return host[:64]"),
+    ),
+    "runtime-domain-undecided-rejected": _m(
+        "every decision applies to every skill",
+        ("_host.py",
+         "        decisions = tuple(d for d in cfg.egress.decisions if (d.skill_id, d.authority) == (skill_id, cfg.authority))",
+         "        decisions = cfg.egress.decisions"),
+    ),
+    "runtime-domain-expired-decision-rejected": _m(
+        "decisions never expire",
+        ("_egress.py", "        if found and all(d.expires_at <= time.time() for d in found):", "        if False:"),
+        ("_egress.py", "        live = [d for d in found if d.expires_at > time.time()]", "        live = found"),
+    ),
     "external-broker-call-through-worker": _m(
         "the host answers every capability request with a refusal instead of the broker's answer",
         ("_runner.py", "                ok, value = _call_with_deadline(broker, frame, deadline)",
