@@ -10,9 +10,10 @@ Order of checks for every hop (the first request and each redirect alike):
    then part of the call's audit target, ``<decision-id>@<host>``);
 3. the injectable resolver's answers are all public unicast addresses (private,
    loopback, link-local, multicast, reserved or a mix with any of them is a
-   refusal), unless the policy names that exact ``(host, address)`` pair as an
-   exemption (how the journey reaches its own loopback server);
-4. the socket connects to the checked address, TLS uses the *name* for SNI and
+   refusal, with no exemption: a loopback service is the loopback broker's,
+   ``_loopback_broker``);
+4. the socket connects to the checked address (through the injectable
+   ``connect``, by default ``socket.create_connection``), TLS uses the *name* for SNI and
    certificate verification, and ``Host`` carries the name;
 5. response bytes and total time are bounded; a redirect starts again at 1.
 """
@@ -33,6 +34,8 @@ from urllib.parse import urljoin, urlsplit
 from skillhost._errors import SkillError
 
 Resolver = Callable[[str, int], Sequence[str]]
+# Opens a TCP connection to (checked address, port) within a timeout.
+Connector = Callable[[tuple[str, int], float], socket.socket]
 MAX_URL = 2048
 MAX_BYTES = 64 * 1024
 TIMEOUT = 5.0
@@ -88,7 +91,6 @@ class Declassification:
 @dataclass(frozen=True)
 class EgressPolicy:
     allowed: frozenset[tuple[str, int]] = frozenset()
-    exemptions: frozenset[tuple[str, str]] = frozenset()
     max_bytes: int = MAX_BYTES
     timeout: float = TIMEOUT
     max_redirects: int = MAX_REDIRECTS
@@ -102,10 +104,6 @@ class EgressPolicy:
         for host, port in self.allowed:
             if "*" in host or is_ip_literal(host) or not _valid_name(host) or not 0 < port < 65536:
                 raise SkillError("CC_SKILL_EGRESS_POLICY_INVALID", f"not an exact DNS name and port: {host[:60]!r}")
-        names = {h for h, _ in self.allowed} | {d.host for d in self.decisions}
-        for host, addr in self.exemptions:
-            if host not in names or not is_ip_literal(addr):
-                raise SkillError("CC_SKILL_EGRESS_POLICY_INVALID", "an exemption must pair an allowed name with one IP")
 
 
 @dataclass(frozen=True)
@@ -139,15 +137,13 @@ def _public(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return addr.is_global and not addr.is_multicast and not addr.is_reserved
 
 
-def _address_ok(host: str, raw: str, exemptions: frozenset[tuple[str, str]]) -> bool:
+def _address_ok(raw: str) -> bool:
     try:
         addr: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(raw.split("%", 1)[0])
     except ValueError:
         return False
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         addr = addr.ipv4_mapped
-    if (host, str(addr)) in exemptions:
-        return True
     if isinstance(addr, ipaddress.IPv6Address):
         inner = _embedded_ipv4(addr)
         if inner is not None and not _public(inner):
@@ -165,9 +161,11 @@ class HttpsPort:
         policy: EgressPolicy,
         resolver: Resolver = system_resolver,
         ssl_context: ssl.SSLContext | None = None,
+        connect: Connector = socket.create_connection,
     ) -> None:
         self._policy = policy
         self._resolve = resolver
+        self._connect = connect
         self._ctx = ssl_context if ssl_context is not None else ssl.create_default_context()
         # Certificate and name checks are not optional, whatever context was injected.
         if self._ctx.verify_mode != ssl.CERT_REQUIRED or not self._ctx.check_hostname:
@@ -211,7 +209,7 @@ class HttpsPort:
         answers = [a for a in self._resolve(target.host, target.port) if isinstance(a, str)][:32]
         if not answers:
             raise SkillError("CC_SKILL_EGRESS_DNS_FAILED", f"{target.host[:60]} did not resolve")
-        bad = [a for a in answers if not _address_ok(target.host, a, self._policy.exemptions)]
+        bad = [a for a in answers if not _address_ok(a)]
         if bad:
             raise SkillError(
                 "CC_SKILL_EGRESS_ADDRESS_DENIED",
@@ -232,7 +230,7 @@ class HttpsPort:
             "Accept: */*\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n"
         ).encode("ascii")
         try:
-            raw = socket.create_connection((address, target.port), timeout=remaining())
+            raw = self._connect((address, target.port), remaining())
             with self._ctx.wrap_socket(raw, server_hostname=target.host) as tls:
                 tls.settimeout(remaining())
                 tls.sendall(request)

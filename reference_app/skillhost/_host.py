@@ -13,6 +13,7 @@ third-party skill is read: bundled skills keep working.
 from __future__ import annotations
 
 import os
+import socket
 import ssl
 import threading
 from collections.abc import Mapping
@@ -25,10 +26,11 @@ from skillhost._authority import Authority, lookup
 from skillhost._broker import AuditEvent, Broker, LoggerPort, TimePort
 from skillhost._bundled import run_bundled
 from skillhost._catalog import list_bundled
-from skillhost._egress import EgressPolicy, HttpsPort, Resolver, system_resolver
+from skillhost._egress import Connector, EgressPolicy, HttpsPort, Resolver, system_resolver
 from skillhost._env_broker import EnvGrants
 from skillhost._errors import SkillError
 from skillhost._fs_broker import FilesystemPort
+from skillhost._loopback_broker import LoopbackPort, LoopbackServices
 from skillhost._manifest import SKILL_ID_RE
 from skillhost._package import discover, verify_for_execution
 from skillhost._process_broker import ProcessPort, ProcessRule, git_rules
@@ -53,6 +55,8 @@ class HostConfig:
     process_rules: tuple[ProcessRule, ...] | None = None
     egress: EgressPolicy = field(default_factory=EgressPolicy)
     resolver: Resolver = system_resolver
+    connect: Connector = socket.create_connection
+    loopback: LoopbackServices = field(default_factory=LoopbackServices)
     ssl_context: ssl.SSLContext | None = None
     env_grants: EnvGrants | None = None
     # Authorities by name; ``authority`` is looked up here, and a name not in the table grants nothing.
@@ -94,21 +98,15 @@ class SkillHost:
         allowed = frozenset(d for d in cfg.egress.allowed if auth.grants_destination(*d))
         # Run-time destinations: only the decisions taken for this skill under this authority.
         decisions = tuple(d for d in cfg.egress.decisions if (d.skill_id, d.authority) == (skill_id, cfg.authority))
-        names = {host for host, _ in allowed} | {d.host for d in decisions}
-        egress = replace(
-            cfg.egress,
-            allowed=allowed,
-            exemptions=frozenset(e for e in cfg.egress.exemptions if e[0] in names),
-            withheld=cfg.egress.allowed - allowed,
-            decisions=decisions,
-        )
+        egress = replace(cfg.egress, allowed=allowed, withheld=cfg.egress.allowed - allowed, decisions=decisions)
         return {
             "time": TimePort(),
             "logger": LoggerPort(self.logs),
             "env": self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=auth.grants_key),
             "fs": FilesystemPort(self.workspace),
             "process": ProcessPort(self.workspace, granted_rules, withheld=withheld_rules, skill_id=skill_id),
-            "https": HttpsPort(egress, cfg.resolver, cfg.ssl_context),
+            "https": HttpsPort(egress, cfg.resolver, cfg.ssl_context, cfg.connect),
+            "loopback": LoopbackPort(cfg.loopback),
         }
 
     def run_bundled(self, skill_id: str, args: dict[str, Any] | None = None) -> tuple[Any, Broker]:

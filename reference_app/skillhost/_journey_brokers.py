@@ -1,11 +1,14 @@
 """Journey steps for the brokers: one allow path per broker, then each broker's refusals.
 
 Network choice: the journey starts a loopback TLS server with a certificate made
-for this run and gives this run's host a resolver and a trust anchor for exactly
-that name, plus an exemption for exactly that (name, 127.0.0.1) pair. The allow
-path therefore really goes through resolution, address check, pinned connect,
-SNI and certificate verification; the refusals use the same host without the
-exemption (private resolution) or with URLs the policy refuses.
+for this run and gives this run's host a trust anchor for exactly that name, a
+resolver that answers a public stand-in address for it, and a connector that
+routes exactly that address to the server. The allow path therefore really goes
+through resolution, the public-address check, pinned connect, SNI and
+certificate verification, with no loopback exemption in public egress; the
+refusals use names resolving to private or loopback addresses, or URLs the
+policy refuses. A plain HTTP server on 127.0.0.1 is the loopback "model"
+service, reached only through the loopback broker.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from skillhost._journey_host import _bundled_refusal, _bundled_step, _external, 
 from skillhost._journey_packages import package_steps
 from skillhost._journey_rows import Package, PackageBuilder, RejectRow, walk
 from skillhost._journey_util import Step, _step, _try_symlink
-from skillhost._loopback_tls import SERVER_NAME, LoopbackTLSServer
+from skillhost._loopback_broker import LoopbackServices
+from skillhost._loopback_tls import SERVER_NAME, LoopbackHTTPServer, LoopbackTLSServer
 from skillhost._runner import PROTOCOL_VERSION
 from skillhost._signing import TrustStore
 
 PRIVATE_NAME = "private.skillhost-journey.test"
 PRIVATE_ADDRESS = "10.20.30.40"
+LOOPBACK_NAME = "local.skillhost-journey.test"
 OUTSIDE_SECRET = "journey-outside-secret"  # noqa: S105 - a canary string, not a credential
 
 FS_PY = """
@@ -52,6 +57,33 @@ PEEK_PY = """
 def run(ports, args):
     return ports.process.run(["git", "status", "--porcelain"])
 """
+
+MODEL_PY = """
+def run(ports, args):
+    res = ports.loopback.get(args.get("service", "model"), "/hello", args.get("port"))
+    return {"status": res["status"], "chars": len(res["body"])}
+"""
+LOOPBACK = ("service:loopback",)
+MODEL_CLIENT = Package("model-client", MODEL_PY, LOOPBACK)
+
+
+def _loopback_rejects(other_port: int) -> tuple[RejectRow, ...]:
+    """The loopback broker's refusals: a port not listed for the service, a service the host does not have."""
+    wrong_port = MODEL_PY.replace('args.get("port")', str(other_port))
+    unknown = MODEL_PY.replace('args.get("service", "model")', '"metrics"')
+    return (
+        RejectRow(
+            "loopback-port-not-listed-rejected",
+            Package("model-port-prober", wrong_port, LOOPBACK),
+            "CC_SKILL_LOOPBACK_PORT_DENIED",
+        ),
+        RejectRow(
+            "loopback-unknown-service-rejected",
+            Package("service-prober", unknown, LOOPBACK),
+            "CC_SKILL_LOOPBACK_SERVICE_UNKNOWN",
+        ),
+    )
+
 
 FS_READ = ("filesystem:read",)
 # Built once: the allow path through the worker, and again run by the protocol-mismatch row.
@@ -93,13 +125,15 @@ CROSS_PROCESS_REJECTS = (
 )
 
 
-def _journey_host(workspace: Path, trust: TrustStore, srv: LoopbackTLSServer) -> SkillHost:
+def _journey_host(
+    workspace: Path, trust: TrustStore, srv: LoopbackTLSServer, model: LoopbackHTTPServer
+) -> SkillHost:
     def resolver(host: str, port: int) -> list[str]:
-        return [PRIVATE_ADDRESS] if host == PRIVATE_NAME else srv.resolver(host, port)
+        fixed = {PRIVATE_NAME: [PRIVATE_ADDRESS], LOOPBACK_NAME: ["127.0.0.1"]}
+        return fixed.get(host) or srv.public_resolver(host, port)
 
     policy = EgressPolicy(
-        allowed=frozenset({(SERVER_NAME, srv.port), (PRIVATE_NAME, srv.port)}),
-        exemptions=frozenset({(SERVER_NAME, "127.0.0.1")}),
+        allowed=frozenset({(SERVER_NAME, srv.port), (PRIVATE_NAME, srv.port), (LOOPBACK_NAME, srv.port)}),
         max_bytes=16 * 1024,
         timeout=5.0,
     )
@@ -111,6 +145,8 @@ def _journey_host(workspace: Path, trust: TrustStore, srv: LoopbackTLSServer) ->
         egress=policy,
         resolver=resolver,
         ssl_context=srv.client_context(),
+        connect=srv.connect,
+        loopback=LoopbackServices({"model": (model.port,)}),
     )
     return SkillHost(cfg)
 
@@ -167,6 +203,8 @@ def _net_refusals(host: SkillHost, port: int, base: str) -> list[Step]:
         ("net-ip-literal-rejected", f"https://127.0.0.1:{port}/hello", "CC_SKILL_EGRESS_IP_LITERAL"),
         ("net-non-https-rejected", f"http://{SERVER_NAME}:{port}/hello", "CC_SKILL_EGRESS_SCHEME_DENIED"),
         ("net-private-resolution-rejected", f"https://{PRIVATE_NAME}:{port}/hello", "CC_SKILL_EGRESS_ADDRESS_DENIED"),
+        # Public egress has no loopback exemption: a loopback service is the loopback broker's.
+        ("net-loopback-resolution-rejected", f"https://{LOOPBACK_NAME}:{port}/hello", "CC_SKILL_EGRESS_ADDRESS_DENIED"),
         ("net-redirect-disallowed-rejected", f"{base}/redirect-out", "CC_SKILL_EGRESS_REDIRECT_DENIED"),
     )
     return [_bundled_refusal(host, sid, "fetch-status", {"url": url}, code) for sid, url, code in rows]
@@ -183,9 +221,9 @@ def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519Private
     packages.mkdir()
     build = PackageBuilder(packages, keys)
 
-    with LoopbackTLSServer() as srv:
+    with LoopbackTLSServer() as srv, LoopbackHTTPServer() as model:
         base = f"https://{SERVER_NAME}:{srv.port}"
-        host = _journey_host(workspace, trust, srv)
+        host = _journey_host(workspace, trust, srv, model)
         steps = _bundled_allows(host, base)
         # The same calls under authorities that do not grant them.
         steps += authority_steps(host, base, lambda: build(NOTES_COUNTER))
@@ -195,6 +233,8 @@ def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519Private
         steps += walk(ENV_REJECTS, build, on_host(host))
         steps += _net_refusals(host, srv.port, base)
         steps += runtime_domain_steps(host, SERVER_NAME, srv.port)
+        steps.append(_external(host, "loopback-service-runs", build(MODEL_CLIENT), None))
+        steps += walk(_loopback_rejects(srv.port), build, on_host(host))
         # An external skill using a broker through the worker: the allow path across the process boundary.
         steps.append(_external(host, "external-broker-call-through-worker", build(NOTES_COUNTER), None))
         steps += walk(CROSS_PROCESS_REJECTS, build, on_host(host))

@@ -65,8 +65,7 @@ def test_process_rules_narrowed_to_the_authority(tmp_path):
 
 
 def test_egress_destinations_narrowed_to_the_authority(tmp_path):
-    policy = EgressPolicy(allowed=frozenset({("a.example.test", 443), ("b.example.test", 443)}),
-                          exemptions=frozenset({("b.example.test", "127.0.0.1")}))
+    policy = EgressPolicy(allowed=frozenset({("a.example.test", 443), ("b.example.test", 443)}))
     table = {"a-only": Authority("a-only", KNOWN_CAPABILITIES, egress=frozenset({("a.example.test", 443)}))}
     host = _host(tmp_path, "a-only", table, egress=policy, resolver=lambda h, p: [])
     https = host.ports_for("s1", tier="bundled")["https"]

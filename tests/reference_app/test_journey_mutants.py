@@ -234,6 +234,28 @@ MUTANTS: dict[str, Mutant] = {
         ("_egress.py", "        if found and all(d.expires_at <= time.time() for d in found):", "        if False:"),
         ("_egress.py", "        live = [d for d in found if d.expires_at > time.time()]", "        live = found"),
     ),
+    "net-loopback-resolution-rejected": _m(
+        "public egress lets loopback answers through",
+        ("_egress.py", "        bad = [a for a in answers if not _address_ok(a)]",
+         '        bad = [a for a in answers if not _address_ok(a) and a != "127.0.0.1"]'),
+    ),
+    "loopback-service-runs": _m(
+        "the loopback broker dials the wrong address",
+        ("_loopback_broker.py", 'LOOPBACK = "127.0.0.1"', 'LOOPBACK = "127.0.0.2"'),
+    ),
+    "loopback-port-not-listed-rejected": _m(
+        "any port is accepted for a service",
+        ("_loopback_broker.py", "        if not isinstance(port, int) or isinstance(port, bool) or port not in allowed:",
+         "        if not isinstance(port, int) or isinstance(port, bool):"),
+    ),
+    "loopback-unknown-service-rejected": _m(
+        "an unknown service falls back to the first listed one",
+        ("_loopback_broker.py",
+         '        if not isinstance(service, str) or service not in self._policy.services:\n'
+         '            raise SkillError("CC_SKILL_LOOPBACK_SERVICE_UNKNOWN", "not a loopback service of this host")\n'
+         "        allowed = self._policy.services[service]\n",
+         "        allowed = next(iter(self._policy.services.values()))\n"),
+    ),
     "external-broker-call-through-worker": _m(
         "the host answers every capability request with a refusal instead of the broker's answer",
         ("_runner.py", "                ok, value = _call_with_deadline(broker, frame, deadline)",
