@@ -205,6 +205,11 @@ class HttpsPort:
         live = [d for d in found if d.expires_at > time.time()]
         return live[0] if live else None
 
+    def check_destination(self, host: str, port: int) -> str:
+        """The address ``host:port`` may be reached at under this policy (allow-list or decision, public
+        resolution), else the same refusal a request would get; used by the network diagnostics."""
+        return self._address(self._target(f"https://{host}:{port}/"))
+
     def _address(self, target: _Target) -> str:
         answers = [a for a in self._resolve(target.host, target.port) if isinstance(a, str)][:32]
         if not answers:

@@ -26,6 +26,7 @@ from skillhost._authority import Authority, lookup
 from skillhost._broker import AuditEvent, Broker, LoggerPort, TimePort
 from skillhost._bundled import run_bundled
 from skillhost._catalog import list_bundled
+from skillhost._diagnostics import Diagnostics
 from skillhost._egress import Connector, EgressPolicy, HttpsPort, Resolver, system_resolver
 from skillhost._env_broker import EnvGrants
 from skillhost._errors import SkillError
@@ -39,6 +40,8 @@ from skillhost._runtime import package_dir, platform_name
 from skillhost._signing import TrustStore
 
 EXTERNAL_DIR = "skills"
+# The process rule name an authority grants to let skills run the network diagnostics.
+DIAGNOSTICS_RULE = "network-diagnostics"
 
 
 def default_env_grants(authority: str) -> EnvGrants:
@@ -99,13 +102,24 @@ class SkillHost:
         # Run-time destinations: only the decisions taken for this skill under this authority.
         decisions = tuple(d for d in cfg.egress.decisions if (d.skill_id, d.authority) == (skill_id, cfg.authority))
         egress = replace(cfg.egress, allowed=allowed, withheld=cfg.egress.allowed - allowed, decisions=decisions)
+        https = HttpsPort(egress, cfg.resolver, cfg.ssl_context, cfg.connect)
+        # Diagnostics reach only what this run's egress may reach, and only if the authority grants the rule.
+        diagnose = auth.grants_rule(DIAGNOSTICS_RULE)
+        diagnostics = Diagnostics(https.check_destination) if diagnose else None
         return {
             "time": TimePort(),
             "logger": LoggerPort(self.logs),
             "env": self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=auth.grants_key),
             "fs": FilesystemPort(self.workspace),
-            "process": ProcessPort(self.workspace, granted_rules, withheld=withheld_rules, skill_id=skill_id),
-            "https": HttpsPort(egress, cfg.resolver, cfg.ssl_context, cfg.connect),
+            "process": ProcessPort(
+                self.workspace,
+                granted_rules,
+                withheld=withheld_rules,
+                skill_id=skill_id,
+                diagnostics=diagnostics,
+                diagnostics_withheld=not diagnose,
+            ),
+            "https": https,
             "loopback": LoopbackPort(cfg.loopback),
         }
 

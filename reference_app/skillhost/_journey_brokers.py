@@ -63,6 +63,11 @@ def run(ports, args):
     res = ports.loopback.get(args.get("service", "model"), "/hello", args.get("port"))
     return {"status": res["status"], "chars": len(res["body"])}
 """
+DIAG_PY = """
+def run(ports, args):
+    res = ports.process.diagnose(TOOL, HOST, PORT)
+    return {"command": res["command"], "returncode": res["returncode"]}
+"""
 LOOPBACK = ("service:loopback",)
 MODEL_CLIENT = Package("model-client", MODEL_PY, LOOPBACK)
 
@@ -81,6 +86,32 @@ def _loopback_rejects(other_port: int) -> tuple[RejectRow, ...]:
             "loopback-unknown-service-rejected",
             Package("service-prober", unknown, LOOPBACK),
             "CC_SKILL_LOOPBACK_SERVICE_UNKNOWN",
+        ),
+    )
+
+
+def _diagnostic(skill: str, tool: str, host: str, port: int) -> Package:
+    src = DIAG_PY.replace("TOOL", repr(tool)).replace("HOST", repr(host)).replace("PORT", str(port))
+    return Package(skill, src, ("process:exec",))
+
+
+def _diagnostics_rejects(port: int) -> tuple[RejectRow, ...]:
+    """A host the egress rules refuse (not listed, private answers) and a tool that is not a fixed diagnostic."""
+    return (
+        RejectRow(
+            "diagnostics-host-not-allowed-rejected",
+            _diagnostic("diag-elsewhere", "dns-lookup", "not-allowed.test", port),
+            "CC_SKILL_EGRESS_HOST_DENIED",
+        ),
+        RejectRow(
+            "diagnostics-private-host-rejected",
+            _diagnostic("diag-private", "ping", PRIVATE_NAME, port),
+            "CC_SKILL_EGRESS_ADDRESS_DENIED",
+        ),
+        RejectRow(
+            "diagnostics-unknown-tool-rejected",
+            _diagnostic("diag-shell", "sh", SERVER_NAME, port),
+            "CC_SKILL_PROCESS_DENIED",
         ),
     )
 
@@ -235,6 +266,10 @@ def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519Private
         steps += runtime_domain_steps(host, SERVER_NAME, srv.port)
         steps.append(_external(host, "loopback-service-runs", build(MODEL_CLIENT), None))
         steps += walk(_loopback_rejects(srv.port), build, on_host(host))
+        # Network diagnostics: a fixed tool on a destination the egress rules accept (it may fail offline: it ran).
+        lookup = build(_diagnostic("diag-lookup", "dns-lookup", SERVER_NAME, srv.port))
+        steps.append(_external(host, "diagnostics-dns-lookup-runs", lookup, None))
+        steps += walk(_diagnostics_rejects(srv.port), build, on_host(host))
         # An external skill using a broker through the worker: the allow path across the process boundary.
         steps.append(_external(host, "external-broker-call-through-worker", build(NOTES_COUNTER), None))
         steps += walk(CROSS_PROCESS_REJECTS, build, on_host(host))

@@ -209,8 +209,7 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "net-private-resolution-rejected": _m(
         "resolved addresses are not checked",
-        ("_egress.py", "        bad = [a for a in answers if not _address_ok(target.host, a, self._policy.exemptions)]",
-         "        bad: list[str] = []"),
+        ("_egress.py", "        bad = [a for a in answers if not _address_ok(a)]", "        bad: list[str] = []"),
     ),
     "net-redirect-disallowed-rejected": _m(
         "a redirect hop skips the allow-list and address checks",
@@ -255,6 +254,25 @@ MUTANTS: dict[str, Mutant] = {
          '            raise SkillError("CC_SKILL_LOOPBACK_SERVICE_UNKNOWN", "not a loopback service of this host")\n'
          "        allowed = self._policy.services[service]\n",
          "        allowed = next(iter(self._policy.services.values()))\n"),
+    ),
+    "diagnostics-dns-lookup-runs": _m(
+        "the diagnostics resolve no executable",
+        ("_diagnostics.py", "        self._tools = {tool: (shutil.which(exe), args)", "        self._tools = {tool: (None, args)"),
+    ),
+    "diagnostics-host-not-allowed-rejected": _m(
+        "a diagnostic's host is not checked against the egress rules",
+        ("_diagnostics.py", "        address = self._check(host, port)", "        address = host"),
+    ),
+    "diagnostics-private-host-rejected": _m(
+        "a diagnostic checks the allow-list but not the resolved addresses",
+        ("_egress.py", "        return self._address(self._target(f\"https://{host}:{port}/\"))",
+         "        return self._target(f\"https://{host}:{port}/\").host"),
+    ),
+    "diagnostics-unknown-tool-rejected": _m(
+        "an unknown tool name runs as an executable of that name",
+        ("_diagnostics.py", "        if not isinstance(tool, str) or tool not in self._tools:\n",
+         "        if isinstance(tool, str) and tool not in self._tools:\n            self._tools[tool] = (shutil.which(tool), (NAME,))\n"
+         "        if not isinstance(tool, str):\n"),
     ),
     "external-broker-call-through-worker": _m(
         "the host answers every capability request with a refusal instead of the broker's answer",
