@@ -1,7 +1,10 @@
 """Host ports and the capability broker.
 
-What a call may do = declared ∩ catalog ∩ approved port (authority) ∩ broker policy.
-Every call is audited (start / done / denied) with bounded fields and no values:
+What a call may do = declared ∩ catalog ∩ authority ∩ broker policy.
+Every call is audited with bounded fields and no values: a call that passes the
+pre-checks as ``start`` then ``done`` or ``denied``, a call a pre-check refuses
+as one ``denied`` record. The audit is capped; a call for which it has no room
+left is refused (``CC_SKILL_AUDIT_FULL``), never run unaudited:
 the audit names the skill, the authority, the port, the method and at most a
 short non-secret target (a logical key name, a host name, a command name), never
 an argument value, an environment value, argv or output.
@@ -90,16 +93,20 @@ class Broker:
         approved_ports: dict[str, Any],
         max_requests: int = MAX_REQUESTS,
         authority: str = "host",
+        granted: frozenset[str] | None = None,
     ) -> None:
         self.skill_id = skill_id
         self.exec_id = exec_id
         self.authority = authority
         self.declared = frozenset(declared)
+        # The capabilities the current authority grants (``None``: the caller approved ``approved_ports`` itself).
+        self.granted = granted
         self.ports = dict(approved_ports)
         self.max_requests = max_requests
         self.requests = 0
         self.audit: list[AuditEvent] = []
         self.denials: list[str] = []
+        self.audit_full = False
 
     def _record(  # noqa: PLR0917
         self,
@@ -140,6 +147,8 @@ class Broker:
             return "CC_SKILL_PORT_UNKNOWN"
         if capability not in self.declared:
             return "CC_SKILL_CAPABILITY_UNDECLARED"
+        if self.granted is not None and capability not in self.granted:
+            return "CC_SKILL_AUTHORITY_DENIED"
         if port not in self.ports:
             return "CC_SKILL_PORT_UNAPPROVED"
         if not isinstance(method, str) or method not in type(self.ports[port]).methods:
@@ -158,6 +167,15 @@ class Broker:
         kwargs = {} if kwargs is None else kwargs
         self.requests += 1
         capability = PORT_CAPABILITY.get(port) if isinstance(port, str) else None
+        if len(self.audit) > MAX_AUDIT - 3:
+            # No room for this call's start and end records and one spare: refuse it rather than run it unaudited.
+            # The first such refusal takes the spare record; later ones are refused without one.
+            full = "CC_SKILL_AUDIT_FULL"
+            if self.audit_full:
+                self.denials.append(full)
+                raise SkillError(full, "the audit of this run is full")
+            self.audit_full = True
+            raise self._deny(port, method, capability, full)
         code = self._precheck(port, method, args, kwargs)
         if code:
             raise self._deny(port, method, capability, code)

@@ -36,6 +36,7 @@ def run_bundled(  # noqa: PLR0917 - kept positional for existing callers
     log_sink: list[dict[str, str]] | None = None,
     ports: dict[str, Any] | None = None,
     authority: str = "host",
+    granted: frozenset[str] | None = None,
 ) -> tuple[Any, Broker]:
     """Re-verify the bundled handler against the catalog right before loading it, then run it."""
     entries = verify(pkg_dir)
@@ -43,11 +44,11 @@ def run_bundled(  # noqa: PLR0917 - kept positional for existing callers
     if entry is None:
         raise SkillError("CC_SKILL_NOT_FOUND", f"no bundled skill {skill_id[:40]!r}")
     manifest, handler = check_entry(pkg_dir, entry)
-    # declared (SKILL.md) ∩ catalog; the broker then adds approved ports (authority) and its own policy.
+    # declared (SKILL.md) ∩ catalog; the broker then adds the authority's grants and the ports' own policy.
     allowed = sorted(set(manifest["capabilities"]) & set(entry["capabilities"]))
     sink = [] if log_sink is None else log_sink
     approved = default_ports(sink) if ports is None else ports
-    broker = Broker(skill_id, secrets.token_hex(8), allowed, approved, authority=authority)
+    broker = Broker(skill_id, secrets.token_hex(8), allowed, approved, authority=authority, granted=granted)
     b = dict(vars(builtins))
     for name in _REMOVED:
         b.pop(name, None)

@@ -4,12 +4,16 @@ Order of checks for every hop (the first request and each redirect alike):
 
 1. the URL is ``https``, has no user info, and its host is a DNS name, not an
    IP literal (also not the numeric forms ``getaddrinfo`` would accept);
-2. ``(host, port)`` is on the policy's allow-list (exact names, no wildcards);
+2. ``(host, port)`` is on the policy's allow-list (exact names, no wildcards),
+   or, for a destination known only at run time, a declassification decision
+   for this skill under this authority names it and has not expired (its id is
+   then part of the call's audit target, ``<decision-id>@<host>``);
 3. the injectable resolver's answers are all public unicast addresses (private,
    loopback, link-local, multicast, reserved or a mix with any of them is a
-   refusal), unless the policy names that exact ``(host, address)`` pair as an
-   exemption (how the journey reaches its own loopback server);
-4. the socket connects to the checked address, TLS uses the *name* for SNI and
+   refusal, with no exemption: a loopback service is the loopback broker's,
+   ``_loopback_broker``);
+4. the socket connects to the checked address (through the injectable
+   ``connect``, by default ``socket.create_connection``), TLS uses the *name* for SNI and
    certificate verification, and ``Host`` carries the name;
 5. response bytes and total time are bounded; a redirect starts again at 1.
 """
@@ -30,6 +34,8 @@ from urllib.parse import urljoin, urlsplit
 from skillhost._errors import SkillError
 
 Resolver = Callable[[str, int], Sequence[str]]
+# Opens a TCP connection to (checked address, port) within a timeout.
+Connector = Callable[[tuple[str, int], float], socket.socket]
 MAX_URL = 2048
 MAX_BYTES = 64 * 1024
 TIMEOUT = 5.0
@@ -60,23 +66,44 @@ def is_ip_literal(host: str) -> bool:
     return True
 
 
+DECISION_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
+
+
+@dataclass(frozen=True)
+class Declassification:
+    """A recorded decision that a run-time destination may be reached: who decided, for whom, until when."""
+
+    decision_id: str
+    decided_by: str
+    skill_id: str
+    authority: str
+    host: str
+    port: int
+    expires_at: float  # seconds since the epoch
+
+    def __post_init__(self) -> None:
+        if not DECISION_ID_RE.match(self.decision_id) or not self.decided_by or len(self.decided_by) > 64:
+            raise SkillError("CC_SKILL_EGRESS_POLICY_INVALID", "a decision needs a short id and who decided")
+        if is_ip_literal(self.host) or not _valid_name(self.host) or not 0 < self.port < 65536:
+            raise SkillError("CC_SKILL_EGRESS_POLICY_INVALID", f"not an exact DNS name and port: {self.host[:60]!r}")
+
+
 @dataclass(frozen=True)
 class EgressPolicy:
     allowed: frozenset[tuple[str, int]] = frozenset()
-    exemptions: frozenset[tuple[str, str]] = frozenset()
     max_bytes: int = MAX_BYTES
     timeout: float = TIMEOUT
     max_redirects: int = MAX_REDIRECTS
     user_agent: str = field(default="skillhost/0.1")
+    # Destinations the host's policy allows but the current authority does not grant.
+    withheld: frozenset[tuple[str, int]] = frozenset()
+    # Run-time destinations; the host passes each port only the decisions for its skill and authority.
+    decisions: tuple[Declassification, ...] = ()
 
     def __post_init__(self) -> None:
         for host, port in self.allowed:
             if "*" in host or is_ip_literal(host) or not _valid_name(host) or not 0 < port < 65536:
                 raise SkillError("CC_SKILL_EGRESS_POLICY_INVALID", f"not an exact DNS name and port: {host[:60]!r}")
-        names = {h for h, _ in self.allowed}
-        for host, addr in self.exemptions:
-            if host not in names or not is_ip_literal(addr):
-                raise SkillError("CC_SKILL_EGRESS_POLICY_INVALID", "an exemption must pair an allowed name with one IP")
 
 
 @dataclass(frozen=True)
@@ -110,15 +137,13 @@ def _public(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return addr.is_global and not addr.is_multicast and not addr.is_reserved
 
 
-def _address_ok(host: str, raw: str, exemptions: frozenset[tuple[str, str]]) -> bool:
+def _address_ok(raw: str) -> bool:
     try:
         addr: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(raw.split("%", 1)[0])
     except ValueError:
         return False
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         addr = addr.ipv4_mapped
-    if (host, str(addr)) in exemptions:
-        return True
     if isinstance(addr, ipaddress.IPv6Address):
         inner = _embedded_ipv4(addr)
         if inner is not None and not _public(inner):
@@ -136,9 +161,11 @@ class HttpsPort:
         policy: EgressPolicy,
         resolver: Resolver = system_resolver,
         ssl_context: ssl.SSLContext | None = None,
+        connect: Connector = socket.create_connection,
     ) -> None:
         self._policy = policy
         self._resolve = resolver
+        self._connect = connect
         self._ctx = ssl_context if ssl_context is not None else ssl.create_default_context()
         # Certificate and name checks are not optional, whatever context was injected.
         if self._ctx.verify_mode != ssl.CERT_REQUIRED or not self._ctx.check_hostname:
@@ -163,16 +190,31 @@ class HttpsPort:
         if is_ip_literal(host):
             raise SkillError("CC_SKILL_EGRESS_IP_LITERAL", "IP literals are refused; use an allow-listed name")
         port = 443 if port is None else port
-        if (host, port) not in self._policy.allowed:
+        if (host, port) not in self._policy.allowed and self._decision(host, port) is None:
+            if (host, port) in self._policy.withheld:
+                raise SkillError("CC_SKILL_AUTHORITY_DENIED", f"{host[:60]}:{port} is not granted to this authority")
             raise SkillError("CC_SKILL_EGRESS_HOST_DENIED", f"{host[:60]}:{port} is not on the allow-list")
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         return _Target(host, port, path)
+
+    def _decision(self, host: str, port: int) -> Declassification | None:
+        """The decision that lets this run reach a destination off the allow-list; an expired one is a refusal."""
+        found = [d for d in self._policy.decisions if (d.host, d.port) == (host, port)]
+        if found and all(d.expires_at <= time.time() for d in found):
+            raise SkillError("CC_SKILL_EGRESS_DECISION_EXPIRED", f"the decision for {host[:60]} has expired")
+        live = [d for d in found if d.expires_at > time.time()]
+        return live[0] if live else None
+
+    def check_destination(self, host: str, port: int) -> str:
+        """The address ``host:port`` may be reached at under this policy (allow-list or decision, public
+        resolution), else the same refusal a request would get; used by the network diagnostics."""
+        return self._address(self._target(f"https://{host}:{port}/"))
 
     def _address(self, target: _Target) -> str:
         answers = [a for a in self._resolve(target.host, target.port) if isinstance(a, str)][:32]
         if not answers:
             raise SkillError("CC_SKILL_EGRESS_DNS_FAILED", f"{target.host[:60]} did not resolve")
-        bad = [a for a in answers if not _address_ok(target.host, a, self._policy.exemptions)]
+        bad = [a for a in answers if not _address_ok(a)]
         if bad:
             raise SkillError(
                 "CC_SKILL_EGRESS_ADDRESS_DENIED",
@@ -193,7 +235,7 @@ class HttpsPort:
             "Accept: */*\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n"
         ).encode("ascii")
         try:
-            raw = socket.create_connection((address, target.port), timeout=remaining())
+            raw = self._connect((address, target.port), remaining())
             with self._ctx.wrap_socket(raw, server_hostname=target.host) as tls:
                 tls.settimeout(remaining())
                 tls.sendall(request)
@@ -249,5 +291,13 @@ class HttpsPort:
             host = urlsplit(url).hostname if isinstance(url, str) else None
         except ValueError:
             host = None
-        # The host name only: paths and queries may carry tokens.
-        return host[:64] if host and host.isascii() else "?"
+        if not host or not host.isascii():
+            return "?"
+        # The host name only (paths and queries may carry tokens), after the decision that allowed it, if one did.
+        try:
+            decision = self._decision(host, urlsplit(url).port or 443) if isinstance(url, str) else None
+        except (SkillError, ValueError):
+            decision = None
+        if decision is None or (host, decision.port) in self._policy.allowed:
+            return host[:64]
+        return f"{decision.decision_id}@{host}"[:64]

@@ -9,7 +9,7 @@ one by one and as a snapshot, and the audit records the key name only.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from skillhost._errors import SkillError
@@ -41,10 +41,14 @@ class EnvironmentPort:
 
     methods = ("get", "keys")
 
-    def __init__(self, grants: Mapping[str, str]) -> None:
+    def __init__(self, grants: Mapping[str, str], withheld: frozenset[str] = frozenset()) -> None:
         self._values = _checked(grants)
+        # Keys granted to the skill but not under the current authority: refused with a code of their own.
+        self._withheld = withheld
 
     def get(self, key: object = "") -> str:
+        if isinstance(key, str) and key in self._withheld:
+            raise SkillError("CC_SKILL_AUTHORITY_DENIED", "logical key not granted under this authority")
         if not isinstance(key, str) or key not in self._values:
             raise SkillError("CC_SKILL_ENV_KEY_DENIED", "logical key not granted to this skill")
         return self._values[key]
@@ -76,7 +80,14 @@ class EnvGrants:
             for tier, table in zip(TIERS, (grants, external), strict=True)
         }
 
-    def port_for(self, skill_id: str, authority: str, *, tier: str) -> EnvironmentPort:
+    def port_for(
+        self, skill_id: str, authority: str, *, tier: str, grants_key: Callable[[str], bool] | None = None
+    ) -> EnvironmentPort:
+        """The port over this skill's keys under ``authority``; ``grants_key`` narrows them to the authority's keys."""
         if tier not in self._grants:
             raise SkillError("CC_SKILL_ENV_GRANT_INVALID", f"unknown trust tier {tier[:20]!r}")
-        return EnvironmentPort(self._grants[tier].get(skill_id, {}).get(authority, {}))
+        values = self._grants[tier].get(skill_id, {}).get(authority, {})
+        if grants_key is None:
+            return EnvironmentPort(values)
+        kept = {k: v for k, v in values.items() if grants_key(k)}
+        return EnvironmentPort(kept, frozenset(values) - frozenset(kept))

@@ -2,7 +2,8 @@
 
 One ``SkillHost`` per session. It builds the broker ports for each run from its
 own configuration (scoped root, process allow-list, egress policy, environment
-grants) and decides the tier: bundled skills run in this process after the
+grants) narrowed to what the session's authority grants (``_authority``), and
+decides the tier: bundled skills run in this process after the
 catalog check, external skills only after package validation and signature
 verification and only in a one-shot worker, prompt-only skills never run.
 Safe mode (docs/design.md §9.5) is decided before anything of a
@@ -12,28 +13,35 @@ third-party skill is read: bundled skills keep working.
 from __future__ import annotations
 
 import os
+import socket
 import ssl
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from skillhost import __version__
+from skillhost._authority import Authority, lookup
 from skillhost._broker import AuditEvent, Broker, LoggerPort, TimePort
 from skillhost._bundled import run_bundled
 from skillhost._catalog import list_bundled
-from skillhost._egress import EgressPolicy, HttpsPort, Resolver, system_resolver
+from skillhost._diagnostics import Diagnostics
+from skillhost._egress import Connector, EgressPolicy, HttpsPort, Resolver, system_resolver
 from skillhost._env_broker import EnvGrants
 from skillhost._errors import SkillError
 from skillhost._fs_broker import FilesystemPort
+from skillhost._loopback_broker import LoopbackPort, LoopbackServices
 from skillhost._manifest import SKILL_ID_RE
 from skillhost._package import discover, verify_for_execution
-from skillhost._process_broker import ProcessPort, ProcessRule
+from skillhost._process_broker import ProcessPort, ProcessRule, git_rules
 from skillhost._runner import MAX_DURATION, Outcome, run_external
 from skillhost._runtime import package_dir, platform_name
 from skillhost._signing import TrustStore
 
 EXTERNAL_DIR = "skills"
+# The process rule name an authority grants to let skills run the network diagnostics.
+DIAGNOSTICS_RULE = "network-diagnostics"
 
 
 def default_env_grants(authority: str) -> EnvGrants:
@@ -50,8 +58,12 @@ class HostConfig:
     process_rules: tuple[ProcessRule, ...] | None = None
     egress: EgressPolicy = field(default_factory=EgressPolicy)
     resolver: Resolver = system_resolver
+    connect: Connector = socket.create_connection
+    loopback: LoopbackServices = field(default_factory=LoopbackServices)
     ssl_context: ssl.SSLContext | None = None
     env_grants: EnvGrants | None = None
+    # Authorities by name; ``authority`` is looked up here, and a name not in the table grants nothing.
+    authorities: Mapping[str, Authority] = field(default_factory=lambda: {"cli": Authority.everything("cli")})
 
 
 @dataclass
@@ -73,16 +85,42 @@ class SkillHost:
         self.env_grants = config.env_grants or default_env_grants(config.authority)
         self.logs: list[dict[str, str]] = []
 
+    @property
+    def authority(self) -> Authority:
+        return lookup(self.config.authorities, self.config.authority)
+
     def ports_for(self, skill_id: str, *, tier: str) -> dict[str, Any]:
-        """Fresh port objects for one run; the broker still intersects them with the declared set."""
-        cfg = self.config
+        """Fresh port objects for one run, each narrowed to the authority's rules, destinations and keys.
+
+        The broker intersects them with the declared set and the authority's capabilities (``granted``).
+        """
+        cfg, auth = self.config, self.authority
+        rules = git_rules() if cfg.process_rules is None else cfg.process_rules
+        granted_rules = tuple(r for r in rules if auth.grants_rule(r.name))
+        withheld_rules = tuple(r for r in rules if not auth.grants_rule(r.name))
+        allowed = frozenset(d for d in cfg.egress.allowed if auth.grants_destination(*d))
+        # Run-time destinations: only the decisions taken for this skill under this authority.
+        decisions = tuple(d for d in cfg.egress.decisions if (d.skill_id, d.authority) == (skill_id, cfg.authority))
+        egress = replace(cfg.egress, allowed=allowed, withheld=cfg.egress.allowed - allowed, decisions=decisions)
+        https = HttpsPort(egress, cfg.resolver, cfg.ssl_context, cfg.connect)
+        # Diagnostics reach only what this run's egress may reach, and only if the authority grants the rule.
+        diagnose = auth.grants_rule(DIAGNOSTICS_RULE)
+        diagnostics = Diagnostics(https.check_destination) if diagnose else None
         return {
             "time": TimePort(),
             "logger": LoggerPort(self.logs),
-            "env": self.env_grants.port_for(skill_id, cfg.authority, tier=tier),
+            "env": self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=auth.grants_key),
             "fs": FilesystemPort(self.workspace),
-            "process": ProcessPort(self.workspace, cfg.process_rules),
-            "https": HttpsPort(cfg.egress, cfg.resolver, cfg.ssl_context),
+            "process": ProcessPort(
+                self.workspace,
+                granted_rules,
+                withheld=withheld_rules,
+                skill_id=skill_id,
+                diagnostics=diagnostics,
+                diagnostics_withheld=not diagnose,
+            ),
+            "https": https,
+            "loopback": LoopbackPort(cfg.loopback),
         }
 
     def run_bundled(self, skill_id: str, args: dict[str, Any] | None = None) -> tuple[Any, Broker]:
@@ -93,6 +131,7 @@ class SkillHost:
             self.logs,
             ports=self.ports_for(skill_id, tier="bundled"),
             authority=self.config.authority,
+            granted=self.authority.capabilities,
         )
 
     def external_dir(self, skill_id: str) -> Path:
@@ -125,6 +164,7 @@ class SkillHost:
             max_duration,
             cancel=cancel,
             authority=self.config.authority,
+            granted=self.authority.capabilities,
             **extra,
         )
 

@@ -10,21 +10,25 @@ rows (``_journey_rows``) in ``_journey_external``, ``_journey_brokers`` and
 ``_journey_packages``; the steps here check the host itself and stay functions.
 """
 
-import gc
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import TypedDict
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from skillhost import __version__
 from skillhost._bundled import run_bundled
-from skillhost._catalog import verify
+from skillhost._catalog import list_bundled, verify
 from skillhost._errors import SkillError
+from skillhost._host import HostConfig, SkillHost
+from skillhost._journey_authority import GRANTING, JOURNEY_AUTHORITIES
+from skillhost._journey_boundary import host_boundary_step
 from skillhost._journey_brokers import broker_steps
 from skillhost._journey_external import external_steps
 from skillhost._journey_kernel import kernel_steps
+from skillhost._journey_rows import PackageBuilder
 from skillhost._journey_util import Step, _step
 from skillhost._os_sandbox import Layer
 from skillhost._runner import self_test
@@ -70,8 +74,10 @@ def _catalog_step(pkg: Path) -> Step:
         entries = verify(pkg)
     except SkillError as exc:
         return _step("catalog-verified", "allow", None, "reject", exc.code, exc.message)
-    detail = f"{len(entries)} bundled skill(s) match catalog digests and capabilities"
-    return _step("catalog-verified", "allow", None, "allow", None, detail)
+    bundled = list_bundled(pkg)
+    detail = f"{len(entries)} of {len(bundled)} bundled skill(s) match catalog digests and capabilities"
+    # A verifier that checked fewer skills than the bundle holds proved nothing about the rest.
+    return _step("catalog-verified", "allow", None, "allow", None, detail, sorted(entries) == bundled != [])
 
 
 def _bundled_in_host_step(pkg: Path) -> Step:
@@ -86,27 +92,12 @@ def _bundled_in_host_step(pkg: Path) -> Step:
     return _step("bundled-skill-runs", "allow", None, "allow", None, detail, ok)
 
 
-def _external_code_in_host() -> int:
-    count = 0
-    for obj in gc.get_objects():
-        code = getattr(obj, "__code__", None) if callable(obj) else None
-        if code is not None and getattr(code, "co_filename", "") == "<external-skill>":
-            count += 1
-    return count
-
-
-def _host_boundary_step() -> Step:
-    """After every other step: no external handler code was compiled or loaded in this process."""
-    loaded = _external_code_in_host()
-    return _step(
-        "host-boundary-external-not-loaded",
-        "allow",
-        None,
-        "allow" if not loaded else "reject",
-        None if not loaded else "CC_SKILL_HOST_BOUNDARY",
-        f"host objects from external handlers: {loaded}; skill_handler module loaded: {'skill_handler' in sys.modules}",
-        "skill_handler" not in sys.modules,
-    )
+def _host_boundary(tmp: Path, trust: TrustStore, keys: dict[str, Ed25519PrivateKey]) -> Step:
+    """After every other step: one more external skill runs, and none of it may be found in this process."""
+    root = tmp / "boundary"
+    root.mkdir()
+    host = SkillHost(HostConfig(workspace=root, trust=trust, authority=GRANTING, authorities=JOURNEY_AUTHORITIES))
+    return host_boundary_step(host, PackageBuilder(root, keys))
 
 
 def _worker_env_step() -> Step:
@@ -127,29 +118,46 @@ def _worker_env_step() -> Step:
     return _step("worker-environment-minimal", "allow", None, "allow", None, detail, ok)
 
 
-def _steps(tmp: Path) -> tuple[list[Step], list[Layer]]:
+# The journey's phases in report order. Each is self-contained (its own folders under the run's tmp), so a
+# test can run one phase alone from a mutated copy of the app and see whether that phase's steps still hold.
+PHASES = ("host", "external", "brokers", "boundary", "worker-environment", "kernel")
+
+
+def _steps(tmp: Path, phases: tuple[str, ...] = PHASES) -> tuple[list[Step], list[Layer]]:
     pkg = package_dir()
-    steps = [_catalog_step(pkg), _bundled_in_host_step(pkg)]
     # Keys and trust for this run only; the rogue key signs but is not trusted.
     keys = {"good": new_key(), "rogue": new_key()}
     trust_path = tmp / "trust-store.json"
     trust_path.write_bytes(TrustStore.from_public_keys([keys["good"].public_key()]).dump())
     trust = TrustStore.load(trust_path)
-    steps += external_steps(tmp, trust, keys)
-    steps += broker_steps(tmp, trust, keys)  # brokers, package validation, safe mode, protocol hardening
-    steps.append(_host_boundary_step())
-    steps.append(_worker_env_step())
-    # Last: what only the operating system can refuse, and the layers the worker reported.
-    refused, layers = kernel_steps(tmp)
-    return steps + refused, layers
+    steps: list[Step] = []
+    layers: list[Layer] = []
+    for phase in phases:
+        if phase == "host":
+            steps += [_catalog_step(pkg), _bundled_in_host_step(pkg)]
+        elif phase == "external":
+            steps += external_steps(tmp, trust, keys)
+        elif phase == "brokers":
+            steps += broker_steps(tmp, trust, keys)  # brokers, package validation, safe mode, protocol hardening
+        elif phase == "boundary":
+            steps.append(_host_boundary(tmp, trust, keys))
+        elif phase == "worker-environment":
+            steps.append(_worker_env_step())
+        elif phase == "kernel":
+            # Last: what only the operating system can refuse, and the layers the worker reported.
+            refused, layers = kernel_steps(tmp)
+            steps += refused
+        else:
+            raise ValueError(f"unknown journey phase {phase!r}")
+    return steps, layers
 
 
-def run_journey() -> tuple[JourneyReport, int]:
+def run_journey(phases: tuple[str, ...] = PHASES) -> tuple[JourneyReport, int]:
     info = build_info()
     os.environ[SECRET_CANARY] = "host-only-secret"  # must never reach a worker
     tmp = Path(tempfile.mkdtemp(prefix="skillhost-journey-"))
     try:
-        steps, layers = _steps(tmp)
+        steps, layers = _steps(tmp, phases)
     finally:
         os.environ.pop(SECRET_CANARY, None)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -8,6 +8,7 @@ into the audit fails the step.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -48,6 +49,21 @@ import os
 
 def run(ports, args):
     return {"cwd": os.getcwd()}
+"""
+# An allowed module and a plain name pass the static rules; the name is a submodule, which only the
+# worker's import guard can refuse.
+SUBMODULE_IMPORT_PY = """
+from collections import abc
+
+def run(ports, args):
+    return {"abc": str(abc)}
+"""
+# Obtains the secret through an allowed call and returns only its length: the audit must name the key, never the value.
+CANARY_READER_PY = """
+def run(ports, args):
+    value = ports.env.get("API_TOKEN")
+    ports.logger.info("token read")
+    return {"chars": len(value)}
 """
 LOOP_PY = """
 def run(ports, args):
@@ -101,7 +117,17 @@ WORKER_REJECTS = (
     RejectRow("external-undeclared-capability-rejected", Package("undeclared", UNDECLARED_PY), UNDECLARED),
     # The handler swallows the denial; the broker's verdict stands anyway.
     RejectRow("external-swallowed-denial-still-rejected", Package("swallower", SWALLOW_PY), UNDECLARED),
-    RejectRow("external-raw-import-rejected", Package("importer", IMPORT_PY), "CC_SKILL_IMPORT_DENIED"),
+    # The host's static audit refuses a raw import before any worker starts ...
+    RejectRow(
+        "external-raw-import-rejected", Package("importer", IMPORT_PY), "CC_SKILL_IMPORT_DENIED", in_worker=False
+    ),
+    # ... and the worker's own guard refuses what the static rules cannot see.
+    RejectRow(
+        "external-submodule-import-refused-in-worker",
+        Package("submodule-importer", SUBMODULE_IMPORT_PY),
+        "CC_SKILL_IMPORT_DENIED",
+        in_worker=True,
+    ),
     RejectRow("external-request-flood-killed", Package("flooder", FLOOD_PY), "CC_SKILL_PROTOCOL_VIOLATION"),
     RejectRow("external-oversized-frame-killed", Package("bigframe", BIG_PY), "CC_SKILL_FRAME_TOO_LARGE"),
     RejectRow("external-oversized-result-rejected", Package("bigresult", RESULT_PY), "CC_SKILL_RESULT_TOO_LARGE"),
@@ -153,11 +179,12 @@ class SignedRunner:
             abort_after=row.abort_after,
             protocol_version=row.protocol_version,
         )
-        extra_ok, detail = True, msg
+        extra_ok, detail = row.in_worker is not True, msg
         if outcome is not None:
             # A refusal inside the worker still needs a separate, reaped process and no leaked secret.
             leaked = any(SECRET_VALUE in str(a) for a in outcome.audit)
-            extra_ok = outcome.reaped and outcome.worker_pid != os.getpid() and not leaked
+            separate = outcome.reaped and outcome.worker_pid != os.getpid()
+            extra_ok = separate and not leaked and row.in_worker is not False
             denied = [a["code"] for a in outcome.audit if a["event"] == "denied"]
             detail = (
                 f"worker_pid={outcome.worker_pid} reaped={outcome.reaped} rc={outcome.returncode} "
@@ -186,9 +213,31 @@ def _signed_allow_step(runner: SignedRunner, build: PackageBuilder) -> Step:
     return _step("external-signed-runs-in-worker", "allow", None, observed, code, detail, ok)
 
 
+def _secret_step(runner: SignedRunner, build: PackageBuilder) -> Step:
+    """A handler obtains the secret through an allowed call: the audit and the log name the key, never the value."""
+    sid = "external-secret-read-not-audited"
+    reader = build(Package("secret-reader", CANARY_READER_PY, ("environment:read", "host:logger")))
+    observed, code, outcome, msg = runner.execute(reader)
+    if outcome is None or not outcome.ok:
+        return _step(sid, "allow", None, observed, code, msg, False)
+    value = outcome.value if isinstance(outcome.value, dict) else {}
+    recorded = json.dumps([outcome.audit, runner.logs])
+    read = [a for a in outcome.audit if (a["port"], a["method"], a["event"]) == ("env", "get", "done")]
+    obtained = value.get("chars") == len(SECRET_VALUE)
+    key_named = len(read) == 1 and read[0]["target"] == "API_TOKEN"
+    leaked = SECRET_VALUE in recorded
+    detail = (
+        f"worker_pid={outcome.worker_pid} obtained={obtained} audit_names_key={key_named} "
+        f"value_in_audit_or_log={leaked} events={len(outcome.audit)}"
+    )
+    ok = obtained and key_named and not leaked and outcome.reaped and outcome.worker_pid != os.getpid()
+    return _step(sid, "allow", None, observed, code, detail, ok)
+
+
 def external_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519PrivateKey]) -> list[Step]:
-    """The signed allow path, then every row of ``WORKER_REJECTS``."""
+    """The signed allow path, the secret read, then every row of ``WORKER_REJECTS``."""
     skills = tmp / "skills"
     skills.mkdir()
     runner, build = SignedRunner(trust), PackageBuilder(skills, keys)
-    return [_signed_allow_step(runner, build), *walk(WORKER_REJECTS, build, runner.reject_step)]
+    allows = [_signed_allow_step(runner, build), _secret_step(runner, build)]
+    return [*allows, *walk(WORKER_REJECTS, build, runner.reject_step)]

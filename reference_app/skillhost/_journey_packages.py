@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from skillhost._host import HostConfig, SkillHost
+from skillhost._journey_authority import GRANTING, JOURNEY_AUTHORITIES
 from skillhost._journey_host import _bundled_step, on_host
 from skillhost._journey_rows import Package, PackageBuilder, RejectRow, walk
 from skillhost._journey_util import Step, _try_symlink
@@ -46,12 +48,11 @@ SAFE_MODE_REJECTS = (RejectRow("safe-mode-external-refused", Package("safe-greet
 
 
 def package_steps(build: PackageBuilder, trust: TrustStore, workspace: Path) -> list[Step]:
-    host = SkillHost(HostConfig(workspace=workspace, trust=trust, authority="journey"))
+    host = SkillHost(HostConfig(workspace=workspace, trust=trust, authority=GRANTING, authorities=JOURNEY_AUTHORITIES))
     steps = walk(_package_rows(workspace), build, on_host(host))
     # Safe mode: bundled skills keep working, third-party ones are refused.
-    safe = SkillHost(HostConfig(workspace=workspace, trust=trust, authority="journey", safe_mode=True))
-    steps.append(
-        _bundled_step(safe, "safe-mode-bundled-runs", "clock", {"label": "safe"}, lambda v: v.get("label") == "safe")
-    )
-    steps += walk(SAFE_MODE_REJECTS, build, on_host(safe))
+    safe_host = SkillHost(replace(host.config, safe_mode=True))
+    label = {"label": "safe"}
+    steps.append(_bundled_step(safe_host, "safe-mode-bundled-runs", "clock", label, lambda v: v.get("label") == "safe"))
+    steps += walk(SAFE_MODE_REJECTS, build, on_host(safe_host))
     return steps

@@ -51,6 +51,8 @@ class RejectRow:
     max_duration: float = MAX_DURATION
     protocol_version: int | None = None  # the host speaks a version the worker does not
     abort_after: float | None = None  # the host cancels the run after this many seconds
+    # Where the refusal must come from: ``False`` before any worker starts, ``True`` from a worker that ran.
+    in_worker: bool | None = None
 
 
 RowRunner = Callable[[RejectRow, Path], Step]

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import os
 import shutil
+import socket
 import ssl
 import tempfile
 import threading
@@ -23,6 +25,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 SERVER_NAME = "skillhost-journey.test"
+# A public unicast address (outside every special-purpose range) standing in for this server's real one.
+STAND_IN_ADDRESS = "203.0.114.7"
 BIG_BODY = 200 * 1024
 
 
@@ -80,6 +84,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(status, body, headers)
 
 
+class LoopbackHTTPServer:
+    """Plain HTTP on 127.0.0.1 with the same routes: a local service such as a model server."""
+
+    def __init__(self) -> None:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.daemon_threads = True
+        self.port = int(self._httpd.server_address[1])
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self) -> LoopbackHTTPServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            if self._thread.is_alive():
+                self._httpd.shutdown()
+            self._httpd.server_close()
+
+
 class LoopbackTLSServer:
     """``with LoopbackTLSServer() as srv:`` -> ``srv.port``, ``srv.client_context()``, ``srv.resolver``."""
 
@@ -110,6 +134,20 @@ class LoopbackTLSServer:
     def resolver(self, host: str, port: int) -> list[str]:
         """Resolve only this server's name, to loopback; everything else does not resolve."""
         return ["127.0.0.1"] if host == self.name else []
+
+    def public_resolver(self, host: str, port: int) -> list[str]:
+        """Resolve only this server's name, to a public stand-in address that ``connect`` routes here."""
+        return [STAND_IN_ADDRESS] if host == self.name else []
+
+    def connect(self, address: tuple[str, int], timeout: float) -> socket.socket:
+        """Reach this server for exactly (stand-in address, its port); any other destination is unreachable.
+
+        Public egress refuses loopback addresses, so a test or the journey reaches this server the way a
+        real one is reached: a public answer from the resolver, a pinned connection to that answer.
+        """
+        if address != (STAND_IN_ADDRESS, self.port):
+            raise OSError(errno.ENETUNREACH, "only the stand-in address is routed in this run")
+        return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
 
     def __enter__(self) -> LoopbackTLSServer:
         self._thread.start()

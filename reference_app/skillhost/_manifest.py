@@ -25,6 +25,7 @@ PORT_CAPABILITY = {
     "env": "environment:read",
     "process": "process:exec",
     "https": "network:https",
+    "loopback": "service:loopback",
 }
 KNOWN_CAPABILITIES = frozenset(PORT_CAPABILITY.values())
 SKILL_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")

@@ -201,7 +201,7 @@ def discover(root: str | os.PathLike[str]) -> Candidate:
 
 def verify_for_execution(candidate: Candidate, trust: TrustStore) -> VerifiedSkill:
     """Re-read and re-verify everything right before execution; fail closed."""
-    root_real, files, _ids = read_package(candidate.root)
+    root_real, files, ids = read_package(candidate.root)
     if LOCK_NAME not in files:
         raise SkillError("CC_SKILL_LOCK_MISSING", "no .skill-lock.json")
     if SIG_NAME not in files:
@@ -214,6 +214,10 @@ def verify_for_execution(candidate: Candidate, trust: TrustStore) -> VerifiedSki
         raise SkillError("CC_SKILL_DIGEST_DRIFT", "re-read bytes do not match the signed lock")
     if candidate.lock_sha256 and sha256_hex(files[LOCK_NAME]) != candidate.lock_sha256:
         raise SkillError("CC_SKILL_DIGEST_DRIFT", "lock changed since discovery")
+    # Same bytes are not enough: each file must still be the file (device, inode) discovery read.
+    swapped = sorted(n for n, ident in candidate.identities.items() if n in ids and ids[n][:2] != ident[:2])
+    if swapped:
+        raise SkillError("CC_SKILL_FILE_UNSTABLE", f"{swapped[0][:60]} is not the file discovery read")
     if "SKILL.md" not in files:
         raise SkillError("CC_SKILL_MANIFEST_INVALID", "no SKILL.md")
     try:

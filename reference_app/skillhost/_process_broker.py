@@ -21,9 +21,12 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from skillhost._diagnostics import TEMPLATES, Diagnostics
 from skillhost._errors import SkillError
 from skillhost._fs_broker import resolve_inside
+from skillhost._manifest import ENTRY_POINT
 
+DIAGNOSTIC_TOOLS = frozenset(tool for tools in TEMPLATES.values() for tool in tools)
 MAX_ARGV = 16
 MAX_ARG = 256
 MAX_OUTPUT = 16 * 1024
@@ -33,11 +36,17 @@ TIMEOUT = 5.0
 
 @dataclass(frozen=True)
 class ProcessRule:
-    """One allowed command: a logical name and its literal argv (``argv[0]`` is the executable name)."""
+    """One allowed command: a logical name and its literal argv (``argv[0]`` is the executable name).
+
+    ``skills`` binds the rule to the skill ids that may use it and ``entry`` to one handler entry point
+    (``None``: not bound). The authority's own list of rule names (``_authority``) narrows it further.
+    """
 
     name: str
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = field(default=())
+    skills: frozenset[str] | None = None
+    entry: str | None = None
 
 
 # Command-scope config outranks the repository's own .git/config, so these switch off the settings
@@ -68,12 +77,16 @@ def _git_env() -> tuple[tuple[str, str], ...]:
     return tuple(env)
 
 
+# The bundled skill the git rules are reviewed for; no other skill may run them.
+GIT_SKILLS = frozenset({"repo-status"})
+
+
 def git_rules() -> tuple[ProcessRule, ...]:
     # Git must not read system/global config (hooks, aliases, credential helpers) or walk above the root.
     env = _git_env()
     return (
-        ProcessRule("git-status", ("git", "status", "--porcelain"), env),
-        ProcessRule("git-version", ("git", "--version"), env),
+        ProcessRule("git-status", ("git", "status", "--porcelain"), env, GIT_SKILLS, ENTRY_POINT),
+        ProcessRule("git-version", ("git", "--version"), env, GIT_SKILLS, ENTRY_POINT),
     )
 
 
@@ -105,9 +118,13 @@ class _Capped:
 
 
 class ProcessPort:
-    """``process.run(argv, cwd=".")`` for argv lists on the allow-list; ``cwd`` must be the root."""
+    """``process.run(argv, cwd=".")`` for argv lists on the allow-list; ``cwd`` must be the root.
 
-    methods = ("run",)
+    ``process.diagnose(tool, host, port=443)`` runs a fixed network diagnostic (``_diagnostics``) whose
+    argv the broker builds from a destination the egress rules accepted.
+    """
+
+    methods = ("run", "diagnose")
 
     def __init__(
         self,
@@ -115,9 +132,19 @@ class ProcessPort:
         rules: tuple[ProcessRule, ...] | None = None,
         timeout: float = TIMEOUT,
         max_output: int = MAX_OUTPUT,
+        withheld: tuple[ProcessRule, ...] = (),
+        *,
+        skill_id: str = "",
+        entry: str = ENTRY_POINT,
+        diagnostics: Diagnostics | None = None,
+        diagnostics_withheld: bool = False,
     ) -> None:
         self._root = os.path.realpath(os.fspath(root))
         self._rules = {r.argv: r for r in (git_rules() if rules is None else rules)}
+        # Rules the host's policy has but the current authority does not grant: refused with a code of their own.
+        self._withheld = {r.argv: r for r in withheld}
+        self._skill, self._entry = skill_id, entry
+        self._diagnostics, self._diagnostics_withheld = diagnostics, diagnostics_withheld
         # Resolve each executable once, now, to an absolute path: later PATH changes cannot redirect it.
         self._exe = {name: shutil.which(name) for name in {r.argv[0] for r in self._rules.values()}}
         self._timeout, self._max = timeout, max_output
@@ -131,7 +158,13 @@ class ProcessPort:
             raise SkillError("CC_SKILL_PORT_BAD_ARGS", "argv must be a list of ASCII strings (no shell string)")
         rule = self._rules.get(tuple(argv))
         if rule is None:
+            if tuple(argv) in self._withheld:
+                raise SkillError("CC_SKILL_AUTHORITY_DENIED", "the current authority does not grant this rule")
             raise SkillError("CC_SKILL_PROCESS_DENIED", "argv is not on the literal allow-list")
+        if rule.skills is not None and self._skill not in rule.skills:
+            raise SkillError("CC_SKILL_PROCESS_DENIED", f"{rule.name} is bound to other skills")
+        if rule.entry is not None and self._entry != rule.entry:
+            raise SkillError("CC_SKILL_PROCESS_DENIED", f"{rule.name} is bound to another entry point")
         return rule
 
     def _env(self, rule: ProcessRule, exe: str) -> dict[str, str]:
@@ -225,9 +258,28 @@ class ProcessPort:
             "duration_ms": int((time.monotonic() - started) * 1000),
         }
 
+    def diagnose(self, tool: object = "", host: object = "", port: object = 443) -> dict[str, Any]:
+        if self._diagnostics is None:
+            if self._diagnostics_withheld:
+                raise SkillError("CC_SKILL_AUTHORITY_DENIED", "the current authority does not grant diagnostics")
+            raise SkillError("CC_SKILL_PROCESS_DENIED", "this host offers no network diagnostics")
+        diag = self._diagnostics.build(tool, host, port)
+        started = time.monotonic()
+        env = self._env(ProcessRule(diag.tool, diag.argv), diag.argv[0])
+        returncode, out, err = self._execute(list(diag.argv), self._root, env, started)
+        return {
+            "command": diag.tool,
+            "returncode": returncode,
+            "stdout": out.decode("utf-8", "replace"),
+            "stderr": err.decode("utf-8", "replace")[:MAX_STDERR],
+            "duration_ms": int((time.monotonic() - started) * 1000),
+        }
+
     def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str:
+        if method == "diagnose":
+            tool = args[0] if args else kwargs.get("tool")
+            return f"diagnose:{tool}" if isinstance(tool, str) and tool in DIAGNOSTIC_TOOLS else "diagnose:?"
         argv = args[0] if args else kwargs.get("argv")
-        rule = (
-            self._rules.get(tuple(argv)) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
-        )
+        key = tuple(argv) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
+        rule = None if key is None else self._rules.get(key) or self._withheld.get(key)
         return rule.name if rule else "not-allow-listed"

@@ -175,6 +175,7 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
     cancel: threading.Event | None = None,
     authority: str = "host",
     protocol_version: int = PROTOCOL_VERSION,
+    granted: frozenset[str] | None = None,
 ) -> Outcome:
     """Run a verified external skill in a one-shot worker. Always kills and reaps the worker.
 
@@ -185,7 +186,13 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
     max_duration = min(max_duration, MAX_DURATION)
     exec_id = secrets.token_hex(16)
     broker = Broker(
-        verified.skill_id, exec_id, verified.capabilities, broker_ports, max_requests=max_requests, authority=authority
+        verified.skill_id,
+        exec_id,
+        verified.capabilities,
+        broker_ports,
+        max_requests=max_requests,
+        authority=authority,
+        granted=granted,
     )
     out = Outcome(ok=False)
     started = time.monotonic()

@@ -152,7 +152,13 @@ def handler_builtins() -> dict[str, object]:
     ) -> object:
         if level or name not in views:
             raise ImportDeniedError(name)
-        return views[name]
+        view = views[name]
+        # ``from collections import abc`` passes the static rules (an allowed module, a plain name) and
+        # names a submodule; the guard refuses it here rather than letting the view answer AttributeError.
+        for item in fromlist or ():
+            if not hasattr(view, item):
+                raise ImportDeniedError(f"{name}.{item}")
+        return view
 
     b["__import__"] = guarded_import
     b["print"] = lambda *a, **k: None

@@ -13,7 +13,7 @@ from skillhost._egress import EgressPolicy, HttpsPort
 from skillhost._env_broker import EnvGrants, EnvironmentPort
 from skillhost._errors import SkillError
 from skillhost._fs_broker import FilesystemPort
-from skillhost._loopback_tls import SERVER_NAME, LoopbackTLSServer
+from skillhost._loopback_tls import SERVER_NAME, STAND_IN_ADDRESS, LoopbackTLSServer
 from skillhost._process_broker import ProcessPort, ProcessRule
 
 
@@ -87,10 +87,10 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not inst
 @needs_git
 def test_process_allow_listed_runs_with_minimal_env(root, monkeypatch):
     monkeypatch.setenv("SKILLHOST_TEST_SECRET", "do-not-pass")
-    res = ProcessPort(root).run(["git", "status", "--porcelain"])
+    res = ProcessPort(root, skill_id="repo-status").run(["git", "status", "--porcelain"])
     assert res["command"] == "git-status"
     assert res["returncode"] == 128  # not a repository: git stops at the ceiling instead of walking up
-    port = ProcessPort(root)
+    port = ProcessPort(root, skill_id="repo-status")
     env = port._env(port._rule(["git", "--version"]), shutil.which("git"))
     assert "SKILLHOST_TEST_SECRET" not in env
     assert env["HOME"] == os.path.realpath(root)
@@ -111,13 +111,14 @@ def test_process_allow_listed_runs_with_minimal_env(root, monkeypatch):
     ],
 )
 def test_process_refusals(root, argv, code):
-    assert code_of(lambda: ProcessPort(root).run(argv)) == code
+    assert code_of(lambda: ProcessPort(root, skill_id="repo-status").run(argv)) == code
     assert not (root / "pwned").exists()
 
 
 @needs_git
 def test_process_cwd_escape(root):
-    assert code_of(lambda: ProcessPort(root).run(["git", "--version"], cwd="..")) == "CC_SKILL_PATH_ESCAPE"
+    port = ProcessPort(root, skill_id="repo-status")
+    assert code_of(lambda: port.run(["git", "--version"], cwd="..")) == "CC_SKILL_PATH_ESCAPE"
 
 
 def test_process_timeout_and_output_caps(root, tmp_path):
@@ -240,13 +241,12 @@ def tls_server():
         yield srv
 
 
-def loopback_port(srv, exempt=True, max_bytes=16 * 1024, name=SERVER_NAME):
-    policy = EgressPolicy(
-        allowed=frozenset({(name, srv.port)}),
-        exemptions=frozenset({(name, "127.0.0.1")}) if exempt else frozenset(),
-        max_bytes=max_bytes,
-    )
-    return HttpsPort(policy, resolver=srv.resolver, ssl_context=srv.client_context())
+def loopback_port(srv, public=True, max_bytes=16 * 1024, name=SERVER_NAME):
+    """``public``: the server's name resolves to the stand-in public address its connector routes to the server;
+    otherwise to 127.0.0.1, which public egress refuses."""
+    policy = EgressPolicy(allowed=frozenset({(name, srv.port)}), max_bytes=max_bytes)
+    resolver = srv.public_resolver if public else srv.resolver
+    return HttpsPort(policy, resolver=resolver, ssl_context=srv.client_context(), connect=srv.connect)
 
 
 def test_egress_allow_path_pinned_with_sni_and_host(tls_server):
@@ -271,8 +271,8 @@ def test_egress_loopback_refusals(tls_server, path, code):
     assert code_of(lambda: loopback_port(tls_server).get(f"https://{SERVER_NAME}:{tls_server.port}{path}")) == code
 
 
-def test_egress_loopback_without_exemption_is_refused(tls_server):
-    port = loopback_port(tls_server, exempt=False)
+def test_egress_loopback_resolution_is_refused_there_is_no_exemption(tls_server):
+    port = loopback_port(tls_server, public=False)
     url = f"https://{SERVER_NAME}:{tls_server.port}/hello"
     assert code_of(lambda: port.get(url)) == "CC_SKILL_EGRESS_ADDRESS_DENIED"
 
@@ -280,16 +280,16 @@ def test_egress_loopback_without_exemption_is_refused(tls_server):
 def test_egress_certificate_must_match_the_name(tls_server):
     # Same server, reached under another allow-listed name: the certificate does not name it.
     other = "other.skillhost-journey.test"
-    policy = EgressPolicy(allowed=frozenset({(other, tls_server.port)}), exemptions=frozenset({(other, "127.0.0.1")}))
-    port = HttpsPort(policy, resolver=lambda h, p: ["127.0.0.1"], ssl_context=tls_server.client_context())
+    policy = EgressPolicy(allowed=frozenset({(other, tls_server.port)}))
+    port = HttpsPort(policy, resolver=lambda h, p: [STAND_IN_ADDRESS], ssl_context=tls_server.client_context(),
+                     connect=tls_server.connect)
     assert code_of(lambda: port.get(f"https://{other}:{tls_server.port}/hello")) == "CC_SKILL_EGRESS_TLS_FAILED"
 
 
 def test_egress_untrusted_certificate(tls_server):
-    policy = EgressPolicy(
-        allowed=frozenset({(SERVER_NAME, tls_server.port)}), exemptions=frozenset({(SERVER_NAME, "127.0.0.1")})
-    )
-    port = HttpsPort(policy, resolver=tls_server.resolver, ssl_context=ssl.create_default_context(cadata=None))
+    policy = EgressPolicy(allowed=frozenset({(SERVER_NAME, tls_server.port)}))
+    port = HttpsPort(policy, resolver=tls_server.public_resolver, ssl_context=ssl.create_default_context(cadata=None),
+                     connect=tls_server.connect)
     assert code_of(lambda: port.get(f"https://{SERVER_NAME}:{tls_server.port}/hello")) == "CC_SKILL_EGRESS_TLS_FAILED"
 
 

@@ -521,7 +521,7 @@ def test_git_status_runs_no_repository_program(tmp_path, sid, prepare, cwd, code
     root, marker = tmp_path / "root", tmp_path / "marker.txt"
     (root / "vendor" / "evil").mkdir(parents=True)
     prepare(root, marker)
-    port = ProcessPort(root)
+    port = ProcessPort(root, skill_id="repo-status")
     if code is None:
         assert port.run(["git", "status", "--porcelain"], cwd=cwd)["returncode"] == 0
     else:
