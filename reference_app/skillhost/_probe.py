@@ -17,10 +17,7 @@ from typing import TypedDict
 
 from skillhost import __version__
 from skillhost._canon import sha256_file
-from skillhost._catalog import verify
 from skillhost._errors import SkillError
-from skillhost._os_sandbox import Layer, missing_layers
-from skillhost._runner import WorkerSelfTest, self_test
 from skillhost._runtime import (
     build_info,
     is_frozen,
@@ -29,6 +26,9 @@ from skillhost._runtime import (
     unexpected_worker_env_keys,
     worker_command,
 )
+from skillhost.host._runner import WorkerSelfTest, self_test
+from skillhost.os_sandbox._dispatch import Layer, missing_layers
+from skillhost.packaging._catalog import verify
 
 
 class Check(TypedDict):
@@ -56,7 +56,7 @@ def _worker_entry_resolvable() -> None:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker entry executable is missing") from None
     if not stat.S_ISREG(st.st_mode):
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker entry is not a regular file")
-    if not is_frozen() and find_spec("skillhost._worker") is None:
+    if not is_frozen() and find_spec("skillhost.worker._main") is None:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker module not found")
 
 

@@ -1,0 +1,1 @@
+"""The brokers: every capability a skill uses goes through one port the host audits."""

@@ -1,0 +1,1 @@
+"""The scripted journey: each allow path and each fail-closed path, observed."""

@@ -1,0 +1,1 @@
+"""The worker's operating-system sandbox: one interface, one module per platform."""

@@ -1,0 +1,1 @@
+"""The worker process external skills run in (standard library and the OS sandbox only)."""
