@@ -15,7 +15,6 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TypedDict
 
-from skillhost import __version__
 from skillhost._canon import sha256_file
 from skillhost._errors import SkillError
 from skillhost._runtime import (
@@ -26,8 +25,10 @@ from skillhost._runtime import (
     unexpected_worker_env_keys,
     worker_command,
 )
+from skillhost._version import __version__
 from skillhost.host._runner import WorkerSelfTest, self_test
-from skillhost.os_sandbox._dispatch import Layer, missing_layers
+from skillhost.os_sandbox._dispatch import missing_layers
+from skillhost.os_sandbox._interface import Layer
 from skillhost.packaging._catalog import verify
 
 

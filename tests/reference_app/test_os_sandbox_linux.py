@@ -161,7 +161,7 @@ def _refused_by(steps: list[dict[str, object]]) -> dict[str, str | None]:
 _DROP_LAYER = """
 import sys
 import skillhost.os_sandbox._linux as linux
-from skillhost.os_sandbox._dispatch import layer
+from skillhost.os_sandbox._interface import layer
 drop = {drop!r}
 def removed(name):
     return layer(name, applied=False, detail="removed by the test")
@@ -268,7 +268,7 @@ def test_the_journeys_workers_make_no_call_the_allow_list_refuses_but_the_hostil
 _DROP_SECCOMP = """
 import sys
 import skillhost.os_sandbox._linux as linux
-from skillhost.os_sandbox._dispatch import layer
+from skillhost.os_sandbox._interface import layer
 linux._seccomp = lambda libc, no_new_privs: layer("seccomp", applied=False, detail="removed by the test")
 from skillhost._cli import main
 sys.exit(main(["worker", *sys.argv[1:]]))

@@ -14,7 +14,8 @@ import pytest
 import skillhost.os_sandbox._linux as linux
 import skillhost.os_sandbox._macos as macos
 from skillhost.journey._kernel import refusing_layer
-from skillhost.os_sandbox._dispatch import REQUIRED_LAYERS, launch_plan, layer, missing_layers, valid_layers
+from skillhost.os_sandbox._dispatch import REQUIRED_LAYERS, launch_plan, missing_layers, valid_layers
+from skillhost.os_sandbox._interface import layer
 from skillhost.os_sandbox._seccomp_bpf import (
     ALLOWED,
     ARCHES,

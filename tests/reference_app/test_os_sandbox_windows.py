@@ -18,7 +18,7 @@ import skillhost.os_sandbox._windows as windows
 import skillhost.os_sandbox._windows_process as process
 import skillhost.os_sandbox._windows_structs as st
 from skillhost.journey._kernel import refusing_layer
-from skillhost.os_sandbox._dispatch import layer
+from skillhost.os_sandbox._interface import layer
 
 # -- layouts -----------------------------------------------------------------------------------------------
 

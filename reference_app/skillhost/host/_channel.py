@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from skillhost.os_sandbox._dispatch import WorkerProcess, launch_plan, worker_read_roots
+from skillhost.os_sandbox._dispatch import launch_plan, worker_read_roots
+from skillhost.os_sandbox._interface import WorkerProcess
 
 MAX_FRAME = 64 * 1024
 _CHUNK = 64 * 1024

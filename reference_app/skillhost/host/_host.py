@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from skillhost import __version__
 from skillhost._errors import SkillError
 from skillhost._runtime import package_dir, platform_name
+from skillhost._version import __version__
 from skillhost.brokers._broker import AuditEvent, Broker, LoggerPort, TimePort
 from skillhost.brokers._diagnostics import Diagnostics
 from skillhost.brokers._egress import Connector, EgressPolicy, HttpsPort, Resolver, system_resolver

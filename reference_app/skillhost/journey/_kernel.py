@@ -26,7 +26,8 @@ from skillhost._runtime import worker_command, worker_env
 from skillhost.host._channel import spawn_confined
 from skillhost.host._runner import MAX_FRAME, host_hardened
 from skillhost.journey._step import Step, _step
-from skillhost.os_sandbox._dispatch import Layer, platform_key, valid_layers
+from skillhost.os_sandbox._dispatch import platform_key, valid_layers
+from skillhost.os_sandbox._interface import Layer
 from skillhost.worker._hostile import OPERATIONS
 
 DENIED_CODE = "CC_SKILL_SANDBOX_DENIED"

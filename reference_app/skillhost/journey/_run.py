@@ -18,9 +18,9 @@ from typing import TypedDict
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from skillhost import __version__
 from skillhost._errors import SkillError
 from skillhost._runtime import build_info, package_dir, platform_name, unexpected_worker_env_keys
+from skillhost._version import __version__
 from skillhost.host._bundled import run_bundled
 from skillhost.host._host import HostConfig, SkillHost
 from skillhost.host._runner import self_test
@@ -31,7 +31,7 @@ from skillhost.journey._external import external_steps
 from skillhost.journey._kernel import kernel_steps
 from skillhost.journey._rows import PackageBuilder
 from skillhost.journey._step import Step, _step
-from skillhost.os_sandbox._dispatch import Layer
+from skillhost.os_sandbox._interface import Layer
 from skillhost.packaging._catalog import list_bundled, verify
 from skillhost.packaging._signing import TrustStore, new_key
 

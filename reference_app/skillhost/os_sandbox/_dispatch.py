@@ -10,6 +10,10 @@ Standard library only: both the worker and the host import it. Two halves:
   asks the kernel about itself (macOS, Windows) before it reads its first
   frame, as one ``Layer`` report per layer.
 
+The platform modules are loaded lazily, by the platform that needs them, and
+import only ``_interface``, never this module: no loop runs through the
+dispatcher (held by tests/reference_app/test_layering.py).
+
 ``REQUIRED_LAYERS`` is what this app itself refuses to run external skills
 without (``CC_SKILL_ISOLATION_UNAVAILABLE``); the pipeline's policy names its
 own list per platform and checks the recorded layers against it.
@@ -19,15 +23,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import IO, Any, NamedTuple, Protocol, TypedDict
+from collections.abc import Iterable, Mapping, Sequence
+
+from skillhost.os_sandbox._interface import LaunchPlan, Layer, layer
 
 __all__ = [
-    "REQUIRED_LAYERS", "Layer", "LaunchPlan", "WorkerProcess", "confine", "launch_plan", "layer", "missing_layers",
-    "valid_layers", "worker_read_roots",
+    "REQUIRED_LAYERS", "confine", "launch_plan", "missing_layers", "platform_key", "valid_layers", "worker_read_roots",
 ]  # fmt: skip
-
-MAX_DETAIL = 120
 
 REQUIRED_LAYERS: Mapping[str, tuple[str, ...]] = {
     "linux": ("no-new-privs", "landlock-fs", "landlock-net", "seccomp"),
@@ -37,18 +39,6 @@ REQUIRED_LAYERS: Mapping[str, tuple[str, ...]] = {
     # cannot pass, so it is not enough.
     "windows": ("job-object", "no-child-process", "appcontainer", "restricted-token"),
 }
-
-
-class Layer(TypedDict):
-    """One isolation layer as the worker reports it: applied or not, and why not."""
-
-    name: str
-    applied: bool
-    detail: str
-
-
-def layer(name: str, *, applied: bool, detail: str) -> Layer:
-    return {"name": name, "applied": bool(applied), "detail": detail[:MAX_DETAIL]}
 
 
 MAX_LAYERS = 16
@@ -89,36 +79,6 @@ def missing_layers(layers: Iterable[object], platform: str) -> list[str]:
         if isinstance(entry, dict) and entry.get("applied") is True
     }
     return [name for name in REQUIRED_LAYERS.get(platform, ("unknown-platform",)) if name not in applied]
-
-
-class WorkerProcess(Protocol):
-    """What the host uses of a started worker: ``subprocess.Popen``, or Windows' own start."""
-
-    pid: int
-    returncode: int | None
-    stdin: IO[bytes] | None
-    stdout: IO[bytes] | None
-
-    def poll(self) -> int | None: ...
-    def wait(self, timeout: float | None = None) -> int: ...
-    def kill(self) -> None: ...
-    def communicate(self, input: bytes | None = None, timeout: float | None = None) -> tuple[Any, Any]: ...
-
-
-class LaunchPlan(NamedTuple):
-    """How the host starts one worker: the command, extra ``Popen`` arguments, a hook run right after.
-
-    A ``NamedTuple``, not a dataclass: the worker imports this module, and ``dataclasses`` costs it ~14 ms.
-    """
-
-    argv: list[str]
-    popen_kwargs: Mapping[str, object] = {}
-    # Given the started ``Popen``; raises ``OSError`` when the worker could not be confined (then killed).
-    # Returns what to call once the worker is reaped (Windows: close the job handle).
-    after_spawn: Callable[[object], Callable[[], None]] | None = None
-    # Where ``Popen`` cannot start the worker (Windows' AppContainer): ``start(env, cwd, **popen)`` starts it
-    # with the same stream arguments and returns the process and what to call once it is reaped.
-    start: Callable[..., tuple[WorkerProcess, Callable[[], None]]] | None = None
 
 
 def launch_plan(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str]) -> LaunchPlan:

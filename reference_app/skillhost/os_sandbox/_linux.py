@@ -25,7 +25,7 @@ import errno
 import os
 from collections.abc import Sequence
 
-from skillhost.os_sandbox._dispatch import Layer, layer
+from skillhost.os_sandbox._interface import Layer, layer
 from skillhost.os_sandbox._seccomp_bpf import ALLOWED, ARCHES, build_program, install
 
 __all__ = ["LINUX_LAYERS", "apply"]

@@ -20,7 +20,7 @@ import os
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from skillhost.os_sandbox._dispatch import Layer, layer
+from skillhost.os_sandbox._interface import Layer, layer
 
 __all__ = ["ALLOWED_RULES", "PROFILE", "SANDBOX_EXEC", "profile", "profile_digest", "self_report", "wrap_command"]
 

@@ -37,7 +37,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from skillhost.os_sandbox._dispatch import Layer, layer
+from skillhost.os_sandbox._interface import Layer, layer
 from skillhost.os_sandbox._windows_api import Win32
 from skillhost.os_sandbox._windows_structs import (
     CREATE_NEW_PROCESS_GROUP,

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-from skillhost.os_sandbox._dispatch import LaunchPlan
+from skillhost.os_sandbox._interface import LaunchPlan
 from skillhost.os_sandbox._windows import Started, start_worker
 from skillhost.os_sandbox._windows_api import Win32
 from skillhost.os_sandbox._windows_structs import INFINITE, WAIT_OBJECT_0, WAIT_TIMEOUT
