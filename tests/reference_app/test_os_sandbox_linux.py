@@ -281,7 +281,7 @@ def _worker_without_seccomp() -> list[str]:
 
 def test_a_worker_without_a_required_layer_refuses_external_code_bundled_still_runs(monkeypatch, tmp_path):
     from skillhost.host._host import HostConfig, SkillHost
-    from skillhost.journey._step import _write_skill
+    from skillhost.journey._rows import _write_skill
     from skillhost.packaging._signing import TrustStore, new_key
 
     monkeypatch.setattr(runner, "worker_command", _worker_without_seccomp)

@@ -28,8 +28,8 @@ from skillhost.journey._authority import GRANTING, JOURNEY_AUTHORITIES, authorit
 from skillhost.journey._loopback_tls import SERVER_NAME, LoopbackHTTPServer, LoopbackTLSServer
 from skillhost.journey._on_host import _bundled_refusal, _bundled_step, _external, on_host
 from skillhost.journey._packages import package_steps
-from skillhost.journey._rows import Package, PackageBuilder, RejectRow, walk
-from skillhost.journey._step import Step, _step, _try_symlink
+from skillhost.journey._rows import Package, PackageBuilder, RejectRow, _try_symlink, walk
+from skillhost.journey._step import Step, _step
 from skillhost.packaging._signing import TrustStore
 
 PRIVATE_NAME = "private.skillhost-journey.test"

@@ -4,10 +4,16 @@ A row names the package to build, what to do to it, how to run it and which
 ``CC_SKILL_*`` code the host must answer with. Which host, which ports and which
 extra pass checks apply belong to the phase that walks a table (its runner), so
 a row stays plain data and one loop serves every table.
+
+A step's data goes forward through the journey's modules: a phase declares
+its rows; here the builder writes (and signs) each package and a tamper alters
+it; the phase's runner runs it (``_on_host`` for a ``SkillHost``); the outcome
+becomes a step record (``_step``), which nothing after it reads back.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -17,9 +23,21 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from skillhost.host._runner import MAX_DURATION
-from skillhost.journey._step import Step, _step, _write_skill
+from skillhost.journey._step import Step, _step
+from skillhost.packaging._package import build_lock, read_package, sign_package
+from skillhost.packaging._signing import LOCK_NAME, SIG_NAME, sign_lock
 
 TIME_ONLY = ("runtime:time",)
+
+GREETER_MD = """---
+id: {id}
+name: Greeter
+execution-capabilities:
+{caps}
+{extra}---
+
+External test skill written by the skill host journey.
+"""
 
 
 @dataclass(frozen=True)
@@ -36,6 +54,15 @@ class Package:
 
 # Alters a built, signed package before the host sees it; returns why it could not (no symlink right), else None.
 Tamper = Callable[[Path], str | None]
+
+
+def _try_symlink(link: Path, target: Path) -> str | None:
+    """Create ``link``; return why not where the platform or user lacks the right (the step then fails)."""
+    try:
+        link.symlink_to(target)
+    except (OSError, NotImplementedError) as exc:
+        return f"could not create a symlink here: {exc.__class__.__name__}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -56,6 +83,39 @@ class RejectRow:
 
 
 RowRunner = Callable[[RejectRow, Path], Step]
+
+
+def _caps_yaml(caps: Iterable[str]) -> str:
+    return "\n".join(f"  - {c}" for c in caps)
+
+
+def _write_skill(  # noqa: PLR0917
+    root: Path,
+    skill_id: str,
+    handler: str | None,
+    caps: Iterable[str],
+    key: Ed25519PrivateKey | None = None,
+    extra_md: str = "",
+) -> Path:
+    """Write (and sign, given a key) a flat skill package; ``handler=None`` makes it prompt-only."""
+    d = root / skill_id
+    d.mkdir()
+    md = GREETER_MD.format(id=skill_id, caps=_caps_yaml(caps), extra=extra_md)
+    (d / "SKILL.md").write_text(md, encoding="utf-8", newline="\n")
+    if handler is not None:
+        (d / "handler.py").write_text(handler, encoding="utf-8", newline="\n")
+    if key is not None and extra_md:
+        # sign_package refuses invalid manifests; a hostile publisher signs whatever it likes.
+        _, files, _ = read_package(d)
+        lock = build_lock(skill_id, files)
+        (d / LOCK_NAME).write_bytes(json.dumps(lock, sort_keys=True).encode())
+        (d / SIG_NAME).write_bytes(json.dumps(sign_lock(key, lock), sort_keys=True).encode())
+    elif key is not None:
+        sign_package(d, key)
+    else:
+        _, files, _ = read_package(d)
+        (d / ".skill-lock.json").write_bytes(json.dumps(build_lock(skill_id, files), sort_keys=True).encode())
+    return d
 
 
 class PackageBuilder:
