@@ -26,10 +26,9 @@ from skillhost._runtime import (
     worker_command,
 )
 from skillhost._version import __version__
-from skillhost.host._runner import WorkerSelfTest, self_test
-from skillhost.os_sandbox._dispatch import missing_layers
-from skillhost.os_sandbox._interface import Layer
-from skillhost.packaging._catalog import verify
+from skillhost.host import WorkerSelfTest, self_test
+from skillhost.os_sandbox import Layer, missing_layers
+from skillhost.packaging import verify_catalog
 
 
 class Check(TypedDict):
@@ -84,7 +83,7 @@ def _isolation() -> WorkerSelfTest:
 
 def _catalog_verified() -> None:
     try:
-        verify(package_dir())
+        verify_catalog(package_dir())
     except SkillError as exc:
         raise SkillError("CC_SKILL_CATALOG_DRIFT", exc.message) from None
 

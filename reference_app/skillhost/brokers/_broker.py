@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol, TypedDict
 
 from skillhost._errors import SkillError
-from skillhost.packaging._manifest import PORT_CAPABILITY
+from skillhost.packaging import PORT_CAPABILITY
 
 MAX_REQUESTS = 32
 MAX_LOG_MESSAGE = 200

@@ -24,7 +24,7 @@ from typing import IO, Any
 from skillhost._errors import SkillError
 from skillhost.brokers._diagnostics import TEMPLATES, Diagnostics
 from skillhost.brokers._fs import resolve_inside
-from skillhost.packaging._manifest import ENTRY_POINT
+from skillhost.packaging import ENTRY_POINT
 
 DIAGNOSTIC_TOOLS = frozenset(tool for tools in TEMPLATES.values() for tool in tools)
 MAX_ARGV = 16

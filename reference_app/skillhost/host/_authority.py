@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from skillhost._errors import SkillError
-from skillhost.packaging._manifest import KNOWN_CAPABILITIES
+from skillhost.packaging import KNOWN_CAPABILITIES
 
 AUTHORITY_DENIED = "CC_SKILL_AUTHORITY_DENIED"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from skillhost._errors import SkillError
-from skillhost.brokers._broker import Broker, HostPorts, default_ports
-from skillhost.packaging._catalog import ALLOWED_IMPORTS, check_entry, verify
+from skillhost.brokers import Broker, HostPorts, default_ports
+from skillhost.packaging import ALLOWED_IMPORTS, check_entry, verify_catalog
 
 _REMOVED = ("open", "exec", "eval", "compile", "input", "breakpoint", "globals", "locals", "vars")
 
@@ -39,7 +39,7 @@ def run_bundled(  # noqa: PLR0917 - kept positional for existing callers
     granted: frozenset[str] | None = None,
 ) -> tuple[Any, Broker]:
     """Re-verify the bundled handler against the catalog right before loading it, then run it."""
-    entries = verify(pkg_dir)
+    entries = verify_catalog(pkg_dir)
     entry = entries.get(skill_id)
     if entry is None:
         raise SkillError("CC_SKILL_NOT_FOUND", f"no bundled skill {skill_id[:40]!r}")

@@ -24,8 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from skillhost.os_sandbox._dispatch import launch_plan, worker_read_roots
-from skillhost.os_sandbox._interface import WorkerProcess
+from skillhost.os_sandbox import WorkerProcess, launch_plan, worker_read_roots
 
 MAX_FRAME = 64 * 1024
 _CHUNK = 64 * 1024

@@ -24,20 +24,29 @@ from typing import Any
 from skillhost._errors import SkillError
 from skillhost._runtime import package_dir, platform_name
 from skillhost._version import __version__
-from skillhost.brokers._broker import AuditEvent, Broker, LoggerPort, TimePort
-from skillhost.brokers._diagnostics import Diagnostics
-from skillhost.brokers._egress import Connector, EgressPolicy, HttpsPort, Resolver, system_resolver
-from skillhost.brokers._env import EnvGrants
-from skillhost.brokers._fs import FilesystemPort
-from skillhost.brokers._loopback import LoopbackPort, LoopbackServices
-from skillhost.brokers._process import ProcessPort, ProcessRule, git_rules
+from skillhost.brokers import (
+    AuditEvent,
+    Broker,
+    Connector,
+    Diagnostics,
+    EgressPolicy,
+    EnvGrants,
+    FilesystemPort,
+    HttpsPort,
+    LoggerPort,
+    LoopbackPort,
+    LoopbackServices,
+    ProcessPort,
+    ProcessRule,
+    Resolver,
+    TimePort,
+    git_rules,
+    system_resolver,
+)
 from skillhost.host._authority import Authority, lookup
 from skillhost.host._bundled import run_bundled
 from skillhost.host._runner import MAX_DURATION, Outcome, run_external
-from skillhost.packaging._catalog import list_bundled
-from skillhost.packaging._manifest import SKILL_ID_RE
-from skillhost.packaging._package import discover, verify_for_execution
-from skillhost.packaging._signing import TrustStore
+from skillhost.packaging import SKILL_ID_RE, TrustStore, discover, list_bundled, verify_for_execution
 
 EXTERNAL_DIR = "skills"
 # The process rule name an authority grants to let skills run the network diagnostics.

@@ -15,11 +15,10 @@ from typing import Any, TypedDict
 from skillhost._canon import canonical_bytes
 from skillhost._errors import SkillError
 from skillhost._runtime import worker_command, worker_env
-from skillhost.brokers._broker import MAX_REQUESTS, AuditEvent, Broker
+from skillhost.brokers import MAX_REQUESTS, AuditEvent, Broker
 from skillhost.host._channel import Worker, harden_host, spawn_confined
-from skillhost.os_sandbox._dispatch import valid_layers
-from skillhost.os_sandbox._interface import Layer
-from skillhost.packaging._package import VerifiedSkill
+from skillhost.os_sandbox import Layer, valid_layers
+from skillhost.packaging import VerifiedSkill
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 64 * 1024

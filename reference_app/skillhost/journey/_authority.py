@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from skillhost._errors import SkillError
-from skillhost.brokers._egress import Declassification
-from skillhost.host._authority import AUTHORITY_DENIED, Authority
-from skillhost.host._host import SkillHost
+from skillhost.brokers import Declassification
+from skillhost.host import AUTHORITY_DENIED, Authority, SkillHost
 from skillhost.journey._on_host import _bundled_refusal
 from skillhost.journey._step import Step, _step
-from skillhost.packaging._manifest import KNOWN_CAPABILITIES
+from skillhost.packaging import KNOWN_CAPABILITIES
 
 GRANTING = "journey"
 # Reads and logs only: no process, no network, no files.

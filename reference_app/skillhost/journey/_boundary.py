@@ -19,7 +19,7 @@ from pathlib import Path
 from types import CodeType, FunctionType, MethodType
 
 from skillhost._errors import SkillError
-from skillhost.host._host import SkillHost
+from skillhost.host import SkillHost
 from skillhost.journey._rows import Package, PackageBuilder
 from skillhost.journey._step import Step, _step
 

@@ -20,17 +20,15 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from skillhost._errors import SkillError
-from skillhost.brokers._egress import EgressPolicy
-from skillhost.brokers._loopback import LoopbackServices
-from skillhost.host._host import HostConfig, SkillHost
-from skillhost.host._runner import PROTOCOL_VERSION
+from skillhost.brokers import EgressPolicy, LoopbackServices
+from skillhost.host import PROTOCOL_VERSION, HostConfig, SkillHost
 from skillhost.journey._authority import GRANTING, JOURNEY_AUTHORITIES, authority_steps, runtime_domain_steps
 from skillhost.journey._loopback_tls import SERVER_NAME, LoopbackHTTPServer, LoopbackTLSServer
 from skillhost.journey._on_host import _bundled_refusal, _bundled_step, _external, on_host
 from skillhost.journey._packages import package_steps
 from skillhost.journey._rows import Package, PackageBuilder, RejectRow, _try_symlink, walk
 from skillhost.journey._step import Step, _step
-from skillhost.packaging._signing import TrustStore
+from skillhost.packaging import TrustStore
 
 PRIVATE_NAME = "private.skillhost-journey.test"
 PRIVATE_ADDRESS = "10.20.30.40"

@@ -16,12 +16,11 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from skillhost._errors import SkillError
-from skillhost.brokers._broker import default_ports
-from skillhost.host._runner import MAX_DURATION, PROTOCOL_VERSION, Outcome, run_external
+from skillhost.brokers import default_ports
+from skillhost.host import MAX_DURATION, PROTOCOL_VERSION, Outcome, run_external
 from skillhost.journey._rows import Package, PackageBuilder, RejectRow, abort_timer, walk
 from skillhost.journey._step import Step, _step
-from skillhost.packaging._package import discover, verify_for_execution
-from skillhost.packaging._signing import TrustStore
+from skillhost.packaging import TrustStore, discover, verify_for_execution
 
 SECRET_VALUE = "journey-secret-value"  # noqa: S105 - a canary value, not a credential
 

@@ -23,12 +23,10 @@ import tempfile
 from pathlib import Path
 
 from skillhost._runtime import worker_command, worker_env
-from skillhost.host._channel import spawn_confined
-from skillhost.host._runner import MAX_FRAME, host_hardened
+from skillhost.host import MAX_FRAME, host_hardened, spawn_confined
 from skillhost.journey._step import Step, _step
-from skillhost.os_sandbox._dispatch import platform_key, valid_layers
-from skillhost.os_sandbox._interface import Layer
-from skillhost.worker._hostile import OPERATIONS
+from skillhost.os_sandbox import Layer, platform_key, valid_layers
+from skillhost.worker import OPERATIONS
 
 DENIED_CODE = "CC_SKILL_SANDBOX_DENIED"
 # Refused, but not as a sandbox refuses (ENOENT, ECONNREFUSED...): the step cannot tell who stopped it.

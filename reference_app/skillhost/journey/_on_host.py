@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from skillhost._errors import SkillError
-from skillhost.host._host import SkillHost
-from skillhost.host._runner import MAX_DURATION
+from skillhost.host import MAX_DURATION, SkillHost
 from skillhost.journey._rows import RejectRow, RowRunner, abort_timer
 from skillhost.journey._step import Step, _step
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from skillhost.host._host import HostConfig, SkillHost
+from skillhost.host import HostConfig, SkillHost
 from skillhost.journey._authority import GRANTING, JOURNEY_AUTHORITIES
 from skillhost.journey._on_host import _bundled_step, on_host
 from skillhost.journey._rows import Package, PackageBuilder, RejectRow, _try_symlink, walk
 from skillhost.journey._step import Step
-from skillhost.packaging._signing import TrustStore
+from skillhost.packaging import TrustStore
 
 GOOD_PY = "def run(ports, args):\n    return {'t': ports.time.now()}\n"
 INVALID = "CC_SKILL_PACKAGE_INVALID"

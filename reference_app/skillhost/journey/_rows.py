@@ -22,10 +22,9 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from skillhost.host._runner import MAX_DURATION
+from skillhost.host import MAX_DURATION
 from skillhost.journey._step import Step, _step
-from skillhost.packaging._package import build_lock, read_package, sign_package
-from skillhost.packaging._signing import LOCK_NAME, SIG_NAME, sign_lock
+from skillhost.packaging import LOCK_NAME, SIG_NAME, build_lock, read_package, sign_lock, sign_package
 
 TIME_ONLY = ("runtime:time",)
 

@@ -21,9 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from skillhost._errors import SkillError
 from skillhost._runtime import build_info, package_dir, platform_name, unexpected_worker_env_keys
 from skillhost._version import __version__
-from skillhost.host._bundled import run_bundled
-from skillhost.host._host import HostConfig, SkillHost
-from skillhost.host._runner import self_test
+from skillhost.host import HostConfig, SkillHost, run_bundled, self_test
 from skillhost.journey._authority import GRANTING, JOURNEY_AUTHORITIES
 from skillhost.journey._boundary import host_boundary_step
 from skillhost.journey._brokers import broker_steps
@@ -31,9 +29,8 @@ from skillhost.journey._external import external_steps
 from skillhost.journey._kernel import kernel_steps
 from skillhost.journey._rows import PackageBuilder
 from skillhost.journey._step import Step, _step
-from skillhost.os_sandbox._interface import Layer
-from skillhost.packaging._catalog import list_bundled, verify
-from skillhost.packaging._signing import TrustStore, new_key
+from skillhost.os_sandbox import Layer
+from skillhost.packaging import TrustStore, list_bundled, new_key, verify_catalog
 
 SECRET_CANARY = "SKILLHOST_JOURNEY_CANARY"  # noqa: S105 - a variable name, not a secret
 
@@ -71,7 +68,7 @@ def observed(step: Step) -> ObservedStep:
 
 def _catalog_step(pkg: Path) -> Step:
     try:
-        entries = verify(pkg)
+        entries = verify_catalog(pkg)
     except SkillError as exc:
         return _step("catalog-verified", "allow", None, "reject", exc.code, exc.message)
     bundled = list_bundled(pkg)

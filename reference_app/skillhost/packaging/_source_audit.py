@@ -10,7 +10,7 @@ sandbox (README, "Known boundaries").
 from __future__ import annotations
 
 from skillhost._errors import SkillError
-from skillhost.worker._handler_rules import MAX_SOURCE, check_source
+from skillhost.worker import MAX_SOURCE, check_source
 
 __all__ = ["MAX_SOURCE", "audit_external_source"]
 

@@ -18,8 +18,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Protocol, TypedDict
 
-from skillhost.os_sandbox._dispatch import confine, missing_layers, platform_key
-from skillhost.os_sandbox._interface import Layer
+from skillhost.os_sandbox import Layer, confine, missing_layers, platform_key
 from skillhost.worker._handler_rules import ALLOWED_HANDLER_IMPORTS, check_source
 from skillhost.worker._handler_sandbox import ImportDeniedError, handler_builtins
 from skillhost.worker._hostile import OPERATIONS, attempt, exec_shell
