@@ -11,7 +11,7 @@ Order of checks for every hop (the first request and each redirect alike):
 3. the injectable resolver's answers are all public unicast addresses (private,
    loopback, link-local, multicast, reserved or a mix with any of them is a
    refusal, with no exemption: a loopback service is the loopback broker's,
-   ``_loopback_broker``);
+   ``_loopback``);
 4. the socket connects to the checked address (through the injectable
    ``connect``, by default ``socket.create_connection``), TLS uses the *name* for SNI and
    certificate verification, and ``Host`` carries the name;

@@ -57,7 +57,7 @@ def _nothing() -> None:
 
 def spawn_confined(argv: Sequence[str], env: dict[str, str], cwd: str,
                    **popen: Any) -> tuple[WorkerProcess, Callable[[], None]]:
-    """Start a worker the way this platform confines it (``_os_sandbox.launch_plan``), in a group of its own.
+    """Start a worker the way this platform confines it (``os_sandbox.launch_plan``), in a group of its own.
 
     Returns the process and what to call once it is reaped. A worker the host could not confine is
     killed before it runs a single instruction of its own (Windows: it is still suspended) and the

@@ -6,8 +6,8 @@ policy's step table judges it. The app's own expectations stay in its step
 tables, which is how it tells an observation from a broken step (``error``).
 The order of the phases is the order of the report, which the committed
 policies pin step for step. The fail-closed external-skill steps are tables of
-rows (``_journey_rows``) in ``_journey_external``, ``_journey_brokers`` and
-``_journey_packages``; the steps here check the host itself and stay functions.
+rows (``_rows``) in ``_external``, ``_brokers`` and
+``_packages``; the steps here check the host itself and stay functions.
 """
 
 import os

@@ -2,7 +2,7 @@
 low-integrity token), suspended, inside a job object, then resumed; it reads its own token back.
 
 Standard library only. ``subprocess`` cannot start a process in an AppContainer,
-so the host starts the worker itself, through ``Win32`` (``_sandbox_windows_api``),
+so the host starts the worker itself, through ``Win32`` (``_windows_api``),
 which the tests replace with a recorder: the call order, the structures, the
 attribute list, the ACL grants and the closing of every handle on every path are
 held on every platform. The start, in order:

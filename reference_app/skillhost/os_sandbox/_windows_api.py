@@ -1,6 +1,6 @@
 """The Win32 calls of the Windows worker start, one method per API function, each raising ``OSError``.
 
-Standard library only. ``Win32`` is the seam: ``_sandbox_windows`` decides the
+Standard library only. ``Win32`` is the seam: ``_windows`` decides the
 order and the cleanup, and the tests replace this class with a recorder, so
 every call, argument and structure is held on every platform. Nothing here
 decides anything; each method is the one call it names.

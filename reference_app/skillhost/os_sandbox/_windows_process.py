@@ -1,4 +1,4 @@
-"""Windows: the host's side of a worker it started itself (``_sandbox_windows.start_worker``).
+"""Windows: the host's side of a worker it started itself (``_windows.start_worker``).
 
 Standard library only. ``plan`` is the launch plan whose ``start`` takes the
 same stream arguments as ``subprocess.Popen`` (a descriptor, ``PIPE`` or

@@ -1,10 +1,10 @@
 """One-shot worker: fixed entry point, JSONL frames on stdin/stdout.
 
 Imports only the standard library and stdlib-only policy modules
-(``_handler_rules``, ``_sandbox``, ``_os_sandbox`` and its platform modules,
+(``_handler_rules``, ``_handler_sandbox``, ``os_sandbox`` and its platform modules,
 ``_hostile``): no host modules, no crypto, no database. It applies resource
 limits to itself first thing, then its operating-system sandbox
-(``_os_sandbox.confine``), both before it reads its first frame; only then it
+(``os_sandbox.confine``), both before it reads its first frame; only then it
 receives the verified handler source snapshot (never a path) in the ``start``
 frame, re-checks it with the host's static rules and runs it with allow-listed
 builtins and module views. A required sandbox layer that is not applied stops
