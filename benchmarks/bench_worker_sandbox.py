@@ -26,7 +26,7 @@ _LAYERS = """
 import json, os, time
 t0 = time.perf_counter()
 import ctypes
-import skillhost._os_sandbox, skillhost._sandbox_linux as L, skillhost._seccomp_bpf
+import skillhost.os_sandbox._dispatch, skillhost.os_sandbox._linux as L, skillhost.os_sandbox._seccomp_bpf
 t1 = time.perf_counter()
 libc = L._libc()
 out = {"import": t1 - t0}
@@ -41,7 +41,7 @@ def per_call(n=20000):
 unfiltered = min(per_call() for _ in range(3))
 t = time.perf_counter(); nnp = L._no_new_privs(libc); out["no-new-privs"] = time.perf_counter() - t
 t = time.perf_counter(); ns = L._namespaces(libc); out["user-net-namespace"] = time.perf_counter() - t
-roots = skillhost._os_sandbox.worker_read_roots()
+roots = skillhost.os_sandbox._dispatch.worker_read_roots()
 t = time.perf_counter(); ll = L._landlock(libc, roots, os.getcwd()); out["landlock"] = time.perf_counter() - t
 t = time.perf_counter(); sc = L._seccomp(libc, no_new_privs=nnp["applied"]); out["seccomp"] = time.perf_counter() - t
 out["filtered-call"] = min(per_call() for _ in range(3)) - unfiltered
@@ -51,7 +51,7 @@ print(json.dumps({"seconds": out, "applied": applied}))
 
 _NO_SANDBOX = """
 import sys
-import skillhost._worker as w
+import skillhost.worker._main as w
 w.confine = lambda tmp: []
 sys.exit(w.main(["--self-test"]))
 """

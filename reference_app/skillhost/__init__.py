@@ -6,7 +6,7 @@ Everything else lives in private modules.
 
 from collections.abc import Sequence
 
-__version__ = "0.1.0"
+from skillhost._version import __version__
 
 __all__ = ["__version__", "main"]
 

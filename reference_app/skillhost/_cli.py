@@ -17,7 +17,7 @@ from skillhost._errors import SkillError
 if TYPE_CHECKING:  # types only: the worker path must not import the broker
     from _typeshed import SupportsWrite
 
-    from skillhost._broker import AuditEvent
+    from skillhost.brokers import AuditEvent
 
 MAX_OUTPUT = 64 * 1024
 EXIT_USAGE, EXIT_REFUSED, EXIT_INTERNAL = 2, 3, 4
@@ -86,8 +86,8 @@ MAX_ARGS_JSON = 4096
 
 
 def _run_skill(ns: argparse.Namespace) -> tuple[RunReport, int]:
-    from skillhost._host import HostConfig, SkillHost
-    from skillhost._signing import TrustStore
+    from skillhost.host import HostConfig, SkillHost
+    from skillhost.packaging import TrustStore
 
     if len(ns.args_json) > MAX_ARGS_JSON:
         raise SkillError("CC_SKILL_USAGE", "--args-json is larger than 4096 bytes")
@@ -157,7 +157,7 @@ def _dispatch(ns: argparse.Namespace) -> tuple[Report, int]:
             raise refusal
         return probe, rc
     if ns.cmd == "journey":
-        from skillhost._journey import run_journey
+        from skillhost.journey import run_journey
 
         journey, rc = run_journey()
         if (path := _record_path(ns)) is not None:
@@ -166,7 +166,7 @@ def _dispatch(ns: argparse.Namespace) -> tuple[Report, int]:
     if ns.cmd == "keygen":
         import base64
 
-        from skillhost._signing import keyid_of, new_key, raw_public, write_private_key
+        from skillhost.packaging import keyid_of, new_key, raw_public, write_private_key
 
         key = new_key()
         try:
@@ -182,8 +182,7 @@ def _dispatch(ns: argparse.Namespace) -> tuple[Report, int]:
             "public_key": base64.b64encode(raw_public(pub)).decode("ascii"),
         }, 0
     if ns.cmd == "sign-skill":
-        from skillhost._package import sign_package
-        from skillhost._signing import load_private_key
+        from skillhost.packaging import load_private_key, sign_package
 
         res = sign_package(ns.dir, load_private_key(ns.key))
         return dict(res, kind="skillhost-sign", version=1), 0
@@ -196,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # The worker is the fixed entry point: dispatch before importing anything else.
     if argv[:1] == ["worker"]:
-        from skillhost._worker import main as worker_main
+        from skillhost.worker import main as worker_main
 
         try:
             return worker_main(argv[1:])

@@ -15,12 +15,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TypedDict
 
-from skillhost import __version__
 from skillhost._canon import sha256_file
-from skillhost._catalog import verify
 from skillhost._errors import SkillError
-from skillhost._os_sandbox import Layer, missing_layers
-from skillhost._runner import WorkerSelfTest, self_test
 from skillhost._runtime import (
     build_info,
     is_frozen,
@@ -29,6 +25,10 @@ from skillhost._runtime import (
     unexpected_worker_env_keys,
     worker_command,
 )
+from skillhost._version import __version__
+from skillhost.host import WorkerSelfTest, self_test
+from skillhost.os_sandbox import Layer, missing_layers
+from skillhost.packaging import verify_catalog
 
 
 class Check(TypedDict):
@@ -56,7 +56,7 @@ def _worker_entry_resolvable() -> None:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker entry executable is missing") from None
     if not stat.S_ISREG(st.st_mode):
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker entry is not a regular file")
-    if not is_frozen() and find_spec("skillhost._worker") is None:
+    if not is_frozen() and find_spec("skillhost.worker._main") is None:
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker module not found")
 
 
@@ -83,7 +83,7 @@ def _isolation() -> WorkerSelfTest:
 
 def _catalog_verified() -> None:
     try:
-        verify(package_dir())
+        verify_catalog(package_dir())
     except SkillError as exc:
         raise SkillError("CC_SKILL_CATALOG_DRIFT", exc.message) from None
 

@@ -43,10 +43,10 @@ class BuildError(Exception):
 
 
 def _version() -> str:
-    text = (_APP / "skillhost" / "__init__.py").read_text(encoding="utf-8")
+    text = (_APP / "skillhost" / "_version.py").read_text(encoding="utf-8")
     found = re.search(r'^__version__ = "([0-9A-Za-z.+-]{1,32})"$', text, re.MULTILINE)
     if found is None:
-        raise BuildError("skillhost/__init__.py has no __version__")
+        raise BuildError("skillhost/_version.py has no __version__")
     return found.group(1)
 
 

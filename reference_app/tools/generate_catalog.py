@@ -16,7 +16,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent))
 
-from skillhost._catalog import CATALOG_NAME, generate, render  # noqa: E402
+from skillhost.packaging import CATALOG_NAME, generate, render  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -39,7 +39,7 @@ def parse_single_line(stdout: bytes):
 
 def write_signed_skill(ws, key, sid, src, caps):
     """An external skill package ``ws/skills/SID`` with ``src`` as its handler, signed by ``key``."""
-    from skillhost._package import sign_package
+    from skillhost.packaging._package import sign_package
 
     d = ws / "skills" / sid
     d.mkdir()

@@ -1,15 +1,15 @@
 """The authority term of the intersection: what the host's ports offer, narrowed to the current authority."""
 
 import pytest
-from skillhost._authority import Authority, lookup
-from skillhost._broker import Broker
-from skillhost._egress import EgressPolicy
-from skillhost._env_broker import EnvGrants
 from skillhost._errors import SkillError
-from skillhost._host import HostConfig, SkillHost
-from skillhost._manifest import KNOWN_CAPABILITIES
-from skillhost._process_broker import ProcessRule
-from skillhost._signing import TrustStore
+from skillhost.brokers._broker import Broker
+from skillhost.brokers._egress import EgressPolicy
+from skillhost.brokers._env import EnvGrants
+from skillhost.brokers._process import ProcessRule
+from skillhost.host._authority import Authority, lookup
+from skillhost.host._host import HostConfig, SkillHost
+from skillhost.packaging._manifest import KNOWN_CAPABILITIES
+from skillhost.packaging._signing import TrustStore
 
 DENIED = "CC_SKILL_AUTHORITY_DENIED"
 RULES = (ProcessRule("py-version", ("python3", "--version")), ProcessRule("git-version", ("git", "--version")))
@@ -101,7 +101,7 @@ def test_a_bundled_skill_under_an_authority_without_its_capability_is_refused(tm
 
 
 def test_process_rules_are_bound_to_skill_id_and_entry_point(tmp_path):
-    from skillhost._process_broker import ProcessPort, git_rules
+    from skillhost.brokers._process import ProcessPort, git_rules
 
     rule = ProcessRule("py-version", ("python3", "--version"), skills=frozenset({"a"}), entry="handler.py")
     assert code_of(lambda: ProcessPort(tmp_path, (rule,), skill_id="b").run(["python3", "--version"])) == (
@@ -123,7 +123,7 @@ def test_process_rules_are_bound_to_skill_id_and_entry_point(tmp_path):
 def _decision(**over):
     import time
 
-    from skillhost._egress import Declassification
+    from skillhost.brokers._egress import Declassification
 
     fields = {"decision_id": "d-1", "decided_by": "reviewer", "skill_id": "s1", "authority": "cli",
               "host": "runtime.example.test", "port": 443, "expires_at": time.time() + 60}
@@ -159,7 +159,7 @@ def test_a_runtime_destination_needs_a_live_decision_for_this_skill_and_authorit
 
 def test_a_decided_destination_still_resolves_publicly():
     policy = EgressPolicy(decisions=(_decision(),))
-    from skillhost._egress import HttpsPort
+    from skillhost.brokers._egress import HttpsPort
 
     https = HttpsPort(policy, resolver=lambda h, p: ["127.0.0.1"])
     assert code_of(lambda: https.get("https://runtime.example.test/x")) == "CC_SKILL_EGRESS_ADDRESS_DENIED"

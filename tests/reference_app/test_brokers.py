@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from skillhost._broker import Broker
-from skillhost._egress import EgressPolicy, HttpsPort
-from skillhost._env_broker import EnvGrants, EnvironmentPort
 from skillhost._errors import SkillError
-from skillhost._fs_broker import FilesystemPort
-from skillhost._loopback_tls import SERVER_NAME, STAND_IN_ADDRESS, LoopbackTLSServer
-from skillhost._process_broker import ProcessPort, ProcessRule
+from skillhost.brokers._broker import Broker
+from skillhost.brokers._egress import EgressPolicy, HttpsPort
+from skillhost.brokers._env import EnvGrants, EnvironmentPort
+from skillhost.brokers._fs import FilesystemPort
+from skillhost.brokers._process import ProcessPort, ProcessRule
+from skillhost.journey._loopback_tls import SERVER_NAME, STAND_IN_ADDRESS, LoopbackTLSServer
 
 
 def code_of(fn):

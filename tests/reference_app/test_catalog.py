@@ -2,8 +2,8 @@ import subprocess
 import sys
 
 import pytest
-from skillhost._catalog import audit_handler, generate, verify
 from skillhost._errors import SkillError
+from skillhost.packaging._catalog import audit_handler, generate, verify
 from skillhost_testutil import APP_DIR
 
 
@@ -157,7 +157,7 @@ def test_generator_fails_on_new_unlisted_bundled_skill(app_copy):
 
 
 def test_bundled_run_refuses_drifted_handler(app_copy):
-    from skillhost._bundled import run_bundled
+    from skillhost.host._bundled import run_bundled
 
     handler = app_copy / "skillhost" / "bundled_skills" / "clock" / "handler.py"
     handler.write_bytes(handler.read_bytes().replace(b"[:40]", b"[:41]"))

@@ -165,7 +165,7 @@ def test_journey_reports_observations_only():
 
 
 def test_a_step_whose_own_check_failed_is_an_error_not_its_expected_outcome():
-    from skillhost._journey import observed
+    from skillhost.journey._run import observed
 
     broken = {"id": "bundled-skill-runs", "expected": "allow", "expected_code": None, "observed": "allow",
               "observed_code": None, "passed": False, "detail": "returned no value", "errno": None}

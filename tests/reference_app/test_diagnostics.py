@@ -1,9 +1,9 @@
 """Network diagnostics: fixed executables, argv built from a destination the egress rules accepted."""
 
 import pytest
-from skillhost._diagnostics import TEMPLATES, Diagnostics
 from skillhost._errors import SkillError
-from skillhost._process_broker import ProcessPort
+from skillhost.brokers._diagnostics import TEMPLATES, Diagnostics
+from skillhost.brokers._process import ProcessPort
 
 
 def code_of(fn):

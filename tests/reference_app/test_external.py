@@ -2,11 +2,11 @@ import json
 import os
 
 import pytest
-from skillhost._broker import default_ports
 from skillhost._errors import SkillError
-from skillhost._package import VerifiedSkill, discover, sign_package, verify_for_execution
-from skillhost._runner import run_external
-from skillhost._signing import TrustStore, new_key
+from skillhost.brokers._broker import default_ports
+from skillhost.host._runner import run_external
+from skillhost.packaging._package import VerifiedSkill, discover, sign_package, verify_for_execution
+from skillhost.packaging._signing import TrustStore, new_key
 
 GOOD = "def run(ports, args):\n    return {'now': ports.time.now(), 'x': args.get('x')}\n"
 

@@ -75,7 +75,7 @@ def _assert_kernel_steps_name_their_layer(journey):
     assert all(" by " in d and "no layer" not in d for d in kernel.values()), kernel
     if sys.platform.startswith("linux"):
         seccomp = [e["detail"] for e in journey["isolation_layers"] if e["name"] == "seccomp"]
-        from skillhost._seccomp_bpf import ALLOWED
+        from skillhost.os_sandbox._seccomp_bpf import ALLOWED
 
         assert seccomp == [f"filter mode 2: allow-list of {len(ALLOWED)} calls"]
 

@@ -6,15 +6,15 @@ import ssl
 import time
 
 import pytest
-from skillhost._broker import MAX_AUDIT, Broker, TimePort, default_ports
-from skillhost._bundled import run_bundled
-from skillhost._catalog import read_bundled, verify
-from skillhost._egress import EgressPolicy, HttpsPort
-from skillhost._env_broker import MAX_KEYS, MAX_SNAPSHOT, MAX_VALUE, EnvironmentPort
 from skillhost._errors import SkillError
-from skillhost._package import discover, sign_package, verify_for_execution
-from skillhost._runner import MAX_FRAME, run_external
-from skillhost._signing import TrustStore, new_key
+from skillhost.brokers._broker import MAX_AUDIT, Broker, TimePort, default_ports
+from skillhost.brokers._egress import EgressPolicy, HttpsPort
+from skillhost.brokers._env import MAX_KEYS, MAX_SNAPSHOT, MAX_VALUE, EnvironmentPort
+from skillhost.host._bundled import run_bundled
+from skillhost.host._runner import MAX_FRAME, run_external
+from skillhost.packaging._catalog import read_bundled, verify
+from skillhost.packaging._package import discover, sign_package, verify_for_execution
+from skillhost.packaging._signing import TrustStore, new_key
 
 NAME = "stall.skillhost-test.test"
 
@@ -113,7 +113,7 @@ def test_environment_key_count_and_snapshot_caps():
 
 
 def test_a_host_frame_over_the_cap_is_refused_and_the_worker_reaped(tmp_path):
-    from skillhost._package import VerifiedSkill
+    from skillhost.packaging._package import VerifiedSkill
 
     verified = VerifiedSkill("demo", ["runtime:time"], "def run(ports, args):\n    return {}\n", "0" * 64, "t")
     out = run_external(verified, default_ports([]), {"blob": "x" * MAX_FRAME})

@@ -15,15 +15,15 @@ import textwrap
 import time
 
 import pytest
-import skillhost._runner as runner
-from skillhost._broker import Broker, TimePort, default_ports
-from skillhost._egress import EgressPolicy, HttpsPort
+import skillhost.host._runner as runner
 from skillhost._errors import SkillError
-from skillhost._fs_broker import FilesystemPort
-from skillhost._host import HostConfig, SkillHost
-from skillhost._package import VerifiedSkill, sign_package
-from skillhost._process_broker import ProcessPort
-from skillhost._signing import TrustStore, new_key
+from skillhost.brokers._broker import Broker, TimePort, default_ports
+from skillhost.brokers._egress import EgressPolicy, HttpsPort
+from skillhost.brokers._fs import FilesystemPort
+from skillhost.brokers._process import ProcessPort
+from skillhost.host._host import HostConfig, SkillHost
+from skillhost.packaging._package import VerifiedSkill, sign_package
+from skillhost.packaging._signing import TrustStore, new_key
 from skillhost_testutil import contained_outcome, write_signed_skill
 
 SECRET_VAR = "SKILLHOST_ESCAPE_SECRET"
@@ -224,7 +224,7 @@ SANDBOX = [
 
 @pytest.mark.parametrize(("sid", "body", "exc"), SANDBOX, ids=[c[0] for c in SANDBOX])
 def test_worker_sandbox_layer(sid, body, exc):
-    from skillhost._sandbox import ImportDeniedError, handler_builtins
+    from skillhost.worker._handler_sandbox import ImportDeniedError, handler_builtins
 
     namespace = {"__name__": "skill_handler", "__builtins__": handler_builtins()}
     expected = (exc, ImportDeniedError) if exc is ImportError else exc
@@ -233,7 +233,7 @@ def test_worker_sandbox_layer(sid, body, exc):
 
 
 def test_worker_sandbox_still_runs_ordinary_code():
-    from skillhost._sandbox import handler_builtins
+    from skillhost.worker._handler_sandbox import handler_builtins
 
     body = textwrap.dedent(
         """

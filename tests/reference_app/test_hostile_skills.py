@@ -5,11 +5,11 @@ with nothing of the host reached (no secret in any output, no canary file create
 import os
 
 import pytest
-from skillhost._egress import EgressPolicy
 from skillhost._errors import SkillError
-from skillhost._host import HostConfig, SkillHost
-from skillhost._runner import self_test
-from skillhost._signing import TrustStore, new_key
+from skillhost.brokers._egress import EgressPolicy
+from skillhost.host._host import HostConfig, SkillHost
+from skillhost.host._runner import self_test
+from skillhost.packaging._signing import TrustStore, new_key
 from skillhost_testutil import contained_outcome, write_signed_skill
 
 SECRET_FILE_TEXT = "OUTSIDE-ROOT-SECRET-4242"

@@ -40,29 +40,29 @@ def _m(why: str, *edits: tuple[str, str, str]) -> Mutant:
     return Mutant(why, edits)
 
 
-NO_OS_SANDBOX = ("_worker.py", "    return limits, confine(os.getcwd())", "    return limits, []")
+NO_OS_SANDBOX = ("worker/_main.py", "    return limits, confine(os.getcwd())", "    return limits, []")
 
 MUTANTS: dict[str, Mutant] = {
     "catalog-verified": _m(
         "verification checks no entry",
-        ("_catalog.py", "    for skill_id in on_disk:\n", "    for skill_id in on_disk[:0]:\n"),
+        ("packaging/_catalog.py", "    for skill_id in on_disk:\n", "    for skill_id in on_disk[:0]:\n"),
     ),
     "bundled-skill-runs": _m(
         "the bundled handler is never called",
-        ("_bundled.py", '    value = namespace["run"](HostPorts(broker), dict(args or {}))', "    value = {}"),
+        ("host/_bundled.py", '    value = namespace["run"](HostPorts(broker), dict(args or {}))', "    value = {}"),
     ),
     "external-signed-runs-in-worker": _m(
         "the worker's result is dropped",
-        ("_runner.py", '                out.value = frame.get("value")', "                out.value = None"),
+        ("host/_runner.py", '                out.value = frame.get("value")', "                out.value = None"),
     ),
     "external-secret-read-not-audited": _m(
         "the environment port audits the value instead of the key",
-        ("_env_broker.py", '        return key if isinstance(key, str) and KEY_RE.match(key) else "?"',
+        ("brokers/_env.py", '        return key if isinstance(key, str) and KEY_RE.match(key) else "?"',
          '        return self._values.get(key, "?") if isinstance(key, str) else "?"'),
     ),
     "external-unsigned-rejected": _m(
         "a package without a signature file skips signature verification",
-        ("_package.py",
+        ("packaging/_package.py",
          '    if SIG_NAME not in files:\n        raise SkillError("CC_SKILL_SIGNATURE_MISSING", "no .skill-signature.json")\n'
          '    lock = _check_lock_shape(_parse_json(files[LOCK_NAME], "CC_SKILL_LOCK_INVALID", "lock"))\n'
          '    sig_doc = _parse_json(files[SIG_NAME], "CC_SKILL_SIGNATURE_INVALID", "signature")\n'
@@ -74,94 +74,94 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "external-unknown-signer-rejected": _m(
         "an untrusted key id is accepted",
-        ("_signing.py",
+        ("packaging/_signing.py",
          '    if pub is None:\n        raise SkillError("CC_SKILL_SIGNER_UNKNOWN", f"signer {keyid[:16]}... is not trusted")\n',
          "    if pub is None:\n        return keyid\n"),
     ),
     "external-digest-drift-rejected": _m(
         "re-read bytes are not compared with the signed lock",
-        ("_package.py", "    if canonical_bytes(expected) != canonical_bytes(lock):", "    if False:"),
+        ("packaging/_package.py", "    if canonical_bytes(expected) != canonical_bytes(lock):", "    if False:"),
     ),
     "external-undeclared-capability-rejected": _m(
         "the broker does not check the declared set",
-        ("_broker.py", "        if capability not in self.declared:", "        if False:"),
+        ("brokers/_broker.py", "        if capability not in self.declared:", "        if False:"),
     ),
     "external-swallowed-denial-still-rejected": _m(
         "a denial the handler swallowed does not decide the run",
-        ("_runner.py", "        if broker.denials:\n            # A denial is authoritative",
+        ("host/_runner.py", "        if broker.denials:\n            # A denial is authoritative",
          "        if False:\n            # A denial is authoritative"),
     ),
     "external-raw-import-rejected": _m(
         "the host's static audit is skipped (the worker still refuses, but only after it started)",
-        ("_package.py", "    audit_external_source(source)\n    return VerifiedSkill(", "    return VerifiedSkill("),
+        ("packaging/_package.py", "    audit_external_source(source)\n    return VerifiedSkill(", "    return VerifiedSkill("),
     ),
     "external-submodule-import-refused-in-worker": _m(
         "the worker's import guard does not check the names imported from a module",
-        ("_sandbox.py", "            if not hasattr(view, item):", "            if False:"),
+        ("worker/_handler_sandbox.py", "            if not hasattr(view, item):", "            if False:"),
     ),
     "external-request-flood-killed": _m(
         "the host does not count a worker's capability requests",
-        ("_runner.py", "                if broker.requests >= max_requests:", "                if False:"),
+        ("host/_runner.py", "                if broker.requests >= max_requests:", "                if False:"),
     ),
     "external-oversized-frame-killed": _m(
         "the channel's frame cap is lifted to 1 MiB",
-        ("_channel.py", "MAX_FRAME = 64 * 1024", "MAX_FRAME = 1024 * 1024"),
+        ("host/_channel.py", "MAX_FRAME = 64 * 1024", "MAX_FRAME = 1024 * 1024"),
     ),
     "external-oversized-result-rejected": _m(
         "the result size is not checked",
-        ("_runner.py", '                if len(canonical_bytes(frame.get("value"))) > MAX_RESULT:', "                if False:"),
+        ("host/_runner.py", '                if len(canonical_bytes(frame.get("value"))) > MAX_RESULT:', "                if False:"),
     ),
     "external-timeout-killed": _m(
         "the run's deadline ends the wait but the run is not refused",
-        ("_runner.py", '                raise SkillError("CC_SKILL_TIMEOUT", f"worker exceeded {max_duration:.1f}s")',
+        ("host/_runner.py", '                raise SkillError("CC_SKILL_TIMEOUT", f"worker exceeded {max_duration:.1f}s")',
          "                break"),
     ),
     "bundled-read-notes-runs": _m(
         "the filesystem port reads only four bytes",
-        ("_fs_broker.py", "            data = os.read(fd, self._max + 1)", "            data = os.read(fd, 4)"),
+        ("brokers/_fs.py", "            data = os.read(fd, self._max + 1)", "            data = os.read(fd, 4)"),
     ),
     "bundled-repo-status-runs": _m(
         "the process broker resolves no executable",
-        ("_process_broker.py", "        self._exe = {name: shutil.which(name) for name",
+        ("brokers/_process.py", "        self._exe = {name: shutil.which(name) for name",
          "        self._exe = {name: None for name"),
     ),
     "bundled-host-info-runs": _m(
         "the host grants host-info no host-platform key",
-        ("_host.py", '{"host-platform": platform_name(), "app-version": __version__}',
+        ("host/_host.py", '{"host-platform": platform_name(), "app-version": __version__}',
          '{"app-version": __version__}'),
     ),
     "bundled-fetch-status-runs": _m(
         "the egress port does not follow an allowed redirect",
-        ("_egress.py", "            if status in _REDIRECTS and location:", "            if False:"),
+        ("brokers/_egress.py", "            if status in _REDIRECTS and location:", "            if False:"),
     ),
     "authority-withholds-process-rejected": _m(
         "the broker lets process:exec through whatever the authority grants",
-        ("_broker.py", "        if self.granted is not None and capability not in self.granted:",
+        ("brokers/_broker.py", "        if self.granted is not None and capability not in self.granted:",
          '        if self.granted is not None and capability not in self.granted | {"process:exec"}:'),
     ),
     "authority-withholds-egress-rejected": _m(
         "the broker lets network:https through whatever the authority grants",
-        ("_broker.py", "        if self.granted is not None and capability not in self.granted:",
+        ("brokers/_broker.py", "        if self.granted is not None and capability not in self.granted:",
          '        if self.granted is not None and capability not in self.granted | {"network:https"}:'),
     ),
     "authority-withholds-fs-read-rejected": _m(
         "the broker lets filesystem:read through whatever the authority grants",
-        ("_broker.py", "        if self.granted is not None and capability not in self.granted:",
+        ("brokers/_broker.py", "        if self.granted is not None and capability not in self.granted:",
          '        if self.granted is not None and capability not in self.granted | {"filesystem:read"}:'),
     ),
     "authority-withholds-process-rule-rejected": _m(
         "the process port gets every host rule, not the authority's",
-        ("_host.py", "        granted_rules = tuple(r for r in rules if auth.grants_rule(r.name))",
+        ("host/_host.py", "        granted_rules = tuple(r for r in rules if auth.grants_rule(r.name))",
          "        granted_rules = tuple(rules)"),
     ),
     "authority-unknown-external-rejected": _m(
         "an authority name the host does not know grants everything",
-        ("_authority.py", "    return found if found is not None and found.name == name else nothing(name)",
+        ("host/_authority.py", "    return found if found is not None and found.name == name else nothing(name)",
          "    return found if found is not None and found.name == name else Authority.everything(name)"),
     ),
     "fs-dotdot-escape-rejected": _m(
         "no containment: neither the '..' rule nor the resolved-path check",
-        ("_fs_broker.py",
+        ("brokers/_fs.py",
          '    if ".." in _SEP.split(rel):\n'
          "        raise SkillError(\"CC_SKILL_PATH_ESCAPE\", \"'..' components are refused\")\n"
          "    real = os.path.realpath(os.path.join(root_real, rel))\n"
@@ -170,29 +170,29 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "fs-symlink-escape-rejected": _m(
         "the resolved path is not checked against the root",
-        ("_fs_broker.py", "    if real != root_real and os.path.commonpath([real, root_real]) != root_real:\n",
+        ("brokers/_fs.py", "    if real != root_real and os.path.commonpath([real, root_real]) != root_real:\n",
          "    if False:\n"),
     ),
     "process-not-allow-listed-rejected": _m(
         "any argv runs under its own ad-hoc rule",
-        ("_process_broker.py",
+        ("brokers/_process.py",
          "        rule = self._rules.get(tuple(argv))\n        if rule is None:",
          "        rule = self._rules.get(tuple(argv)) or ProcessRule(argv[0], tuple(argv))\n        if rule is None:"),
     ),
     "process-shell-metachar-rejected": _m(
         "rules match as a prefix of the joined command line instead of literally",
-        ("_process_broker.py",
+        ("brokers/_process.py",
          "        rule = self._rules.get(tuple(argv))\n        if rule is None:",
          '        rule = next((r for k, r in self._rules.items() if " ".join(argv).startswith(" ".join(k))), None)\n'
          "        if rule is None:"),
     ),
     "process-rule-bound-to-other-skill-rejected": _m(
         "process rules are not bound to skill ids",
-        ("_process_broker.py", "        if rule.skills is not None and self._skill not in rule.skills:", "        if False:"),
+        ("brokers/_process.py", "        if rule.skills is not None and self._skill not in rule.skills:", "        if False:"),
     ),
     "env-key-not-granted-rejected": _m(
         "an ungranted key reads as empty instead of being refused",
-        ("_env_broker.py",
+        ("brokers/_env.py",
          "        if not isinstance(key, str) or key not in self._values:\n"
          '            raise SkillError("CC_SKILL_ENV_KEY_DENIED", "logical key not granted to this skill")\n'
          "        return self._values[key]",
@@ -200,56 +200,56 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "net-ip-literal-rejected": _m(
         "IP literals are not refused",
-        ("_egress.py", "        if is_ip_literal(host):\n            raise SkillError(\"CC_SKILL_EGRESS_IP_LITERAL\"",
+        ("brokers/_egress.py", "        if is_ip_literal(host):\n            raise SkillError(\"CC_SKILL_EGRESS_IP_LITERAL\"",
          "        if False:\n            raise SkillError(\"CC_SKILL_EGRESS_IP_LITERAL\""),
     ),
     "net-non-https-rejected": _m(
         "http is accepted as a scheme",
-        ("_egress.py", '        if parts.scheme.lower() != "https":', '        if parts.scheme.lower() not in ("https", "http"):'),
+        ("brokers/_egress.py", '        if parts.scheme.lower() != "https":', '        if parts.scheme.lower() not in ("https", "http"):'),
     ),
     "net-private-resolution-rejected": _m(
         "resolved addresses are not checked",
-        ("_egress.py", "        bad = [a for a in answers if not _address_ok(a)]", "        bad: list[str] = []"),
+        ("brokers/_egress.py", "        bad = [a for a in answers if not _address_ok(a)]", "        bad: list[str] = []"),
     ),
     "net-redirect-disallowed-rejected": _m(
         "a redirect hop skips the allow-list and address checks",
-        ("_egress.py",
+        ("brokers/_egress.py",
          "                target = self._target(current)\n                address = self._address(target)\n",
          "                target = self._target(current) if hop == 0 else _Target(str(urlsplit(current).hostname), 443, '/')\n"
          "                address = self._address(target) if hop == 0 else address\n"),
     ),
     "runtime-domain-decided-runs": _m(
         "the audit names the host but not the decision that allowed it",
-        ("_egress.py", '        return f"{decision.decision_id}@{host}"[:64]', "        return host[:64]"),
+        ("brokers/_egress.py", '        return f"{decision.decision_id}@{host}"[:64]', "        return host[:64]"),
     ),
     "runtime-domain-undecided-rejected": _m(
         "every decision applies to every skill",
-        ("_host.py",
+        ("host/_host.py",
          "        decisions = tuple(d for d in cfg.egress.decisions if (d.skill_id, d.authority) == (skill_id, cfg.authority))",
          "        decisions = cfg.egress.decisions"),
     ),
     "runtime-domain-expired-decision-rejected": _m(
         "decisions never expire",
-        ("_egress.py", "        if found and all(d.expires_at <= time.time() for d in found):", "        if False:"),
-        ("_egress.py", "        live = [d for d in found if d.expires_at > time.time()]", "        live = found"),
+        ("brokers/_egress.py", "        if found and all(d.expires_at <= time.time() for d in found):", "        if False:"),
+        ("brokers/_egress.py", "        live = [d for d in found if d.expires_at > time.time()]", "        live = found"),
     ),
     "net-loopback-resolution-rejected": _m(
         "public egress lets loopback answers through",
-        ("_egress.py", "        bad = [a for a in answers if not _address_ok(a)]",
+        ("brokers/_egress.py", "        bad = [a for a in answers if not _address_ok(a)]",
          '        bad = [a for a in answers if not _address_ok(a) and a != "127.0.0.1"]'),
     ),
     "loopback-service-runs": _m(
         "the loopback broker dials the wrong address",
-        ("_loopback_broker.py", 'LOOPBACK = "127.0.0.1"', 'LOOPBACK = "127.0.0.2"'),
+        ("brokers/_loopback.py", 'LOOPBACK = "127.0.0.1"', 'LOOPBACK = "127.0.0.2"'),
     ),
     "loopback-port-not-listed-rejected": _m(
         "any port is accepted for a service",
-        ("_loopback_broker.py", "        if not isinstance(port, int) or isinstance(port, bool) or port not in allowed:",
+        ("brokers/_loopback.py", "        if not isinstance(port, int) or isinstance(port, bool) or port not in allowed:",
          "        if not isinstance(port, int) or isinstance(port, bool):"),
     ),
     "loopback-unknown-service-rejected": _m(
         "an unknown service falls back to the first listed one",
-        ("_loopback_broker.py",
+        ("brokers/_loopback.py",
          '        if not isinstance(service, str) or service not in self._policy.services:\n'
          '            raise SkillError("CC_SKILL_LOOPBACK_SERVICE_UNKNOWN", "not a loopback service of this host")\n'
          "        allowed = self._policy.services[service]\n",
@@ -257,68 +257,68 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "diagnostics-dns-lookup-runs": _m(
         "the diagnostics resolve no executable",
-        ("_diagnostics.py", "        self._tools = {tool: (shutil.which(exe), args)", "        self._tools = {tool: (None, args)"),
+        ("brokers/_diagnostics.py", "        self._tools = {tool: (shutil.which(exe), args)", "        self._tools = {tool: (None, args)"),
     ),
     "diagnostics-host-not-allowed-rejected": _m(
         "a diagnostic's host is not checked against the egress rules",
-        ("_diagnostics.py", "        address = self._check(host, port)", "        address = host"),
+        ("brokers/_diagnostics.py", "        address = self._check(host, port)", "        address = host"),
     ),
     "diagnostics-private-host-rejected": _m(
         "a diagnostic checks the allow-list but not the resolved addresses",
-        ("_egress.py", "        return self._address(self._target(f\"https://{host}:{port}/\"))",
+        ("brokers/_egress.py", "        return self._address(self._target(f\"https://{host}:{port}/\"))",
          "        return self._target(f\"https://{host}:{port}/\").host"),
     ),
     "diagnostics-unknown-tool-rejected": _m(
         "an unknown tool name runs as an executable of that name",
-        ("_diagnostics.py", "        if not isinstance(tool, str) or tool not in self._tools:\n",
+        ("brokers/_diagnostics.py", "        if not isinstance(tool, str) or tool not in self._tools:\n",
          "        if isinstance(tool, str) and tool not in self._tools:\n            self._tools[tool] = (shutil.which(tool), (NAME,))\n"
          "        if not isinstance(tool, str):\n"),
     ),
     "external-broker-call-through-worker": _m(
         "the host answers every capability request with a refusal instead of the broker's answer",
-        ("_runner.py", "                ok, value = _call_with_deadline(broker, frame, deadline)",
+        ("host/_runner.py", "                ok, value = _call_with_deadline(broker, frame, deadline)",
          '                ok, value = False, SkillError("CC_SKILL_PORT_UNAPPROVED", "not forwarded")'),
     ),
     "external-fs-escape-rejected": _m(
         "the worker loses the broker's refusal code on its way back",
-        ("_worker.py", '            code = str(resp.get("code", "CC_SKILL_CAPABILITY_DENIED"))',
+        ("worker/_main.py", '            code = str(resp.get("code", "CC_SKILL_CAPABILITY_DENIED"))',
          '            code = "CC_SKILL_CAPABILITY_DENIED"'),
     ),
     "external-protocol-version-mismatch-killed": _m(
         "neither side checks the protocol version",
-        ("_worker.py", '        if not isinstance(frame, dict) or frame.get("v") != PROTOCOL_VERSION:',
+        ("worker/_main.py", '        if not isinstance(frame, dict) or frame.get("v") != PROTOCOL_VERSION:',
          "        if not isinstance(frame, dict):"),
-        ("_runner.py", '                or frame.get("v") != protocol_version\n', ""),
+        ("host/_runner.py", '                or frame.get("v") != protocol_version\n', ""),
     ),
     "external-abort-killed": _m(
         "the host's cancel switch is not looked at",
-        ("_runner.py", "            if cancel is not None and cancel.is_set():", "            if False:"),
+        ("host/_runner.py", "            if cancel is not None and cancel.is_set():", "            if False:"),
     ),
     "package-path-traversal-rejected": _m(
         "the manifest's entry point is not checked",
-        ("_manifest.py", '    if "entry" in fields:\n', "    if False:\n"),
+        ("packaging/_manifest.py", '    if "entry" in fields:\n', "    if False:\n"),
     ),
     "package-symlink-rejected": _m(
         "package files are stat'ed through symlinks",
-        ("_package.py", "    st = os.lstat(path)\n    if stat.S_ISLNK", "    st = os.stat(path)\n    if stat.S_ISLNK"),
+        ("packaging/_package.py", "    st = os.lstat(path)\n    if stat.S_ISLNK", "    st = os.stat(path)\n    if stat.S_ISLNK"),
     ),
     "package-native-binary-rejected": _m(
         "native binary magic is not looked for",
-        ("_package.py", "        if data.startswith(_NATIVE_MAGIC):", "        if False:"),
+        ("packaging/_package.py", "        if data.startswith(_NATIVE_MAGIC):", "        if False:"),
     ),
     "package-unknown-manifest-field-rejected": _m(
         "unknown manifest fields are ignored",
-        ("_manifest.py", "    if unknown:\n", "    if False:\n"),
+        ("packaging/_manifest.py", "    if unknown:\n", "    if False:\n"),
     ),
     "prompt-only-no-execution": _m(
         "a prompt-only skill gets an empty handler",
-        ("_package.py",
+        ("packaging/_package.py",
          '    if HANDLER_NAME not in files:\n        raise SkillError("CC_SKILL_PROMPT_ONLY", "prompt-only skill: no code execution")\n',
          '    if HANDLER_NAME not in files:\n        files[HANDLER_NAME] = b"def run(ports, args):\\n    return {}\\n"\n'),
     ),
     "safe-mode-bundled-runs": _m(
         "safe mode refuses bundled skills too",
-        ("_host.py",
+        ("host/_host.py",
          "    def run_bundled(self, skill_id: str, args: dict[str, Any] | None = None) -> tuple[Any, Broker]:\n",
          "    def run_bundled(self, skill_id: str, args: dict[str, Any] | None = None) -> tuple[Any, Broker]:\n"
          "        if self.config.safe_mode:\n"
@@ -326,18 +326,18 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "safe-mode-external-refused": _m(
         "safe mode is not looked at for external skills",
-        ("_host.py", "        if self.config.safe_mode:\n            raise SkillError(\"CC_SKILL_SAFE_MODE\"",
+        ("host/_host.py", "        if self.config.safe_mode:\n            raise SkillError(\"CC_SKILL_SAFE_MODE\"",
          "        if False:\n            raise SkillError(\"CC_SKILL_SAFE_MODE\""),
     ),
     "host-boundary-external-not-loaded": _m(
         "the host also loads the verified handler into a module of its own, under an innocuous name",
-        ("_package.py", "    audit_external_source(source)\n",
+        ("packaging/_package.py", "    audit_external_source(source)\n",
          "    audit_external_source(source)\n"
          "    import types as _types\n"
          '    _m = _types.ModuleType("innocuous")\n'
          "    exec(compile(source, os.path.join(root_real, HANDLER_NAME), 'exec'), _m.__dict__)\n"
          '    sys.modules["innocuous"] = _m\n'),
-        ("_package.py", "import os\n", "import os\nimport sys\n"),
+        ("packaging/_package.py", "import os\n", "import os\nimport sys\n"),
     ),
     "worker-environment-minimal": _m(
         "the worker inherits the host's environment",
@@ -349,7 +349,7 @@ MUTANTS: dict[str, Mutant] = {
     "kernel-refuses-ptrace-host": _m(
         "the worker applies no OS sandbox and the host stays dumpable",
         NO_OS_SANDBOX,
-        ("_channel.py", '    if not sys.platform.startswith("linux"):\n        return False\n    try:',
+        ("host/_channel.py", '    if not sys.platform.startswith("linux"):\n        return False\n    try:',
          "    if True:\n        return False\n    try:"),
     ),
     "kernel-refuses-exec-shell": _m("the worker applies no OS sandbox", NO_OS_SANDBOX),
@@ -377,7 +377,7 @@ def _mutated_copy(tmp_path: Path, mutant: Mutant) -> Path:
 def _run_phase(root: Path, phase: str) -> list[dict[str, object]]:
     """The steps of one journey phase, run from the app package under ``root`` in a fresh interpreter."""
     script = (
-        "import json; from skillhost._journey import run_journey; "
+        "import json; from skillhost.journey._run import run_journey; "
         f"print(json.dumps(run_journey(phases=({phase!r},))[0]['steps']))"
     )
     env = {k: v for k, v in os.environ.items() if k != "QUALIFY_BUILD_INFO"}
@@ -391,7 +391,7 @@ def _run_phase(root: Path, phase: str) -> list[dict[str, object]]:
 @pytest.fixture(scope="module")
 def phase_of() -> dict[str, str]:
     """Which phase reports each step, read from the unmutated app (and every step passes there)."""
-    from skillhost._journey import PHASES
+    from skillhost.journey._run import PHASES
 
     table, found = _table(), {}
     for phase in PHASES:

@@ -44,7 +44,7 @@ def test_the_two_policies_require_the_same_journey():
 
 @pytest.mark.parametrize("policy_path", POLICIES, ids=lambda p: Path(p).name)
 def test_each_kernel_step_records_an_errno_the_policy_accepts_and_no_other_step_does(policy_path, journey_steps):
-    from skillhost._journey_kernel import KERNEL_ERRNOS, STEP_IDS
+    from skillhost.journey._kernel import KERNEL_ERRNOS, STEP_IDS
 
     table = load_policy(policy_path).file.journey.steps
     for s in journey_steps:
@@ -59,7 +59,7 @@ def test_each_kernel_step_records_an_errno_the_policy_accepts_and_no_other_step_
 
 @pytest.mark.parametrize("policy_path", POLICIES, ids=lambda p: Path(p).name)
 def test_the_app_fails_closed_on_the_layers_the_policy_requires(policy_path):
-    from skillhost._os_sandbox import REQUIRED_LAYERS
+    from skillhost.os_sandbox._dispatch import REQUIRED_LAYERS
 
     isolation = load_policy(policy_path).file.isolation
     assert isolation is not None

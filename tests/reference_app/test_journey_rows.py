@@ -1,13 +1,13 @@
 """The journey's reject tables and the loop that walks them (the journey itself runs in test_cli)."""
 
 import pytest
-from skillhost._host import HostConfig, SkillHost
-from skillhost._journey_brokers import CROSS_PROCESS_REJECTS, ENV_REJECTS
-from skillhost._journey_external import WORKER_REJECTS
-from skillhost._journey_host import on_host
-from skillhost._journey_packages import SAFE_MODE_REJECTS, _package_rows
-from skillhost._journey_rows import Package, PackageBuilder, RejectRow, abort_timer, walk
-from skillhost._signing import LOCK_NAME, SIG_NAME, TrustStore, new_key
+from skillhost.host._host import HostConfig, SkillHost
+from skillhost.journey._brokers import CROSS_PROCESS_REJECTS, ENV_REJECTS
+from skillhost.journey._external import WORKER_REJECTS
+from skillhost.journey._on_host import on_host
+from skillhost.journey._packages import SAFE_MODE_REJECTS, _package_rows
+from skillhost.journey._rows import Package, PackageBuilder, RejectRow, abort_timer, walk
+from skillhost.packaging._signing import LOCK_NAME, SIG_NAME, TrustStore, new_key
 
 GOOD_PY = "def run(ports, args):\n    return {'t': ports.time.now()}\n"
 

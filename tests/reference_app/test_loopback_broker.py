@@ -3,10 +3,10 @@
 import json
 
 import pytest
-from skillhost._broker import Broker
 from skillhost._errors import SkillError
-from skillhost._loopback_broker import LoopbackPort, LoopbackServices
-from skillhost._loopback_tls import LoopbackHTTPServer
+from skillhost.brokers._broker import Broker
+from skillhost.brokers._loopback import LoopbackPort, LoopbackServices
+from skillhost.journey._loopback_tls import LoopbackHTTPServer
 
 
 def code_of(fn):

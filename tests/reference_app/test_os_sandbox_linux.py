@@ -13,13 +13,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import skillhost._runner as runner
+import skillhost.host._runner as runner
 from skillhost._errors import SkillError
-from skillhost._hostile import EXEC_OK_LINE, OPERATIONS
-from skillhost._journey_kernel import DENIED_CODE, kernel_steps
-from skillhost._os_sandbox import REQUIRED_LAYERS
-from skillhost._sandbox_linux import LINUX_LAYERS
-from skillhost._seccomp_bpf import ALLOWED
+from skillhost.journey._kernel import DENIED_CODE, kernel_steps
+from skillhost.os_sandbox._dispatch import REQUIRED_LAYERS
+from skillhost.os_sandbox._linux import LINUX_LAYERS
+from skillhost.os_sandbox._seccomp_bpf import ALLOWED
+from skillhost.worker._hostile import EXEC_OK_LINE, OPERATIONS
 from skillhost_testutil import APP_DIR
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux sandbox")
@@ -42,7 +42,7 @@ def test_every_linux_layer_is_applied_on_this_machine(tmp_path: Path) -> None:
     out = _python(
         """
         import json, os
-        from skillhost._os_sandbox import confine
+        from skillhost.os_sandbox._dispatch import confine
         print(json.dumps(confine(os.getcwd())))
     """,
         cwd=tmp_path,
@@ -62,7 +62,7 @@ def test_confined_process_keeps_its_bundle_and_tmp_and_loses_the_rest(tmp_path: 
     out = _python(
         f"""
         import json, os, socket
-        from skillhost._os_sandbox import confine
+        from skillhost.os_sandbox._dispatch import confine
         confine(os.getcwd())
         res = {{}}
         def probe(name, fn):
@@ -96,7 +96,7 @@ def _kernel_ops_unconfined(tmp_path: Path) -> tuple[dict[str, dict[str, object]]
     written = tmp_path / "written.txt"
     child = textwrap.dedent(f"""
         import json, sys
-        from skillhost._hostile import OPERATIONS, attempt, exec_shell
+        from skillhost.worker._hostile import OPERATIONS, attempt, exec_shell
         targets = {{"read_path": {str(secret)!r}, "write_path": {str(written)!r}, "tcp_port": int(sys.argv[1])}}
         for op in OPERATIONS[:-1]:
             print(json.dumps(attempt(op, targets)), flush=True)
@@ -160,8 +160,8 @@ def _refused_by(steps: list[dict[str, object]]) -> dict[str, str | None]:
 
 _DROP_LAYER = """
 import sys
-import skillhost._sandbox_linux as linux
-from skillhost._os_sandbox import layer
+import skillhost.os_sandbox._linux as linux
+from skillhost.os_sandbox._interface import layer
 drop = {drop!r}
 def removed(name):
     return layer(name, applied=False, detail="removed by the test")
@@ -189,7 +189,7 @@ sys.exit(main(["worker", *sys.argv[1:]]))
 def test_removing_a_layer_changes_exactly_the_steps_it_owns(
     monkeypatch, tmp_path: Path, drop: str, changed: dict[str, str | None]
 ) -> None:
-    import skillhost._journey_kernel as journey_kernel
+    import skillhost.journey._kernel as journey_kernel
 
     monkeypatch.setattr(journey_kernel, "worker_command", lambda: [sys.executable, "-c", _DROP_LAYER.format(drop=drop)])
     steps, layers = kernel_steps(tmp_path)
@@ -203,7 +203,7 @@ _OUTSIDE_THE_TABLE = """
 import ctypes, json, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 if sys.argv[1] == "confined":
-    from skillhost._os_sandbox import confine
+    from skillhost.os_sandbox._dispatch import confine
     confine(os.getcwd())
 calls = {"personality": (135, 0xFFFFFFFF), "keyctl": (250, 0, 0), "userfaultfd": (323, 0),
          "memfd_create": (319, b"x", 0), "getrandom": (318, ctypes.create_string_buffer(8), 8, 0),
@@ -267,8 +267,8 @@ def test_the_journeys_workers_make_no_call_the_allow_list_refuses_but_the_hostil
 
 _DROP_SECCOMP = """
 import sys
-import skillhost._sandbox_linux as linux
-from skillhost._os_sandbox import layer
+import skillhost.os_sandbox._linux as linux
+from skillhost.os_sandbox._interface import layer
 linux._seccomp = lambda libc, no_new_privs: layer("seccomp", applied=False, detail="removed by the test")
 from skillhost._cli import main
 sys.exit(main(["worker", *sys.argv[1:]]))
@@ -280,9 +280,9 @@ def _worker_without_seccomp() -> list[str]:
 
 
 def test_a_worker_without_a_required_layer_refuses_external_code_bundled_still_runs(monkeypatch, tmp_path):
-    from skillhost._host import HostConfig, SkillHost
-    from skillhost._journey_util import _write_skill
-    from skillhost._signing import TrustStore, new_key
+    from skillhost.host._host import HostConfig, SkillHost
+    from skillhost.journey._rows import _write_skill
+    from skillhost.packaging._signing import TrustStore, new_key
 
     monkeypatch.setattr(runner, "worker_command", _worker_without_seccomp)
     key = new_key()
@@ -324,7 +324,7 @@ def test_the_probe_reports_the_applied_layers(capsys):
 
 _ONE_LAYER = """
 import ctypes, json, os, socket, sys
-import skillhost._sandbox_linux as L
+import skillhost.os_sandbox._linux as L
 libc = L._libc()
 nnp = L._no_new_privs(libc)
 if sys.argv[1] == "landlock":

@@ -11,11 +11,12 @@ import re
 import struct
 
 import pytest
-import skillhost._sandbox_linux as linux
-import skillhost._sandbox_macos as macos
-from skillhost._journey_kernel import refusing_layer
-from skillhost._os_sandbox import REQUIRED_LAYERS, launch_plan, layer, missing_layers, valid_layers
-from skillhost._seccomp_bpf import (
+import skillhost.os_sandbox._linux as linux
+import skillhost.os_sandbox._macos as macos
+from skillhost.journey._kernel import refusing_layer
+from skillhost.os_sandbox._dispatch import REQUIRED_LAYERS, launch_plan, missing_layers, valid_layers
+from skillhost.os_sandbox._interface import layer
+from skillhost.os_sandbox._seccomp_bpf import (
     ALLOWED,
     ARCHES,
     ARG_RULES,
@@ -268,7 +269,7 @@ def test_macos_refusals_are_the_sandbox_s() -> None:
 
 
 def test_linux_plan_starts_the_worker_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("skillhost._os_sandbox.platform_key", lambda: "linux")
+    monkeypatch.setattr("skillhost.os_sandbox._dispatch.platform_key", lambda: "linux")
     plan = launch_plan(["/opt/skillhost/skillhost", "worker"], "/tmp/w", ["/opt/skillhost"])
     assert plan.argv == ["/opt/skillhost/skillhost", "worker"]
     assert plan.after_spawn is None

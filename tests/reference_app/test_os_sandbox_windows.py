@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import skillhost._sandbox_windows as windows
-import skillhost._sandbox_windows_process as process
-import skillhost._sandbox_windows_structs as st
-from skillhost._journey_kernel import refusing_layer
-from skillhost._os_sandbox import layer
+import skillhost.os_sandbox._windows as windows
+import skillhost.os_sandbox._windows_process as process
+import skillhost.os_sandbox._windows_structs as st
+from skillhost.journey._kernel import refusing_layer
+from skillhost.os_sandbox._interface import layer
 
 # -- layouts -----------------------------------------------------------------------------------------------
 

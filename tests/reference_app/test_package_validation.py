@@ -5,9 +5,9 @@ import os
 
 import pytest
 from skillhost._errors import SkillError
-from skillhost._host import HostConfig, SkillHost
-from skillhost._package import discover, sign_package, verify_for_execution
-from skillhost._signing import LOCK_NAME, TrustStore, new_key
+from skillhost.host._host import HostConfig, SkillHost
+from skillhost.packaging._package import discover, sign_package, verify_for_execution
+from skillhost.packaging._signing import LOCK_NAME, TrustStore, new_key
 from skillhost_testutil import run_source
 
 GOOD = "def run(ports, args):\n    return {'t': ports.time.now()}\n"
@@ -140,7 +140,7 @@ def test_symlinked_root_and_file(tmp_path):
 
 
 def test_safe_mode_reads_no_third_party_byte(tmp_path, trust, monkeypatch):
-    import skillhost._host as host_mod
+    import skillhost.host._host as host_mod
 
     def boom(*a, **k):
         raise AssertionError("discovery must not run in safe mode")

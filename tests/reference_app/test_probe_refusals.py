@@ -3,7 +3,7 @@ import sys
 
 import pytest
 import skillhost._probe as probe
-import skillhost._runner as runner
+import skillhost.host._runner as runner
 from skillhost._cli import main
 
 

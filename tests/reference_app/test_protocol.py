@@ -6,10 +6,10 @@ import threading
 import time
 
 import pytest
-import skillhost._runner as runner
-from skillhost._broker import default_ports
-from skillhost._package import VerifiedSkill
-from skillhost._runner import PROTOCOL_VERSION, run_external
+import skillhost.host._runner as runner
+from skillhost.brokers._broker import default_ports
+from skillhost.host._runner import PROTOCOL_VERSION, run_external
+from skillhost.packaging._package import VerifiedSkill
 
 PRELUDE = """
 import json, sys, os

@@ -1,0 +1,276 @@
+"""Journey steps for the brokers: one allow path per broker, then each broker's refusals.
+
+Network choice: the journey starts a loopback TLS server with a certificate made
+for this run and gives this run's host a trust anchor for exactly that name, a
+resolver that answers a public stand-in address for it, and a connector that
+routes exactly that address to the server. The allow path therefore really goes
+through resolution, the public-address check, pinned connect, SNI and
+certificate verification, with no loopback exemption in public egress; the
+refusals use names resolving to private or loopback addresses, or URLs the
+policy refuses. A plain HTTP server on 127.0.0.1 is the loopback "model"
+service, reached only through the loopback broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from skillhost._errors import SkillError
+from skillhost.brokers import EgressPolicy, LoopbackServices
+from skillhost.host import PROTOCOL_VERSION, HostConfig, SkillHost
+from skillhost.journey._authority import GRANTING, JOURNEY_AUTHORITIES, authority_steps, runtime_domain_steps
+from skillhost.journey._loopback_tls import SERVER_NAME, LoopbackHTTPServer, LoopbackTLSServer
+from skillhost.journey._on_host import _bundled_refusal, _bundled_step, _external, on_host
+from skillhost.journey._packages import package_steps
+from skillhost.journey._rows import Package, PackageBuilder, RejectRow, _try_symlink, walk
+from skillhost.journey._step import Step, _step
+from skillhost.packaging import TrustStore
+
+PRIVATE_NAME = "private.skillhost-journey.test"
+PRIVATE_ADDRESS = "10.20.30.40"
+LOOPBACK_NAME = "local.skillhost-journey.test"
+OUTSIDE_SECRET = "journey-outside-secret"  # noqa: S105 - a canary string, not a credential
+
+FS_PY = """
+def run(ports, args):
+    text = ports.fs.read_text(args.get("path", "notes.txt"))
+    return {"chars": len(text)}
+"""
+ENV_HOST_PY = """
+def run(ports, args):
+    return {"home": ports.env.get("HOME")}
+"""
+LOOP_PY = """
+def run(ports, args):
+    n = 0
+    while True:
+        n += 1
+"""
+
+PEEK_PY = """
+def run(ports, args):
+    return ports.process.run(["git", "status", "--porcelain"])
+"""
+
+MODEL_PY = """
+def run(ports, args):
+    res = ports.loopback.get(args.get("service", "model"), "/hello", args.get("port"))
+    return {"status": res["status"], "chars": len(res["body"])}
+"""
+DIAG_PY = """
+def run(ports, args):
+    res = ports.process.diagnose(TOOL, HOST, PORT)
+    return {"command": res["command"], "returncode": res["returncode"]}
+"""
+LOOPBACK = ("service:loopback",)
+MODEL_CLIENT = Package("model-client", MODEL_PY, LOOPBACK)
+
+
+def _loopback_rejects(other_port: int) -> tuple[RejectRow, ...]:
+    """The loopback broker's refusals: a port not listed for the service, a service the host does not have."""
+    wrong_port = MODEL_PY.replace('args.get("port")', str(other_port))
+    unknown = MODEL_PY.replace('args.get("service", "model")', '"metrics"')
+    return (
+        RejectRow(
+            "loopback-port-not-listed-rejected",
+            Package("model-port-prober", wrong_port, LOOPBACK),
+            "CC_SKILL_LOOPBACK_PORT_DENIED",
+        ),
+        RejectRow(
+            "loopback-unknown-service-rejected",
+            Package("service-prober", unknown, LOOPBACK),
+            "CC_SKILL_LOOPBACK_SERVICE_UNKNOWN",
+        ),
+    )
+
+
+def _diagnostic(skill: str, tool: str, host: str, port: int) -> Package:
+    src = DIAG_PY.replace("TOOL", repr(tool)).replace("HOST", repr(host)).replace("PORT", str(port))
+    return Package(skill, src, ("process:exec",))
+
+
+def _diagnostics_rejects(port: int) -> tuple[RejectRow, ...]:
+    """A host the egress rules refuse (not listed, private answers) and a tool that is not a fixed diagnostic."""
+    return (
+        RejectRow(
+            "diagnostics-host-not-allowed-rejected",
+            _diagnostic("diag-elsewhere", "dns-lookup", "not-allowed.test", port),
+            "CC_SKILL_EGRESS_HOST_DENIED",
+        ),
+        RejectRow(
+            "diagnostics-private-host-rejected",
+            _diagnostic("diag-private", "ping", PRIVATE_NAME, port),
+            "CC_SKILL_EGRESS_ADDRESS_DENIED",
+        ),
+        RejectRow(
+            "diagnostics-unknown-tool-rejected",
+            _diagnostic("diag-shell", "sh", SERVER_NAME, port),
+            "CC_SKILL_PROCESS_DENIED",
+        ),
+    )
+
+
+FS_READ = ("filesystem:read",)
+# Built once: the allow path through the worker, and again run by the protocol-mismatch row.
+NOTES_COUNTER = Package("notes-counter", FS_PY, FS_READ)
+
+# A host variable name is not a granted logical key.
+ENV_REJECTS = (
+    RejectRow(
+        "env-key-not-granted-rejected",
+        Package("env-reader", ENV_HOST_PY, ("environment:read",)),
+        "CC_SKILL_ENV_KEY_DENIED",
+    ),
+)
+
+# The git rules are bound to the bundled repo-status skill: another skill declaring process:exec, under an
+# authority granting everything, still may not run them.
+PROCESS_BINDING_REJECTS = (
+    RejectRow(
+        "process-rule-bound-to-other-skill-rejected",
+        Package("status-peeker", PEEK_PY, ("process:exec",)),
+        "CC_SKILL_PROCESS_DENIED",
+    ),
+)
+
+# Across the process boundary: a broker refusal, a version the worker does not speak, a host abort mid-run.
+CROSS_PROCESS_REJECTS = (
+    RejectRow(
+        "external-fs-escape-rejected",
+        Package("notes-escaper", FS_PY.replace('"notes.txt"', '"../outside-secret.txt"'), FS_READ),
+        "CC_SKILL_PATH_ESCAPE",
+    ),
+    RejectRow(
+        "external-protocol-version-mismatch-killed",
+        NOTES_COUNTER,
+        "CC_SKILL_PROTOCOL_VIOLATION",
+        protocol_version=PROTOCOL_VERSION + 1,
+    ),
+    RejectRow("external-abort-killed", Package("abortee", LOOP_PY), "CC_SKILL_ABORTED", abort_after=0.4),
+)
+
+
+def _journey_host(
+    workspace: Path, trust: TrustStore, srv: LoopbackTLSServer, model: LoopbackHTTPServer
+) -> SkillHost:
+    def resolver(host: str, port: int) -> list[str]:
+        fixed = {PRIVATE_NAME: [PRIVATE_ADDRESS], LOOPBACK_NAME: ["127.0.0.1"]}
+        return fixed.get(host) or srv.public_resolver(host, port)
+
+    policy = EgressPolicy(
+        allowed=frozenset({(SERVER_NAME, srv.port), (PRIVATE_NAME, srv.port), (LOOPBACK_NAME, srv.port)}),
+        max_bytes=16 * 1024,
+        timeout=5.0,
+    )
+    cfg = HostConfig(
+        workspace=workspace,
+        trust=trust,
+        authority=GRANTING,
+        authorities=JOURNEY_AUTHORITIES,
+        egress=policy,
+        resolver=resolver,
+        ssl_context=srv.client_context(),
+        connect=srv.connect,
+        loopback=LoopbackServices({"model": (model.port,)}),
+    )
+    return SkillHost(cfg)
+
+
+def _bundled_allows(host: SkillHost, base: str) -> list[Step]:
+    """Bundled skills, one per broker, in this process."""
+    rows: tuple[tuple[str, str, dict[str, Any], Callable[[Any], bool]], ...] = (
+        ("bundled-read-notes-runs", "read-notes", {"path": "notes.txt"},
+         lambda v: v == {"lines": 2, "first": "journey notes"}),
+        ("bundled-repo-status-runs", "repo-status", {},
+         lambda v: v.get("command") == "git-status" and isinstance(v.get("returncode"), int)),
+        ("bundled-host-info-runs", "host-info", {},
+         lambda v: v.get("platform") in ("linux", "macos", "windows")),
+        ("bundled-fetch-status-runs", "fetch-status", {"url": f"{base}/redirect-in"},
+         lambda v: v == {"status": 200, "bytes": 30, "redirects": 1}),
+    )
+    return [_bundled_step(host, sid, skill, args, check) for sid, skill, args, check in rows]
+
+
+def _fs_refusals(host: SkillHost, workspace: Path, outside: Path) -> list[Step]:
+    escape = "CC_SKILL_PATH_ESCAPE"
+    dotdot = {"path": "../outside-secret.txt"}
+    steps = [_bundled_refusal(host, "fs-dotdot-escape-rejected", "read-notes", dotdot, escape)]
+    problem = _try_symlink(workspace / "link.txt", outside)
+    if problem:
+        steps.append(_step("fs-symlink-escape-rejected", "reject", escape, "allow", None, problem))
+    else:
+        steps.append(_bundled_refusal(host, "fs-symlink-escape-rejected", "read-notes", {"path": "link.txt"}, escape))
+    return steps
+
+
+def _process_refusals(host: SkillHost, workspace: Path) -> list[Step]:
+    """Only literal allow-listed argv runs; metacharacters stay literal bytes and are refused."""
+    proc = host.ports_for("repo-status", tier="bundled")["process"]
+    canary = workspace / "pwned"
+    steps: list[Step] = []
+    for sid, argv in (
+        ("process-not-allow-listed-rejected", ["git", "log", "-1"]),
+        ("process-shell-metachar-rejected", ["git", "status", "--porcelain; touch pwned"]),
+    ):
+        try:
+            proc.run(argv)
+            steps.append(_step(sid, "reject", "CC_SKILL_PROCESS_DENIED", "allow", None, "ran"))
+        except SkillError as exc:
+            created = canary.exists()
+            detail = f"{exc.message}; canary created={created}"
+            steps.append(_step(sid, "reject", "CC_SKILL_PROCESS_DENIED", "reject", exc.code, detail, not created))
+    return steps
+
+
+def _net_refusals(host: SkillHost, port: int, base: str) -> list[Step]:
+    """Each refusal comes before any connection."""
+    rows = (
+        ("net-ip-literal-rejected", f"https://127.0.0.1:{port}/hello", "CC_SKILL_EGRESS_IP_LITERAL"),
+        ("net-non-https-rejected", f"http://{SERVER_NAME}:{port}/hello", "CC_SKILL_EGRESS_SCHEME_DENIED"),
+        ("net-private-resolution-rejected", f"https://{PRIVATE_NAME}:{port}/hello", "CC_SKILL_EGRESS_ADDRESS_DENIED"),
+        # Public egress has no loopback exemption: a loopback service is the loopback broker's.
+        ("net-loopback-resolution-rejected", f"https://{LOOPBACK_NAME}:{port}/hello", "CC_SKILL_EGRESS_ADDRESS_DENIED"),
+        ("net-redirect-disallowed-rejected", f"{base}/redirect-out", "CC_SKILL_EGRESS_REDIRECT_DENIED"),
+    )
+    return [_bundled_refusal(host, sid, "fetch-status", {"url": url}, code) for sid, url, code in rows]
+
+
+def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519PrivateKey]) -> list[Step]:
+    """Broker steps, then package validation and safe mode (they share the workspace and packages)."""
+    workspace = tmp / "workspace"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("journey notes\nsecond line\n", encoding="utf-8")
+    outside = tmp / "outside-secret.txt"
+    outside.write_text(OUTSIDE_SECRET, encoding="utf-8")
+    packages = tmp / "packages"
+    packages.mkdir()
+    build = PackageBuilder(packages, keys)
+
+    with LoopbackTLSServer() as srv, LoopbackHTTPServer() as model:
+        base = f"https://{SERVER_NAME}:{srv.port}"
+        host = _journey_host(workspace, trust, srv, model)
+        steps = _bundled_allows(host, base)
+        # The same calls under authorities that do not grant them.
+        steps += authority_steps(host, base, lambda: build(NOTES_COUNTER))
+        steps += _fs_refusals(host, workspace, outside)
+        steps += _process_refusals(host, workspace)
+        steps += walk(PROCESS_BINDING_REJECTS, build, on_host(host))
+        steps += walk(ENV_REJECTS, build, on_host(host))
+        steps += _net_refusals(host, srv.port, base)
+        steps += runtime_domain_steps(host, SERVER_NAME, srv.port)
+        steps.append(_external(host, "loopback-service-runs", build(MODEL_CLIENT), None))
+        steps += walk(_loopback_rejects(srv.port), build, on_host(host))
+        # Network diagnostics: a fixed tool on a destination the egress rules accept (it may fail offline: it ran).
+        lookup = build(_diagnostic("diag-lookup", "dns-lookup", SERVER_NAME, srv.port))
+        steps.append(_external(host, "diagnostics-dns-lookup-runs", lookup, None))
+        steps += walk(_diagnostics_rejects(srv.port), build, on_host(host))
+        # An external skill using a broker through the worker: the allow path across the process boundary.
+        steps.append(_external(host, "external-broker-call-through-worker", build(NOTES_COUNTER), None))
+        steps += walk(CROSS_PROCESS_REJECTS, build, on_host(host))
+
+    steps += package_steps(build, trust, workspace)
+    return steps

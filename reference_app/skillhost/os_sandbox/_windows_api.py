@@ -1,0 +1,231 @@
+"""The Win32 calls of the Windows worker start, one method per API function, each raising ``OSError``.
+
+Standard library only. ``Win32`` is the seam: ``_windows`` decides the
+order and the cleanup, and the tests replace this class with a recorder, so
+every call, argument and structure is held on every platform. Nothing here
+decides anything; each method is the one call it names.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from skillhost.os_sandbox._windows_structs import (
+    ACL_REVISION,
+    JOB_OBJECT_EXTENDED_LIMIT_INFORMATION,
+    PROCESS_INFORMATION,
+    SE_FILE_OBJECT,
+    STARTUPINFOEXW,
+    ExtendedLimits,
+)
+
+__all__ = ["Win32"]
+
+_ERROR_INSUFFICIENT_BUFFER = 122
+_HANDLE_FLAG_INHERIT = 0x1
+
+
+def _dll(name: str) -> Any:
+    return ctypes.WinDLL(name, use_last_error=True)  # type: ignore[attr-defined]
+
+
+def _fail(code: int | None = None) -> OSError:
+    err = ctypes.get_last_error() if code is None else code  # type: ignore[attr-defined]
+    return ctypes.WinError(err)  # type: ignore[attr-defined,no-any-return]
+
+
+class Win32:
+    """kernel32, advapi32, userenv and ntdll as the host and the worker call them."""
+
+    def __init__(self) -> None:
+        self.k32, self.advapi, self.userenv = _dll("kernel32"), _dll("advapi32"), _dll("userenv")
+        # Pointers and handles are 64-bit; HRESULTs and DWORD results are unsigned (ctypes' default is int).
+        pointer, dword = ctypes.c_void_p, ctypes.c_uint32
+        for lib, names, restype in (
+            (self.k32, ("CreateJobObjectW", "GetCurrentProcess", "LocalFree"), pointer),
+            (self.advapi, ("GetSidSubAuthorityCount", "GetSidSubAuthority", "FreeSid"), pointer),
+            (self.k32, ("ResumeThread", "WaitForSingleObject"), dword),
+            (self.userenv, ("CreateAppContainerProfile", "DeriveAppContainerSidFromAppContainerName"), dword),
+            (self.advapi, ("GetNamedSecurityInfoW", "SetEntriesInAclW", "SetNamedSecurityInfoW"), dword),
+        ):
+            for name in names:
+                getattr(lib, name).restype = restype
+
+    @staticmethod
+    def _ok(result: object) -> Any:
+        if not result:
+            raise _fail()
+        return result
+
+    # -- AppContainer profile and SIDs -------------------------------------------------------------------
+
+    def create_appcontainer_profile(self, name: str, display: str, description: str) -> tuple[int, int]:
+        """``(HRESULT, SID)``; the SID is 0 unless the HRESULT is 0. No capabilities."""
+        sid = ctypes.c_void_p()
+        hr = self.userenv.CreateAppContainerProfile(name, display, description, None, 0, ctypes.byref(sid))
+        return int(hr), int(sid.value or 0)
+
+    def derive_appcontainer_sid(self, name: str) -> int:
+        sid = ctypes.c_void_p()
+        hr = self.userenv.DeriveAppContainerSidFromAppContainerName(name, ctypes.byref(sid))
+        if hr != 0:
+            raise OSError(f"DeriveAppContainerSidFromAppContainerName: HRESULT {hr:#x}")
+        return int(sid.value or 0)
+
+    def free_sid(self, sid: int) -> None:
+        self.advapi.FreeSid(ctypes.c_void_p(sid))
+
+    def string_sid_to_sid(self, text: str) -> int:
+        sid = ctypes.c_void_p()
+        self._ok(self.advapi.ConvertStringSidToSidW(text, ctypes.byref(sid)))
+        return int(sid.value or 0)
+
+    def sid_to_string(self, sid: int) -> str:
+        text = ctypes.c_wchar_p()
+        self._ok(self.advapi.ConvertSidToStringSidW(ctypes.c_void_p(sid), ctypes.byref(text)))
+        try:
+            return str(text.value)
+        finally:
+            self.local_free(ctypes.cast(text, ctypes.c_void_p).value or 0)
+
+    def sid_last_rid(self, sid: int) -> int:
+        count = ctypes.cast(self.advapi.GetSidSubAuthorityCount(ctypes.c_void_p(sid)), ctypes.POINTER(ctypes.c_ubyte))
+        last = ctypes.cast(self.advapi.GetSidSubAuthority(ctypes.c_void_p(sid), count[0] - 1),
+                           ctypes.POINTER(ctypes.c_uint32))  # fmt: skip
+        return int(last[0])
+
+    def sid_length(self, sid: int) -> int:
+        return int(self.advapi.GetLengthSid(ctypes.c_void_p(sid)))
+
+    def local_free(self, pointer: int) -> None:
+        self.k32.LocalFree(ctypes.c_void_p(pointer))
+
+    # -- ACLs --------------------------------------------------------------------------------------------
+
+    def get_named_security_info(self, path: str, info: int) -> tuple[int, int]:
+        """``(DACL, security descriptor)`` of a file; the caller frees the descriptor (``local_free``)."""
+        dacl, sd = ctypes.c_void_p(), ctypes.c_void_p()
+        err = self.advapi.GetNamedSecurityInfoW(path, SE_FILE_OBJECT, info, None, None, ctypes.byref(dacl), None,
+                                                ctypes.byref(sd))  # fmt: skip
+        if err:
+            raise _fail(err)
+        return int(dacl.value or 0), int(sd.value or 0)
+
+    def set_entries_in_acl(self, entries: ctypes.Array[Any], old_acl: int) -> int:
+        """The merged ACL; the caller frees it (``local_free``)."""
+        new = ctypes.c_void_p()
+        err = self.advapi.SetEntriesInAclW(len(entries), entries, ctypes.c_void_p(old_acl), ctypes.byref(new))
+        if err:
+            raise _fail(err)
+        return int(new.value or 0)
+
+    def set_named_security_info(self, path: str, info: int, dacl: int, sacl: int) -> None:
+        err = self.advapi.SetNamedSecurityInfoW(path, SE_FILE_OBJECT, info, None, None, ctypes.c_void_p(dacl or None),
+                                                ctypes.c_void_p(sacl or None))  # fmt: skip
+        if err:
+            raise _fail(err)
+
+    def new_label_acl(self, label_sid: int, inheritance: int, policy: int) -> ctypes.Array[ctypes.c_char]:
+        """A SACL holding one mandatory-label ACE (``InitializeAcl`` + ``AddMandatoryAce``), in Python memory."""
+        buf = ctypes.create_string_buffer(256)
+        self._ok(self.advapi.InitializeAcl(buf, len(buf), ACL_REVISION))
+        self._ok(self.advapi.AddMandatoryAce(buf, ACL_REVISION, inheritance, policy, ctypes.c_void_p(label_sid)))
+        return buf
+
+    # -- the attribute list ------------------------------------------------------------------------------
+
+    def initialize_attribute_list(self, count: int) -> ctypes.Array[ctypes.c_char]:
+        size = ctypes.c_size_t(0)
+        self.k32.InitializeProcThreadAttributeList(None, count, 0, ctypes.byref(size))  # asks for the size
+        if ctypes.get_last_error() != _ERROR_INSUFFICIENT_BUFFER:  # type: ignore[attr-defined]
+            raise _fail()
+        buf = ctypes.create_string_buffer(size.value)
+        self._ok(self.k32.InitializeProcThreadAttributeList(buf, count, 0, ctypes.byref(size)))
+        return buf
+
+    def update_attribute(self, attributes: ctypes.Array[ctypes.c_char], attribute: int, value: Any) -> None:
+        self._ok(self.k32.UpdateProcThreadAttribute(attributes, 0, ctypes.c_size_t(attribute), ctypes.byref(value),
+                                                    ctypes.sizeof(value), None, None))  # fmt: skip
+
+    def delete_attribute_list(self, attributes: ctypes.Array[ctypes.c_char]) -> None:
+        self.k32.DeleteProcThreadAttributeList(attributes)
+
+    # -- tokens ------------------------------------------------------------------------------------------
+
+    def open_process_token(self, access: int) -> int:
+        token = ctypes.c_void_p()
+        self._ok(self.advapi.OpenProcessToken(ctypes.c_void_p(self.k32.GetCurrentProcess()), access,
+                                              ctypes.byref(token)))  # fmt: skip
+        return int(token.value or 0)
+
+    def create_restricted_token(self, token: int, flags: int) -> int:
+        new = ctypes.c_void_p()
+        self._ok(self.advapi.CreateRestrictedToken(ctypes.c_void_p(token), flags, 0, None, 0, None, 0, None,
+                                                   ctypes.byref(new)))  # fmt: skip
+        return int(new.value or 0)
+
+    def set_token_information(self, token: int, info_class: int, value: Any, size: int) -> None:
+        self._ok(self.advapi.SetTokenInformation(ctypes.c_void_p(token), info_class, ctypes.byref(value), size))
+
+    def get_token_information(self, token: int, info_class: int) -> ctypes.Array[ctypes.c_char]:
+        """The answer in a buffer the caller keeps alive: the SIDs it holds point into it."""
+        size = ctypes.c_uint32(0)
+        self.advapi.GetTokenInformation(ctypes.c_void_p(token), info_class, None, 0, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(max(size.value, 8))
+        self._ok(self.advapi.GetTokenInformation(ctypes.c_void_p(token), info_class, buf, len(buf),
+                                                 ctypes.byref(size)))  # fmt: skip
+        return buf
+
+    def process_mitigation_flags(self, policy: int) -> int:
+        """This process's ``GetProcessMitigationPolicy`` answer for ``policy``, a DWORD of flags."""
+        flags = ctypes.c_uint32(0)
+        self._ok(self.k32.GetProcessMitigationPolicy(ctypes.c_void_p(self.k32.GetCurrentProcess()), policy,
+                                                     ctypes.byref(flags), ctypes.sizeof(flags)))  # fmt: skip
+        return int(flags.value)
+
+    # -- processes, handles, jobs ------------------------------------------------------------------------
+
+    def make_inheritable(self, handle: int) -> None:
+        self._ok(self.k32.SetHandleInformation(ctypes.c_void_p(handle), _HANDLE_FLAG_INHERIT, _HANDLE_FLAG_INHERIT))
+
+    def create_process(self, token: int | None, application: str, command_line: str, *, flags: int,
+                       environment: str, cwd: str, startup: STARTUPINFOEXW) -> PROCESS_INFORMATION:
+        """``CreateProcessW``, or ``CreateProcessAsUserW`` with ``token``; handles inherited: the list only."""
+        info = PROCESS_INFORMATION()
+        cmd = ctypes.create_unicode_buffer(command_line)  # CreateProcessW may write into it
+        env = ctypes.create_unicode_buffer(environment, len(environment))
+        args = (application, cmd, None, None, True, flags, env, cwd, ctypes.byref(startup), ctypes.byref(info))
+        if token is None:
+            self._ok(self.k32.CreateProcessW(*args))
+        else:
+            self._ok(self.advapi.CreateProcessAsUserW(ctypes.c_void_p(token), *args))
+        return info
+
+    def create_job(self) -> int:
+        return int(self._ok(self.k32.CreateJobObjectW(None, None)))
+
+    def set_limits(self, job: int, info: ExtendedLimits) -> None:
+        self._ok(self.k32.SetInformationJobObject(ctypes.c_void_p(job), JOB_OBJECT_EXTENDED_LIMIT_INFORMATION,
+                                                  ctypes.byref(info), ctypes.sizeof(info)))  # fmt: skip
+
+    def assign(self, job: int, process: int) -> None:
+        self._ok(self.k32.AssignProcessToJobObject(ctypes.c_void_p(job), ctypes.c_void_p(process)))
+
+    def resume_thread(self, thread: int) -> None:
+        if self.k32.ResumeThread(ctypes.c_void_p(thread)) == 0xFFFFFFFF:
+            raise _fail()
+
+    def terminate(self, process: int, code: int) -> None:
+        self.k32.TerminateProcess(ctypes.c_void_p(process), code)
+
+    def wait(self, process: int, milliseconds: int) -> int:
+        return int(self.k32.WaitForSingleObject(ctypes.c_void_p(process), milliseconds))
+
+    def exit_code(self, process: int) -> int:
+        code = ctypes.c_uint32(0)
+        self._ok(self.k32.GetExitCodeProcess(ctypes.c_void_p(process), ctypes.byref(code)))
+        return int(code.value)
+
+    def close(self, handle: int) -> None:
+        self.k32.CloseHandle(ctypes.c_void_p(handle))
