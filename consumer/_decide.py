@@ -48,6 +48,9 @@ def signers(verdict: Verdict, policy: Policy, show: ShowPath = str) -> list[Sign
 
 def decide(verdict: Verdict, policy: Policy, *, policy_path: str, mode: Mode,
            notes: list[str] | None = None, show: ShowPath = str) -> ConsumerDecision:
+    """The consumer-decision document for ``verdict``: the decision, the policy and run, the signers, the table, the
+    reasons.
+    """
     run = verdict.run
     # With no verified platform statement, the run is still known when its aggregate verified.
     aggregated = verdict.aggregate.predicate.run if verdict.aggregate is not None else None

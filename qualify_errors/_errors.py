@@ -99,6 +99,7 @@ class QualificationError(Exception):
 
     @property
     def exit_status(self) -> int:
+        """The process exit status the code calls for: 2 for a usage error, else 1."""
         return 2 if self.code in _USAGE_CODES else 1
 
     def diagnostics(self) -> str:

@@ -13,6 +13,8 @@ from desktop_qualify.qualify_policy import InstallTarget, Policy, StepExpectatio
 
 @dataclass(frozen=True)
 class Expectations:
+    """What the policy requires of the evidence, in the form the checks read it."""
+
     trust_mode: str
     repository: str
     workflow: str
@@ -47,16 +49,20 @@ class Expectations:
 
     @property
     def required_steps(self) -> tuple[str, ...]:
+        """The ids of the journey steps the policy requires, in its order."""
         return tuple(self.steps)
 
     def layers_for(self, platform: str) -> tuple[str, ...] | None:
+        """The isolation layers ``platform`` must report applied; None when the policy has no [isolation]."""
         return None if self.isolation is None else self.isolation[platform]
 
     def display_for(self, platform: str) -> DisplayKind:
+        """The display the policy sets for ``platform`` (none by default)."""
         return self.displays.get(platform, "none")
 
     @classmethod
     def from_policy(cls, policy: Policy) -> Expectations:
+        """The expectations of a loaded policy."""
         f = policy.file
         app, iso = f.app, f.isolation
         platforms: tuple[Platform, ...] = ("linux", "macos", "windows")
