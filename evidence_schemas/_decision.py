@@ -162,7 +162,7 @@ class AuditTotals(LateRecord):
     folders: Count
     """How many evidence folders (or bundles) were checked."""
     runs: Count
-    """How many distinct runs they hold."""
+    """How many distinct runs they hold (a folder whose run is unknown counts as one)."""
     qualified: Count
     """How many runs qualified in every folder that holds them."""
     rejected: Count

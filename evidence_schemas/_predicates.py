@@ -64,7 +64,7 @@ class PlatformPredicate(Record):
     platform: Platform
     """The platform the job qualified."""
     arch: ShortText
-    """The machine architecture the artifact was built for."""
+    """The architecture of the machine the job built on (x86_64, arm64, ...)."""
     run: RunIdentity
     """The run that produced the statement."""
     produced_at: Timestamp

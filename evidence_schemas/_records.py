@@ -250,7 +250,7 @@ class LaunchProbeRecord(Record):
     duration_ms: Millis
     """How long the stage took, in milliseconds."""
     report: ProbeReport | None
-    """The app's probe record, validated; None when it wrote none that validated."""
+    """The app's probe record, validated; None when none was read that validated."""
     build_sha_matches: bool
     """The producer's claim that the reported build SHA is the gated commit; recomputed."""
     executable_matches_install: bool
@@ -299,7 +299,7 @@ class JourneyRecord(Record):
     duration_ms: Millis
     """How long the stage took, in milliseconds."""
     app_build_sha: GitSha | None
-    """The commit the journey record says the app was built from; None without a valid record."""
+    """The commit the journey record says the app was built from; None without a valid record for this platform."""
     steps: list[JourneyStep] = Field(max_length=MAX_LIST)
     """The steps as reported, in order, each with the producer's verdict."""
     required_steps: list[StepId] = Field(max_length=MAX_LIST)
