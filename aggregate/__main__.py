@@ -1,3 +1,5 @@
+"""`python -m desktop_qualify.aggregate`: `qualify aggregate`."""
+
 import sys
 
 from ._cli import main

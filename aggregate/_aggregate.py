@@ -31,6 +31,8 @@ from desktop_qualify.qualify_verify import verify_platform_set
 
 @dataclass(frozen=True)
 class AggregateResult:
+    """What the aggregate job did: the statement it wrote (None when it refused) and the reasons it refused."""
+
     written: Path | None
     reasons: list[Reason]
 

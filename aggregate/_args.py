@@ -9,6 +9,7 @@ from desktop_qualify.qualify_runtime import ArgumentParser
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """`qualify aggregate`'s arguments, added to ``parser`` (a subcommand's) or to a parser of its own."""
     parser = parser or ArgumentParser(prog="qualify aggregate",
                                       description="verify platform statements, sign the aggregate")
     parser.add_argument("--policy", type=Path, required=True, help="the committed policy file")

@@ -14,6 +14,7 @@ from ._args import build_parser
 
 
 def run(args: argparse.Namespace) -> int:
+    """`qualify aggregate` on parsed arguments: write the aggregate, or print why not; the exit status."""
     def body() -> int:
         require_inputs("--evidence", args.evidence, "folder")
         result = aggregate(load_policy(args.policy), args.evidence, args.out)
@@ -31,4 +32,5 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m desktop_qualify.aggregate`: parse ``argv`` and run; the exit status."""
     return run(build_parser().parse_args(argv))

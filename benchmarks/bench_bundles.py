@@ -19,6 +19,7 @@ PROCESS_SAMPLE = 20
 
 
 def bench() -> list[Row]:
+    """This module's figures, each a row of the bench table."""
     with tempfile.TemporaryDirectory(prefix="bench-bundles-") as name:
         tmp = Path(name)
         ev = evidence(tmp / "run", committed_layout=True)

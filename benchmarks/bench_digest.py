@@ -44,6 +44,7 @@ def _child_maxrss_kib(path: Path) -> int:
 
 
 def bench() -> list[Row]:
+    """This module's figures, each a row of the bench table."""
     openssl = shutil.which("openssl")
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="bench-digest-") as tmp:

@@ -56,6 +56,7 @@ OUTPUT = ROOT / "bench.json"
 
 
 def machine() -> dict[str, object]:
+    """What the figures were measured on: core count, CPU model, platform and Python version."""
     model = "unknown"
     with_cpuinfo = Path("/proc/cpuinfo")
     if with_cpuinfo.is_file():
@@ -78,6 +79,7 @@ def _fmt(value: float | None, unit: str) -> str:
 
 
 def print_table(rows: list[Row]) -> None:
+    """The bench table, one line per figure with its result, and its note under it."""
     print(f"{'figure':<62} {'baseline':<58} {'measured':>10} {'target':>18}  result")
     for row in rows:
         result = {True: "target met", False: "target MISSED", None: "not measured"}[row.met]
@@ -91,6 +93,7 @@ NAMES = ("digest", "verify", "start-up", "sigstore verify", "bundles", "worker",
 
 
 def main(argv: list[str]) -> int:
+    """Run the named benchmarks (all by default), print the table, write it as JSON; 1 if one could not run."""
     # `nox -s bench -- rerun sizes`: only the named benchmarks (all by default).
     unknown = sorted(set(argv) - set(NAMES))
     if unknown:

@@ -29,6 +29,7 @@ def sample_statement() -> bytes:
 
 
 def bench() -> list[Row]:
+    """This module's figures, each a row of the bench table."""
     data = sample_statement()
     ours, base = paired_medians(lambda: load_json(data, what="bench"), lambda: json.loads(data), 15)
     rows = [Row(f"bounded load_json ({len(data) // 1024} KiB)", "json.loads", ours / base, "x", "<= 4.00x",

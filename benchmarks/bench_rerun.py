@@ -92,6 +92,7 @@ def _clone(into: Path) -> Path:
 
 
 def bench() -> list[Row]:
+    """This module's figures, each a row of the bench table."""
     names = ("rerun of `nox -s qualify`, same commit (environment reused)",
              "the same rerun, against a first run with pip's cache warm",
              "producer's own work: `qualify produce` minus the app's build command")

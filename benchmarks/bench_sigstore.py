@@ -42,6 +42,7 @@ def _bare(trusted_root: Path, bundles: list[tuple[Path, str]], artifact: Path) -
 
 
 def bench() -> list[Row]:
+    """This module's figures, each a row of the bench table."""
     with tempfile.TemporaryDirectory(prefix="bench-sigstore-") as name:
         tmp = Path(name)
         world = make_world(tmp / "world")

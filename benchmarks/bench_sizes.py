@@ -12,6 +12,7 @@ from _evidence import default_steps, evidence
 
 
 def bench() -> list[Row]:
+    """This module's figures, each a row of the bench table."""
     steps = default_steps()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-sizes-") as name:

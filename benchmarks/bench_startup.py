@@ -15,6 +15,7 @@ SKILLHOST = ROOT / "qualification-out" / "work" / "linux" / "install" / "skillho
 
 
 def bench_help() -> Row:
+    """`qualify --help` as a whole process, against a bare `python3 -c pass`."""
     help_call = run_process([script("qualify"), "--help"])
     bare = run_process([sys.executable, "-c", "pass"])
     help_call()
@@ -26,6 +27,7 @@ def bench_help() -> Row:
 
 
 def verify_row(per_process: float) -> Row:
+    """The row of one local `qualify verify` process, from a time measured by the audit figure."""
     return Row("local `qualify verify`, one platform (whole process)", "absolute", per_process, "s", "<= 0.50 s",
                per_process <= 0.5, "median of the 20 processes of the audit figure", {"seconds": per_process})
 
@@ -43,6 +45,7 @@ def _worker_once(cwd: str) -> float:
 
 
 def bench_worker() -> Row:
+    """The frozen bundle's worker start, spawn to reaped; not measured without the bundle."""
     name = "worker start, frozen bundle (`skillhost worker --self-test`)"
     if not SKILLHOST.is_file():
         return Row(name, "absolute", None, "ms", "<= 150 ms", None,

@@ -54,6 +54,7 @@ def _check(ev: Evidence) -> None:
 
 
 def bench_in_process(tmp: Path) -> list[Row]:
+    """One local qualification verified in process, against the bare library calls it rests on."""
     ev = evidence(tmp / "one")
     _check(ev)
     policy, dirs, artifacts = ev.policy, [ev.evidence_dir], ev.artifact_paths
@@ -82,6 +83,7 @@ def _build_many(tmp: Path) -> tuple[list[Evidence], str]:
 
 
 def bench_audit(tmp: Path) -> tuple[list[Row], float]:
+    """Many local qualifications in one process against one process each; the rows, the time per process."""
     folders, how = _build_many(tmp / "many")
     started = time.perf_counter()
     for ev in folders:

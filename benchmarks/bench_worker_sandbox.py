@@ -78,6 +78,7 @@ def _spawn_once(argv: list[str], cwd: str) -> float:
 
 
 def bench() -> list[Row]:
+    """This module's figures, each a row of the bench table."""
     if not sys.platform.startswith("linux"):
         return [Row("worker sandbox layers (Linux)", "absolute", None, "ms", "-", None, "Linux only")]
     rows: list[Row] = []

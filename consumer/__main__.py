@@ -1,3 +1,5 @@
+"""`python -m desktop_qualify.consumer`: the consumer's `verify` and `audit` commands."""
+
 import sys
 
 from ._cli import main

@@ -15,6 +15,7 @@ _OUT = "write {} to this file, replacing it; - for standard output"
 
 
 def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """`qualify verify`'s arguments, added to ``parser`` (a subcommand's) or to a parser of its own."""
     parser = parser or ArgumentParser(prog="qualify verify", description="Is this candidate qualified?")
     parser.add_argument("--policy", type=Path, required=True, help="the committed policy file")
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
@@ -34,6 +35,7 @@ def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argpar
 
 
 def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """`qualify audit`'s arguments, added to ``parser`` (a subcommand's) or to a parser of its own."""
     parser = parser or ArgumentParser(prog="qualify audit", description="Check historical runs offline.")
     parser.add_argument("--policy", type=Path, required=True,
                         help="the policy as of the runs (folders), and the anchor a bundle's own policy must match")
@@ -49,6 +51,7 @@ def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argpars
 
 
 def build_bundle_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """`qualify bundle`'s arguments, added to ``parser`` (a subcommand's) or to a parser of its own."""
     parser = parser or ArgumentParser(prog="qualify bundle", description="Pack one run for auditors.")
     parser.add_argument("--policy", type=Path, required=True, help="the policy the run was judged by")
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
@@ -59,6 +62,7 @@ def build_bundle_parser(parser: argparse.ArgumentParser | None = None) -> argpar
 
 
 def build_readback_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """`qualify readback`'s arguments, added to ``parser`` (a subcommand's) or to a parser of its own."""
     parser = parser or ArgumentParser(prog="qualify readback", description="Check a published release's assets.")
     parser.add_argument("--policy", type=Path, required=True, help="the anchor the release's bundle must match")
     parser.add_argument("--root", type=Path, help=ROOT_HELP)

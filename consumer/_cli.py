@@ -69,6 +69,7 @@ def _verify(policy: Policy, evidence: Sequence[EvidenceSource], artifacts: list[
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    """`qualify verify` on parsed arguments: decide on the candidate, write the outputs; 0 only when QUALIFIED."""
     def body() -> int:
         if not args.from_attestations:
             require_inputs("--evidence", [args.evidence], "folder")
@@ -112,6 +113,7 @@ def _audit_one(policy: Policy, policy_path: str, folder: Path) -> AuditRun:
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    """`qualify audit` on parsed arguments: check each run and bundle, write the report; 0 only when QUALIFIED."""
     def body() -> int:
         # Every folder is checked to exist before any is audited: a missing one is a usage error, as in verify.
         if not args.evidence and not args.bundle:
@@ -137,6 +139,7 @@ def run_audit(args: argparse.Namespace) -> int:
 
 
 def run_bundle(args: argparse.Namespace) -> int:
+    """`qualify bundle` on parsed arguments: pack the run's evidence, policy and trust root into one bundle."""
     def body() -> int:
         require_inputs("--evidence", [args.evidence], "folder")
         manifest = write_bundle(_load(args.policy, args.root), args.evidence, args.out)

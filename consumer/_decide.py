@@ -48,6 +48,7 @@ def signers(verdict: Verdict, policy: Policy, show: ShowPath = str) -> list[Sign
 
 def decide(verdict: Verdict, policy: Policy, *, policy_path: str, mode: Mode,
            notes: list[str] | None = None, show: ShowPath = str) -> ConsumerDecision:
+    """The consumer-decision document for ``verdict``: who decided under what, on which run, and why."""
     run = verdict.run
     # With no verified platform statement, the run is still known when its aggregate verified.
     aggregated = verdict.aggregate.predicate.run if verdict.aggregate is not None else None

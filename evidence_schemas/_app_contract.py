@@ -53,60 +53,92 @@ class BuildInfo(Record):
     """The file ``QUALIFY_BUILD_INFO`` names: what the build embeds into the app."""
 
     kind: Literal["qualify-build-info"] = "qualify-build-info"
+    """The document kind: a fixed value that tells this document from every other."""
     version: Literal[1] = 1
+    """The version of this document's format."""
     build_sha: GitSha
+    """The gated commit being built: the app embeds it and reports it back."""
     built_at: Timestamp
+    """When the build started (UTC)."""
     source_ref: ShortText
+    """The ref the commit was gated on."""
     platform: Platform
+    """The platform the build is for."""
 
 
 class AppCheck(Record):
     """One named check of the probe; the policy's ``[app.probe] require`` names those that must pass."""
 
     name: CheckName
+    """The check's name."""
     passed: bool
+    """Whether the check passed, as the app reports it."""
     detail: _Detail
+    """What the app says about the check, for people."""
 
 
 class IsolationLayer(Record):
     """One isolation layer the app's sandboxed part reported (only policies with ``[isolation]`` require any)."""
 
     name: LayerName
+    """The layer's name."""
     applied: bool
+    """Whether the layer was in force."""
     detail: Annotated[str, Field(max_length=120)]
+    """What the app says about the layer, for people."""
 
 
 class AppProbeRecord(Record):
     """``qualify-probe`` v2: what the installed app says about itself right after launch."""
 
     kind: Literal["qualify-probe"]
+    """The document kind: a fixed value that tells this document from every other."""
     version: Literal[2]
+    """The version of this document's format."""
     app_version: ShortText
+    """The app's version."""
     build_sha: GitSha
+    """The commit the app was built from, as its build embedded it from QUALIFY_BUILD_INFO."""
     platform: Platform
+    """The platform the app runs on."""
     executable_sha256: Sha256Hex
+    """The SHA-256 of the app's own executable, as the app reads its own file."""
     checks: list[AppCheck] = Field(max_length=MAX_CHECKS)
+    """The app's named checks and their results."""
     isolation_layers: list[IsolationLayer] = Field(default_factory=list, max_length=MAX_APP_LAYERS)
+    """The isolation layers the app's sandboxed part reported (none when absent)."""
 
 
 class AppStep(Record):
     """One journey step as observed: what happened, never what was expected and never whether it passed."""
 
     id: StepId
+    """The step's id; each id once."""
     # allow: the operation went through; reject: it was refused; error: the step could not be carried out.
     observed: Literal["allow", "reject", "error"]
+    """What happened to the step's operation."""
     code: AppCode | None
+    """The app's refusal code, for a refused step."""
     errno: ErrnoName | None
+    """The errno name the kernel refused with, for a kernel-refusal step."""
     detail: _Detail
+    """What the app says about the step, for people."""
 
 
 class AppJourneyRecord(Record):
     """``qualify-journey`` v2: written by the app's own journey command or by a runner driving it from outside."""
 
     kind: Literal["qualify-journey"]
+    """The document kind: a fixed value that tells this document from every other."""
     version: Literal[2]
+    """The version of this document's format."""
     app_version: ShortText
+    """The app's version."""
     build_sha: GitSha
+    """The commit the app was built from, as its build embedded it from QUALIFY_BUILD_INFO."""
     platform: Platform
+    """The platform the journey ran on."""
     steps: list[AppStep] = Field(max_length=256)
+    """The steps, in the order they ran."""
     isolation_layers: list[IsolationLayer] = Field(default_factory=list, max_length=MAX_APP_LAYERS)
+    """The isolation layers the journey's sandboxed worker reported (none when absent)."""

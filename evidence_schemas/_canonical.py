@@ -17,4 +17,5 @@ def canonical_bytes(value: BaseModel | Any) -> bytes:
 
 
 def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of ``data``, as lowercase hex."""
     return hashlib.sha256(data).hexdigest()

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from ._app_contract import AppJourneyRecord, AppProbeRecord, BuildInfo
 from ._bundle import BundleManifest
 from ._decision import AuditReport, ConsumerDecision
+from ._field_docs import DescribedFields
 from ._records import (
     BuildRecord,
     InstallRecord,
@@ -43,7 +44,7 @@ def render_schemas() -> dict[str, bytes]:
     """File name -> exact bytes of each exported schema (stable, sorted keys)."""
     rendered = {}
     for name, model in SCHEMA_MODELS.items():
-        schema = model.model_json_schema(by_alias=True, mode="validation")
+        schema = model.model_json_schema(by_alias=True, mode="validation", schema_generator=DescribedFields)
         schema["$id"] = f"https://desktop-qualify.invalid/schemas/{name}.schema.json"
         text = json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
         rendered[f"{name}.schema.json"] = text.encode("ascii")

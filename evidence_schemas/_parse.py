@@ -40,6 +40,7 @@ def _describe(exc: ValidationError) -> str:
 
 
 def validate_model(model: type[M], value: Any, *, what: str) -> M:
+    """``value`` validated as ``model``; a failure is QE_SCHEMA_INVALID naming ``what`` and the fields at fault."""
     try:
         return model.model_validate(value)
     except ValidationError as exc:
@@ -47,6 +48,7 @@ def validate_model(model: type[M], value: Any, *, what: str) -> M:
 
 
 def parse_envelope(data: bytes, *, what: str) -> DsseEnvelope:
+    """A DSSE envelope from untrusted bytes, bounded; one with no signature is QE_SIGNATURE_MISSING."""
     value = load_json(data, what=what)
     # An envelope without signatures is unsigned evidence, not merely a bad shape.
     if isinstance(value, dict) and value.get("signatures", []) == []:

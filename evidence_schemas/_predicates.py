@@ -37,45 +37,82 @@ class RunIdentity(Record):
     """
 
     mode: Literal["local", "github"]
+    """How the run ran: a local chain, or a GitHub Actions run."""
     repository: _Repository
+    """The repository, as owner/name."""
     workflow: _Workflow
+    """The workflow file the run belongs to."""
     ref: _Ref
+    """The git ref the run was on."""
     sha: GitSha
+    """The commit the run qualified."""
     run_id: _RunId
+    """The run's id: GitHub's, or one generated for a local chain."""
     attempt: Count
+    """The run's attempt number (1 for a local chain)."""
     trigger: _Word
+    """The event that started the run (local for a local chain)."""
     runner_environment: _Word
+    """Where the job ran, as GitHub names it (local for a local chain)."""
 
 
 class PlatformPredicate(Record):
+    """One platform's qualification: which run produced it, and the record of each stage, in order."""
+
     version: Literal[2] = 2
+    """The version of this document's format."""
     platform: Platform
+    """The platform the job qualified."""
     arch: ShortText
+    """The architecture of the machine the job built on (x86_64, arm64, ...)."""
     run: RunIdentity
+    """The run that produced the statement."""
     produced_at: Timestamp
+    """When the statement was made (UTC)."""
     source_gate: SourceGateRecord
+    """The source gate's record."""
     build: BuildRecord
+    """The build's record."""
     signature: SignatureRecord
+    """The sign stage's record."""
     install: InstallRecord
+    """The install's record."""
     launch_probe: LaunchProbeRecord
+    """The launch probe's record."""
     journey: JourneyRecord
+    """The journey's record."""
 
 
 class AggregatedPlatform(Record):
+    """One platform statement as the aggregate binds it: its artifact, its signed bytes' digest, its signer."""
+
     platform: Platform
+    """The platform the statement qualified."""
     artifact: ArtifactRef
+    """The artifact the statement qualified."""
     # SHA-256 of the exact signed statement bytes (the DSSE payload) that were verified, with the key or
     # certificate that signed them. Not of the envelope or bundle file: GitHub's attestation API hands a stored
     # bundle back re-serialised, and the binding must hold for the statement however it travelled (v2).
     payload_sha256: Sha256Hex
+    """The SHA-256 of the exact signed statement bytes (the DSSE payload) that were verified."""
     signer_keyid: KeyId
+    """The id of the key (Ed25519) or certificate (Sigstore) that signed those bytes."""
     signer_identity: ShortText
+    """Who signed them: the key's name in the keyring, or the certificate's SAN."""
 
 
 class AggregatePredicate(Record):
+    """The aggregate's qualification: the run, the required platforms, and each platform statement verified."""
+
     version: Literal[2] = 2
+    """The version of this document's format."""
     run: RunIdentity
+    """The one run every bound platform statement came from."""
     required_platforms: list[Platform] = Field(min_length=1, max_length=3)
+    """The platforms the policy requires."""
     platforms: list[AggregatedPlatform] = Field(min_length=1, max_length=3)
+    """Each verified platform statement, bound by its payload digest and signer."""
     aggregated_at: Timestamp
+    """When the aggregate was made (UTC)."""
     policy_sha256: Sha256Hex
+    """The SHA-256 of the policy file's bytes the aggregate job verified under."""

@@ -54,6 +54,7 @@ class Record(BaseModel):
     """Base of every model of untrusted input (evidence, policy, keyring, app output).
 
     Unknown fields and loose types are errors; instances are immutable.
+    Each field's docstring (the string under it) is its description in the exported JSON Schema.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)

@@ -1,3 +1,5 @@
+"""`python -m desktop_qualify.producer`: `qualify produce`."""
+
 import sys
 
 from ._cli import main

@@ -12,6 +12,7 @@ RECORD_NAME = "source-gate.json"
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """`qualify produce`'s arguments, added to ``parser`` (a subcommand's) or to a parser of its own."""
     parser = parser or ArgumentParser(prog="qualify produce",
                                       description="one platform job: gate to signed statement")
     parser.add_argument("--policy", type=Path, required=True, help="the committed policy file")
@@ -25,6 +26,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 
 def build_gate_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """`qualify gate`'s arguments, added to ``parser`` (a subcommand's) or to a parser of its own."""
     parser = parser or ArgumentParser(prog="qualify gate",
                                       description="the GitHub-mode source gate on its own")
     parser.add_argument("--policy", type=Path, required=True, help="the committed policy file (GitHub mode)")

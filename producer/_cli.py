@@ -13,6 +13,7 @@ from ._pipeline import produce
 
 
 def run(args: argparse.Namespace) -> int:
+    """`qualify produce` on parsed arguments: one platform job; 0 only when every stage passed."""
     def body() -> int:
         result = produce(load_policy(args.policy), args.platform, args.out, run_id=args.run_id)
         if result.passed:
@@ -25,4 +26,5 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m desktop_qualify.producer`: parse ``argv`` and run; the exit status."""
     return run(build_parser().parse_args(argv))

@@ -25,6 +25,7 @@ __all__ = ["RECORD_NAME", "build_gate_parser", "run_gate"]
 
 
 def run_gate(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    """`qualify gate` on parsed arguments: the GitHub-mode source gate alone, its record written to ``--out``."""
     def body() -> int:
         policy = load_policy(args.policy)
         # The sigstore section is what makes a policy GitHub mode; .ed25519 is

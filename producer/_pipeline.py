@@ -52,6 +52,8 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 @dataclass(frozen=True)
 class ProduceResult:
+    """What a producer job wrote: its statement and artifact, whether every stage passed, and which did not."""
+
     statement: Path
     archive: Path
     passed: bool

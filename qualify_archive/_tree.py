@@ -31,14 +31,17 @@ class TreeEntry:
 
     @property
     def is_dir(self) -> bool:
+        """Whether the entry is a directory."""
         return stat.S_ISDIR(self.mode)
 
     @property
     def is_file(self) -> bool:
+        """Whether the entry is a regular file."""
         return stat.S_ISREG(self.mode)
 
     @property
     def is_link(self) -> bool:
+        """Whether the entry is a symbolic link."""
         return stat.S_ISLNK(self.mode)
 
 

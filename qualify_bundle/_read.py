@@ -52,13 +52,16 @@ class OpenedBundle:
 
     @property
     def policy_path(self) -> Path:
+        """The bundle's policy, where it stands in the written-out checkout."""
         return self.root.joinpath(*self.manifest.policy.split("/"))
 
     @property
     def evidence_dir(self) -> Path:
+        """The folder holding the bundle's statements."""
         return self.root / limits.EVIDENCE_FOLDER
 
     def close(self) -> None:
+        """Remove the written-out checkout."""
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> OpenedBundle:

@@ -1,3 +1,5 @@
+"""`python -m desktop_qualify.qualify_cli`: the `qualify` command."""
+
 import sys
 
 from ._main import main

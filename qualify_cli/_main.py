@@ -85,6 +85,7 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `qualify` command: parse ``argv`` and run the subcommand it names; the exit status."""
     args = build_parser().parse_args(argv)
     handlers = {
         "produce": lambda: producer.run(args),

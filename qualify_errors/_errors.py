@@ -99,6 +99,9 @@ class QualificationError(Exception):
 
     @property
     def exit_status(self) -> int:
+        """The exit status the code calls for: 2 for a usage, policy, key, environment, source-gate or internal
+        fault, 1 for every other code (a rejection).
+        """
         return 2 if self.code in _USAGE_CODES else 1
 
     def diagnostics(self) -> str:

@@ -34,6 +34,7 @@ STDOUT = "-"
 
 
 def is_stdout(path: Path | None) -> bool:
+    """Whether an output option names standard output (``-``)."""
     return path is not None and str(path) == STDOUT
 
 

@@ -35,6 +35,8 @@ _BUNDLE_MEDIA_TYPE = "application/vnd.dev.sigstore.bundle"
 
 @dataclass(frozen=True)
 class StoredAttestation:
+    """A bundle GitHub's attestation API stored: the bundle file's name and the attestation id it got."""
+
     file: str
     attestation_id: int
 

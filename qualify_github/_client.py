@@ -125,10 +125,12 @@ class GitHubClient:
         self.close()
 
     def close(self) -> None:
+        """Close PyGithub's connection."""
         self._github.close()
 
     @property
     def api_url(self) -> str:
+        """The REST API's base URL this client calls."""
         return self._config.api_url
 
     def _call(self, what: str, op: Callable[[], T]) -> T:
@@ -162,9 +164,11 @@ class GitHubClient:
         return self._call(what, op)
 
     def head_sha(self, repository: str, branch: str) -> str:
+        """The commit at the head of ``branch``."""
         return self.branch(repository, branch).head_sha
 
     def is_protected(self, repository: str, branch: str) -> bool:
+        """The branch's ``protected`` flag, as GitHub reports it."""
         return self.branch(repository, branch).protected
 
     def branch_rules(self, repository: str, branch: str) -> tuple[RulesetRule, ...]:
@@ -271,6 +275,7 @@ class GitHubClient:
             what, self._github.get_repo(repo_name).get_releases(), lambda r: self._release(repo_name, r, what)))
 
     def release_by_tag(self, repository: str, tag: str) -> ReleaseInfo:
+        """``GET /repos/{owner}/{repo}/releases/tags/{tag}``: the release and its assets."""
         repo_name = _check_repository(repository)
         tag_name = _check_ref_name(tag, "tag")
         what = f"GET /repos/{repo_name}/releases/tags/{tag_name}"
@@ -298,6 +303,7 @@ class GitHubClient:
         return self._call(what, op)
 
     def download_asset(self, asset: AssetInfo, dest: Path, *, max_bytes: int) -> Downloaded:
+        """Download a release asset to ``dest``: at most ``max_bytes``, its SHA-256 checked where GitHub reports one."""
         what = f"GET /repos/{asset.repository}/releases/assets/{asset.id}"
         url = f"{self.api_url}/repos/{_check_repository(asset.repository)}/releases/assets/{asset.id}"
         return self._download(what, url, dest, max_bytes, size=asset.size, digest=asset.digest)

@@ -38,6 +38,8 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class ClientConfig:
+    """How the GitHub client talks to the API: base URL, time-outs, retries, paging and size limits."""
+
     api_url: str = DEFAULT_API_URL
     # Seconds per socket operation; PyGithub accepts whole seconds only.
     timeout: int = 20

@@ -12,6 +12,8 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class BranchInfo:
+    """A branch as GitHub reports it: its head commit and its protection."""
+
     repository: str
     name: str
     head_sha: str
@@ -33,6 +35,8 @@ class RulesetRule:
 
 @dataclass(frozen=True)
 class RunInfo:
+    """A workflow run as GitHub reports it."""
+
     repository: str
     id: int
     path: str
@@ -46,6 +50,8 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class ArtifactInfo:
+    """A workflow run's artifact as GitHub reports it."""
+
     repository: str
     id: int
     name: str
@@ -57,6 +63,8 @@ class ArtifactInfo:
 
 @dataclass(frozen=True)
 class AssetInfo:
+    """A release asset as GitHub reports it."""
+
     repository: str
     id: int
     name: str
@@ -66,6 +74,8 @@ class AssetInfo:
 
 @dataclass(frozen=True)
 class ReleaseInfo:
+    """A release as GitHub reports it, with its assets."""
+
     repository: str
     id: int
     tag_name: str
@@ -76,6 +86,8 @@ class ReleaseInfo:
 
 @dataclass(frozen=True)
 class Downloaded:
+    """A downloaded file: where it was written, its size and its SHA-256."""
+
     path: Path
     size: int
     sha256: str

@@ -104,6 +104,8 @@ class BuildPolicy(Record):
 
 
 class InstallTarget(Record):
+    """How one platform installs the artifact: the installer kind, and the executable inside the prefix."""
+
     kind: InstallerKind
     # The executable's path inside the installed prefix (``Notepad.app/Contents/MacOS/Notepad`` is fine).
     executable: _RelativePath
@@ -173,6 +175,8 @@ class CodesPolicy(Record):
 
 
 class AppPolicy(Record):
+    """The policy's ``[app]`` section: the app's name and folder, and how it is built, installed, probed and run."""
+
     # A label: it names the artifact file (with the commit, platform and architecture), nothing else.
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
     # The app's folder in the committed tree, relative to the policy file.

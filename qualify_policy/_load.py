@@ -49,6 +49,7 @@ def host_platform() -> Platform:
 
 
 def host_arch() -> str:
+    """This machine's architecture, with the usual aliases merged (amd64 is x86_64, aarch64 is arm64)."""
     machine = _platform.machine().lower()
     return {"amd64": "x86_64", "aarch64": "arm64"}.get(machine, machine) or "unknown"
 
@@ -91,6 +92,7 @@ class Policy:
 
     @property
     def base(self) -> Path:
+        """The folder the policy's relative paths resolve from."""
         return self.root / POLICY_FOLDER if self.root is not None else self.path.parent
 
     def resolve(self, relative: str) -> Path:
@@ -122,6 +124,7 @@ class Policy:
 
     @property
     def ed25519(self) -> Ed25519Trust:
+        """The local trust section; QE_POLICY_INVALID when the policy is GitHub mode."""
         trust = self.file.trust
         if not isinstance(trust, Ed25519Trust):
             raise QualificationError(
@@ -133,6 +136,7 @@ class Policy:
 
     @property
     def sigstore(self) -> SigstoreTrust | None:
+        """The Sigstore trust section, or None when the policy is local mode."""
         return self.file.trust if isinstance(self.file.trust, SigstoreTrust) else None
 
 

@@ -162,6 +162,8 @@ class LimitsPolicy(Record):
 
 
 class PolicyFile(Record):
+    """A policy file as committed (TOML), validated strictly: every section the chain reads."""
+
     # 2: the app contract version 2 (docs/app-contract.md): [app] replaces [artifact].
     version: Literal[2]
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]

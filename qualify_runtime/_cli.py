@@ -35,6 +35,11 @@ def configure_logging() -> None:
 
 
 def guarded(body: Callable[[], int]) -> int:
+    """Run a command's ``body`` and return its exit status; never a traceback.
+
+    A QualificationError prints its diagnostics and exits with its status; an interruption is QE_USAGE, and any
+    other exception a QE_INTERNAL line (the traceback only with QUALIFY_DEBUG=1).
+    """
     configure_logging()
     try:
         return body()
@@ -68,11 +73,13 @@ class ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """Add an option, remembering its spellings as known."""
         action = super().add_argument(*args, **kwargs)
         self._known_options.update(action.option_strings)
         return action
 
     def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
+        """A group whose options are remembered as known too."""
         group = super().add_mutually_exclusive_group(**kwargs)
         parser = self
         original = group.add_argument
@@ -86,11 +93,13 @@ class ArgumentParser(argparse.ArgumentParser):
         return group
 
     def add_subparsers(self, **kwargs: Any) -> Any:
+        """Subcommands; unknown options are then left to the subcommand's parser."""
         self._has_subcommands = True
         return super().add_subparsers(**kwargs)
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's parse, after refusing an unknown option (without subcommands)."""
         given = list(sys.argv[1:] if args is None else args)
         if not self._has_subcommands:
             self._refuse_unknown(given)
@@ -106,6 +115,7 @@ class ArgumentParser(argparse.ArgumentParser):
                 self.error(f"unknown option {name}" + (f" (did you mean {close[0]}?)" if close else ""))
 
     def error(self, message: str) -> NoReturn:
+        """Print the usage and a QE_USAGE line, and exit with status 2."""
         self.print_usage(sys.stderr)
         print(f"{Code.USAGE.value}: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)

@@ -1,3 +1,5 @@
+"""`python -m desktop_qualify.qualify_sigstore_conformance`: the `qualify-sigstore-conformance` command."""
+
 import sys
 
 from ._cli import main

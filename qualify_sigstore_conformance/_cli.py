@@ -38,6 +38,7 @@ _CHUNK = 1024 * 1024
 
 
 def build_parser() -> ArgumentParser:
+    """The `qualify-sigstore-conformance` command line: the conformance suite's verify-bundle subcommand."""
     parser = ArgumentParser(
         prog="qualify-sigstore-conformance",
         description="Offline Sigstore bundle verification (sigstore-conformance protocol).",
@@ -125,5 +126,6 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `qualify-sigstore-conformance` command: parse ``argv`` and verify; the exit status."""
     args = build_parser().parse_args(argv)
     return guarded(lambda: _verify(args))

@@ -31,6 +31,8 @@ class SignerIdentity:
 
 @dataclass(frozen=True)
 class VerifiedStatement:
+    """A statement whose signature verified: the signed payload bytes and the signer's identity."""
+
     payload: bytes
     signer: SignerIdentity
     # SHA-256 of the evidence file's bytes as received (envelope or bundle); a transport may re-serialise them.
@@ -44,6 +46,8 @@ class VerifiedStatement:
 
 @dataclass(frozen=True)
 class ArtifactSignature:
+    """A signature over an artifact's digest: its method, the signer's key id, and the signature itself."""
+
     method: Literal["ed25519-detached", "sigstore-bundle"]
     keyid: str
     signature: str

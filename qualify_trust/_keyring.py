@@ -54,13 +54,17 @@ class TrustedKey:
 
 @dataclass(frozen=True)
 class Keyring:
+    """The local mode's trusted Ed25519 keys, by key id, each with the roles it may sign for."""
+
     keys: dict[str, TrustedKey]
 
     def lookup(self, keyid: str) -> TrustedKey | None:
+        """The trusted key with ``keyid``, or None."""
         return self.keys.get(keyid)
 
     @classmethod
     def load(cls, path: Path) -> Keyring:
+        """The keyring file at ``path``, bounded and validated; a bad one is QE_KEY_INVALID."""
         what = f"keyring {path}"
         try:
             data = read_bounded(path, max_bytes=MAX_KEYRING_BYTES, what=what)

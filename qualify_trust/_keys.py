@@ -49,6 +49,7 @@ def generate_private_key(path: Path) -> Ed25519PrivateKey:
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
+    """The Ed25519 private key in the PEM file at ``path``; anything else is QE_KEY_INVALID."""
     try:
         data = read_bounded(path, max_bytes=_MAX_KEY_FILE, what=str(path))
     except QualificationError as exc:

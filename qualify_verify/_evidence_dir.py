@@ -34,6 +34,8 @@ MODE_SUFFIXES = {STATEMENT_SUFFIXES["ed25519"]: "local (Ed25519)", STATEMENT_SUF
 
 @dataclass
 class EvidenceFiles:
+    """The statements of one run, by file name, as read from a folder or fetched from GitHub."""
+
     platform: dict[str, bytes] = field(default_factory=dict)  # file name -> bytes
     aggregate: bytes | None = None
     # The one root cause that explains every statement absent here: a folder of only the other trust mode's

@@ -19,6 +19,8 @@ from desktop_qualify.evidence_schemas import Code, Platform, QualificationError,
 
 @dataclass
 class Findings:
+    """The reasons found so far, each a root cause or a consequence of one."""
+
     _found: list[Reason] = field(default_factory=list)
     # For each reason in _found, the index in _found of the reason it follows from (None for a root cause).
     _parents: list[int | None] = field(default_factory=list)
@@ -40,6 +42,7 @@ class Findings:
 
     def add_error(self, exc: QualificationError, platform: Platform | None = None, *,
                   follows: Reason | None = None) -> Reason:
+        """Record a QualificationError as a finding (its code and message)."""
         return self.add(exc.code, exc.message, platform, follows=follows)
 
     def _root_index(self, follows: Reason | None) -> int | None:
@@ -53,6 +56,7 @@ class Findings:
 
     @property
     def roots(self) -> list[Reason]:
+        """The root causes, in the order found."""
         return [r for r, parent in zip(self._found, self._parents, strict=True) if parent is None]
 
     @property
@@ -70,4 +74,5 @@ class Findings:
 
     @property
     def ok(self) -> bool:
+        """Whether nothing was found."""
         return not self._found

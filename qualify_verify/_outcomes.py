@@ -243,6 +243,8 @@ def check_problems(checks: Sequence[tuple[str, bool]], required: Sequence[str]) 
 
 @dataclass(frozen=True)
 class ProbeFacts:
+    """The launch probe's facts and verdict, as derived from what the app reported."""
+
     build_sha_matches: bool
     executable_matches_install: bool
     # What the report falls short of (empty when there is no report: the stage fails on that alone).
@@ -310,6 +312,8 @@ def assess_probe(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
 
 @dataclass(frozen=True)
 class JourneyFacts:
+    """The journey's facts and verdict against the policy's step table."""
+
     required: tuple[str, ...]
     missing: tuple[str, ...]
     # In the order the steps were reported; a step reported twice is listed once, here.

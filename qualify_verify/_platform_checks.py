@@ -53,12 +53,15 @@ from ._outcomes import (
 
 @dataclass(frozen=True)
 class VerifiedPlatform:
+    """A platform statement whose signature and payload verified: its file name, the statement, the signer."""
+
     file_name: str
     statement: PlatformStatement
     signed: VerifiedStatement
 
     @property
     def platform(self) -> Platform:
+        """The platform the statement is for."""
         return self.statement.predicate.platform
 
 

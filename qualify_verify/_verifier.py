@@ -40,6 +40,8 @@ from ._run_checks import (
 
 @dataclass
 class Verdict:
+    """The outcome of verifying one run: what verified, and every reason found."""
+
     expectations: Expectations
     verifier: StatementVerifier
     platforms: list[VerifiedPlatform] = field(default_factory=list)
@@ -58,10 +60,12 @@ class Verdict:
 
     @property
     def qualified(self) -> bool:
+        """Whether the run qualifies: at least one platform verified and no reason was found."""
         return self.findings.ok and bool(self.platforms)
 
     @property
     def reasons(self) -> list[Reason]:
+        """The reasons found, each root cause followed by its consequences."""
         return self.findings.reasons
 
     def rows(self) -> list[DecisionRow]:

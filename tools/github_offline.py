@@ -65,6 +65,7 @@ def _kept_policy(made: Path, out: Path, trusted_root: Path) -> Path:
 
 
 def run(out: Path, work: Path) -> int:
+    """The offline GitHub-mode chain into ``out``, with ``work`` as its scratch folder; the exit status."""
     timings: list[tuple[str, float]] = []
     started = time.monotonic()
     sha = make_app_repo(work / "repo")
@@ -126,6 +127,7 @@ def run(out: Path, work: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and run the chain; the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=ROOT / "qualification-out-github")
     parser.add_argument("--keep-work", action="store_true",

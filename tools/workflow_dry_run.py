@@ -40,12 +40,15 @@ _EVIDENCE = {"downloaded/evidence", "evidence-bundle/downloaded/evidence"}
 
 @dataclass(frozen=True)
 class WorkflowCommand:
+    """One `qualify` command as a workflow job runs it: the workflow, the job, the argv."""
+
     workflow: str
     job: str
     argv: tuple[str, ...]
 
     @property
     def platform(self) -> str | None:
+        """The platform the command names with ``--platform``, if any."""
         return self.argv[self.argv.index("--platform") + 1] if "--platform" in self.argv else None
 
 
@@ -119,6 +122,7 @@ def localize(command: WorkflowCommand, local: Local) -> list[str] | None:
 
 
 def plan(local: Local, commands: Sequence[WorkflowCommand] | None = None) -> list[tuple[WorkflowCommand, list[str]]]:
+    """The commands this machine can run, each with its argv filled from the local state, in order."""
     return [(c, argv) for c in (commands or workflow_commands())
             if (argv := localize(c, local)) is not None]
 
@@ -128,6 +132,7 @@ def _host() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the workflows' commands here, in order; the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=ROOT / "qualification-out-dry-run")
     options = parser.parse_args(argv)
