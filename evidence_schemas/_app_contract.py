@@ -97,6 +97,9 @@ class AppStep(Record):
     observed: Literal["allow", "reject", "error"]
     code: AppCode | None
     errno: ErrnoName | None
+    # The layer the app found refused a kernel-refusal step, derived from the errno and its sandbox's layer
+    # report; None for every other step (and for an app with no sandbox of its own, which may omit it).
+    layer: LayerName | None = None
     detail: _Detail
 
 

@@ -20,6 +20,7 @@ from ._types import (
     FileName,
     GitSha,
     KeyId,
+    LayerName,
     Millis,
     Platform,
     Record,
@@ -178,6 +179,9 @@ class JourneyStep(Record):
     code: AppCode | None
     # The kernel's refusal of a kernel-refusal step; None for every other step.
     errno: ErrnoName | None
+    # The isolation layer that refused a kernel-refusal step, as the app derived it from the errno and its
+    # worker's layer report; None for every other step. The verifier holds it to the policy's step table.
+    layer: LayerName | None
     detail: Annotated[str, Field(max_length=400)]
     # The producer's verdict against the policy: a claim the verifier re-derives.
     passed: bool

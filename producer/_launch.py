@@ -188,9 +188,9 @@ def journey(*, prefix: Path, install: InstallRecord, platform: Platform, gate_sh
     layers = list(app.isolation_layers) if app else []
     facts = journey_facts(steps=observed, expected=expected, code_pattern=code_pattern, exit_code=result.exit_code,
                           timed_out=result.timed_out, app_build_sha=app.build_sha if app else None, sha=gate_sha,
-                          layers=layers, required_layers=required_layers,
+                          platform=platform, layers=layers, required_layers=required_layers,
                           probe_layers=probe.report.isolation_layers if probe.report else None)
-    steps = [JourneyStep(id=s.id, observed=s.observed, code=s.code, errno=s.errno, detail=s.detail,
+    steps = [JourneyStep(id=s.id, observed=s.observed, code=s.code, errno=s.errno, layer=s.layer, detail=s.detail,
                          passed=s.id not in facts.failed) for s in observed]
     return JourneyRecord(
         command=list(plan.argv), display=plan.display, exit_code=result.exit_code, timed_out=result.timed_out,

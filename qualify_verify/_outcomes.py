@@ -315,6 +315,8 @@ class JourneyFacts:
     # In the order the steps were reported; a step reported twice is listed once, here.
     failed: tuple[str, ...]
     problems: tuple[str, ...]
+    # The subset of ``problems`` that are a step refused by the wrong layer (QE_STEP_WRONG_LAYER).
+    wrong_layers: tuple[str, ...]
     passed: bool
 
 
@@ -329,6 +331,8 @@ class ObservedStep(Protocol):
     def code(self) -> str | None: ...
     @property
     def errno(self) -> str | None: ...
+    @property
+    def layer(self) -> str | None: ...
 
 
 def _errno_problem(step: ObservedStep, want: StepExpectation) -> str | None:
@@ -337,6 +341,24 @@ def _errno_problem(step: ObservedStep, want: StepExpectation) -> str | None:
         return None if step.errno is None else f"{step.id}: records errno {step.errno}, the policy expects none"
     if step.errno not in want.errno:
         return f"{step.id}: refused with errno {step.errno}, the policy accepts {', '.join(want.errno)}"
+    return None
+
+
+def _layer_problem(step: ObservedStep, want: StepExpectation, platform: str, applied: frozenset[str]) -> str | None:
+    """Which layer refused a step: only a kernel-refusal step names one, an applied one, the policy's if it names
+    one for the platform. The record's layer is the app's reading of its errno and its worker's layer report;
+    a layer the worker does not report applied cannot have refused anything."""
+    if want.errno is None:
+        if step.layer is not None:
+            return f"{step.id}: names refusing layer {step.layer}; only a kernel-refusal step names one"
+        return None
+    required = want.layer.for_platform(platform) if want.layer is not None else None
+    if step.layer is None:
+        return None if required is None else f"{step.id}: names no refusing layer, the policy requires {required}"
+    if step.layer not in applied:
+        return f"{step.id}: refused by {step.layer}, which the journey's worker does not report applied"
+    if required is not None and step.layer != required:
+        return f"{step.id}: refused by {step.layer}, the policy requires {required} on {platform}"
     return None
 
 
@@ -358,14 +380,16 @@ def _step_problem(step: ObservedStep, want: StepExpectation | None, codes: re.Pa
 
 
 def journey_facts(*, steps: Sequence[ObservedStep], expected: Mapping[str, StepExpectation], code_pattern: str,
-                  exit_code: int | None, timed_out: bool, app_build_sha: str | None, sha: str,
+                  exit_code: int | None, timed_out: bool, app_build_sha: str | None, sha: str, platform: str,
                   layers: Sequence[IsolationLayer], required_layers: Sequence[str] | None,
                   probe_layers: Sequence[IsolationLayer] | None) -> JourneyFacts:
     """The journey's verdict against the policy's step table: the producer writes it, the verifier re-derives it."""
     codes = re.compile(code_pattern)
     ids = [s.id for s in steps]
     repeated = {step for step in ids if ids.count(step) > 1}
+    applied = frozenset(entry.name for entry in layers if entry.applied)
     problems: list[str] = []
+    wrong_layers: list[str] = []
     failed: list[str] = []
     for step in steps:
         if step.id in repeated:
@@ -374,7 +398,12 @@ def journey_facts(*, steps: Sequence[ObservedStep], expected: Mapping[str, StepE
                 failed.append(step.id)
                 problems.append(f"{step.id}: reported {ids.count(step.id)} times")
             continue
-        why = _step_problem(step, expected.get(step.id), codes)
+        want = expected.get(step.id)
+        why = _step_problem(step, want, codes)
+        wrong = None if why is not None or want is None else _layer_problem(step, want, platform, applied)
+        if wrong is not None:
+            wrong_layers.append(wrong)
+            why = wrong
         if why is not None:
             failed.append(step.id)
             problems.append(why)
@@ -390,7 +419,7 @@ def journey_facts(*, steps: Sequence[ObservedStep], expected: Mapping[str, StepE
     if probe_layers is not None and _layer_pairs(probe_layers) != _layer_pairs(layers):
         # One build on one machine: its probe's worker and its journey's cannot have been confined differently.
         problems.append("the journey's worker reports other isolation layers than the probe's")
-    return JourneyFacts(tuple(expected), missing, tuple(failed), tuple(problems), not problems)
+    return JourneyFacts(tuple(expected), missing, tuple(failed), tuple(problems), tuple(wrong_layers), not problems)
 
 
 def platform_journey_facts(p: PlatformPredicate, exp: Expectations) -> JourneyFacts:
@@ -398,7 +427,7 @@ def platform_journey_facts(p: PlatformPredicate, exp: Expectations) -> JourneyFa
     j = p.journey
     return journey_facts(steps=j.steps, expected=exp.steps, code_pattern=exp.code_pattern, exit_code=j.exit_code,
                          timed_out=j.timed_out, app_build_sha=j.app_build_sha, sha=p.source_gate.sha,
-                         layers=j.isolation_layers, required_layers=exp.layers_for(p.platform),
+                         platform=p.platform, layers=j.isolation_layers, required_layers=exp.layers_for(p.platform),
                          probe_layers=p.launch_probe.report.isolation_layers if p.launch_probe.report else None)
 
 
@@ -406,11 +435,14 @@ def assess_journey(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     j = p.journey
     out = _Collect("journey", Code.JOURNEY_INCOMPLETE)
     facts = platform_journey_facts(p, exp)
-    problems = facts.problems
+    problems = [why for why in facts.problems if why not in facts.wrong_layers]
     if problems:
         # One reason for the journey, however many steps: each step's why, in the order reported, bounded.
         listed = "; ".join(problems)
         out.fail(f"{len(problems)} problem(s): {listed[:1500]}{' ...' if len(listed) > 1500 else ''}")
+    for why in facts.wrong_layers:
+        # Its own code: the step was refused, but not by the layer that proves it.
+        out.fail(why, Code.STEP_WRONG_LAYER)
     _command_problems(out, "journey", (j.command, j.display), (exp.journey_command, exp.display_for(p.platform)))
     # Each step's own verdict is the producer's claim too: it must be what the policy's table gives.
     for step in j.steps:

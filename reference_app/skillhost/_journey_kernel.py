@@ -122,7 +122,8 @@ def _attempt_step(op: str, found: object, write_path: Path, layers: list[Layer])
     untouched = op != "write-outside-tmp" or not write_path.exists()
     detail = f"{op}: refused with {errno} by {by or 'no layer the worker reports applied'}"
     detail += "" if op != "write-outside-tmp" else f"; file absent={untouched}"
-    return _step(sid, "reject", DENIED_CODE, "reject", code, detail, untouched, errno=errno)
+    # The record names the refusing layer; the policy's step table says which one must (QE_STEP_WRONG_LAYER).
+    return _step(sid, "reject", DENIED_CODE, "reject", code, detail, untouched, errno=errno, layer=by)
 
 
 def kernel_steps(tmp: Path) -> tuple[list[Step], list[Layer]]:

@@ -35,6 +35,8 @@ class Step(TypedDict):
     detail: str
     # The operating system's refusal (``EACCES``, ``EPERM``...) where a step is one; else None.
     errno: str | None
+    # The applied isolation layer that refusal comes from (``_journey_kernel.refusing_layer``); else None.
+    layer: str | None
 
 
 def _caps_yaml(caps: Iterable[str]) -> str:
@@ -79,6 +81,7 @@ def _step(  # noqa: PLR0917
     detail: object,
     extra_ok: bool = True,
     errno: str | None = None,
+    layer: str | None = None,
 ) -> Step:
     passed = expected == observed and expected_code == observed_code and extra_ok
     return {
@@ -90,6 +93,7 @@ def _step(  # noqa: PLR0917
         "passed": bool(passed),
         "detail": str(detail)[:MAX_DETAIL],
         "errno": errno,
+        "layer": layer,
     }
 
 

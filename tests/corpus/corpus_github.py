@@ -144,7 +144,8 @@ def github_predicate(site: GitHubSite, artifact: Path, sha: str, artifact_signin
     ])
     data["journey"]["steps"] = [
         {"id": step, "observed": want.expect, "code": want.code, "errno": want.errno[0] if want.errno else None,
-         "detail": f"{step}: as expected", "passed": True}
+         "layer": want.layer.for_platform(platform) if want.layer else None, "detail": f"{step}: as expected",
+         "passed": True}
         for step, want in steps.items()
     ]
     build = data["build"]["artifact"]

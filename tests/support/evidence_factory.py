@@ -71,6 +71,10 @@ REJECT_CODES = {"external-unsigned-rejected": "CC_SKILL_SIGNATURE_MISSING",
 # A kernel-refusal step names the errno names it accepts in the policy; a passing one records the first.
 KERNEL_ERRNO_CHOICES = {"kernel-refuses-exec-shell": ("EPERM", "EACCES")}
 KERNEL_ERRNOS = {step: choices[0] for step, choices in KERNEL_ERRNO_CHOICES.items()}
+# The layer the policy requires to refuse each kernel-refusal step, per platform (policies/*.toml's), and what
+# a passing step records.
+KERNEL_LAYERS = {"kernel-refuses-exec-shell": {"linux": "seccomp", "macos": "sandbox-exec",
+                                               "windows": "no-child-process"}}
 
 # The policy's app section (policies/local.toml's): commands as written there, the installer and executable.
 BUILD_ARGV = ["{python}", "tools/build_release.py", "--out", "{out}"]
@@ -192,6 +196,8 @@ def _journey_table(steps: Sequence[str]) -> str:
     for step in steps:
         code = REJECT_CODES.get(step)
         errno = f", errno = {_toml_list(KERNEL_ERRNO_CHOICES[step])}" if step in KERNEL_ERRNO_CHOICES else ""
+        if step in KERNEL_LAYERS:
+            errno += ", layer = { " + ", ".join(f'{p} = "{n}"' for p, n in KERNEL_LAYERS[step].items()) + " }"
         lines.append(f'{step} = {{ expect = "reject", code = "{code}"{errno} }}' if code else
                      f'{step} = {{ expect = "allow" }}')
     return "\n".join(lines)
@@ -273,12 +279,13 @@ def probe_checks() -> list[dict[str, Any]]:
     return [{"name": name, "passed": True, "detail": "ok"} for name in PROBE_CHECKS]
 
 
-def _journey_steps(steps: Sequence[str]) -> list[dict[str, Any]]:
+def _journey_steps(steps: Sequence[str], platform: str) -> list[dict[str, Any]]:
     out = []
     for step in steps:
         code = REJECT_CODES.get(step)
         verdict = "reject" if code else "allow"
         out.append({"id": step, "observed": verdict, "code": code, "errno": KERNEL_ERRNOS.get(step),
+                    "layer": KERNEL_LAYERS[step][platform] if step in KERNEL_LAYERS else None,
                     "detail": f"{step}: as expected", "passed": True})
     return out
 
@@ -337,7 +344,7 @@ def predicate_data(*, platform: Platform, artifact: Path, sha: str, run_id: str,
         "journey": {
             "kind": "journey", "version": 2, "command": list(JOURNEY_ARGV), "display": "none", "exit_code": 0,
             "timed_out": False, "duration_ms": 900,
-            "app_build_sha": sha, "steps": _journey_steps(required_steps),
+            "app_build_sha": sha, "steps": _journey_steps(required_steps, platform),
             "required_steps": list(required_steps), "missing_steps": [], "failed_steps": [],
             "isolation_layers": isolation_layers(platform), "stderr_excerpt": "", "passed": True,
         },
