@@ -140,6 +140,19 @@ class IsolationPolicy(Record):
     linux: list[LayerName] = Field(min_length=1, max_length=16)
     macos: list[LayerName] = Field(min_length=1, max_length=16)
     windows: list[LayerName] = Field(min_length=1, max_length=16)
+    # The errno names each layer refuses with (seccomp's filter answers EPERM, Landlock EACCES...): a kernel step
+    # recorded as refused by a layer with an errno that layer never gives was refused by something else.
+    refuses_with: dict[LayerName, list[ErrnoName]] | None = Field(default=None, max_length=32)
+
+    @model_validator(mode="after")
+    def _refusals_are_listed_layers(self) -> IsolationPolicy:
+        listed = {*self.linux, *self.macos, *self.windows}
+        for name, errnos in (self.refuses_with or {}).items():
+            if name not in listed:
+                raise ValueError(f"[isolation.refuses_with] names {name!r}, which no platform's layers list")
+            if not 1 <= len(errnos) <= 4:
+                raise ValueError(f"[isolation.refuses_with] {name}: one to four errno names")
+        return self
 
 
 class SigningPolicy(Record):
@@ -209,6 +222,10 @@ class PolicyFile(Record):
                 if name not in required:
                     raise ValueError(f"step {step} must be refused by {name!r} on {platform}, which is not one "
                                      f"of [isolation] {platform}'s layers")
+                refusals = self.isolation.refuses_with if self.isolation is not None else None
+                if refusals is not None and not set(refusals.get(name, ())) & set(want.errno or ()):
+                    raise ValueError(f"step {step} must be refused by {name!r} on {platform}, which refuses with "
+                                     f"none of the step's errno names")
         return self
 
     @model_validator(mode="after")

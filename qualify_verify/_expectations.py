@@ -26,6 +26,8 @@ class Expectations:
     # The sandbox layers each platform's worker must report as applied, in the policy's order; None when the
     # policy has no [isolation] (the app has no sandbox of its own to prove).
     isolation: Mapping[str, tuple[str, ...]] | None
+    # The errno names each layer refuses with ([isolation.refuses_with]); None when the policy names none.
+    refuses_with: Mapping[str, frozenset[str]] | None
     require_clean_worktree: bool
     max_statement_bytes: int
     max_candidate_bytes: int
@@ -74,6 +76,8 @@ class Expectations:
                                                "windows": frozenset(f.signing.windows)}),
             isolation=None if iso is None else MappingProxyType(
                 {"linux": tuple(iso.linux), "macos": tuple(iso.macos), "windows": tuple(iso.windows)}),
+            refuses_with=None if iso is None or iso.refuses_with is None else MappingProxyType(
+                {name: frozenset(errnos) for name, errnos in iso.refuses_with.items()}),
             require_clean_worktree=f.source.require_clean_worktree,
             max_statement_bytes=f.limits.max_statement_bytes,
             max_candidate_bytes=f.limits.max_candidate_bytes,

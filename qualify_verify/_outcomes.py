@@ -12,7 +12,7 @@ from these outcomes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -344,10 +344,12 @@ def _errno_problem(step: ObservedStep, want: StepExpectation) -> str | None:
     return None
 
 
-def _layer_problem(step: ObservedStep, want: StepExpectation, platform: str, applied: frozenset[str]) -> str | None:
+def _layer_problem(step: ObservedStep, want: StepExpectation, platform: str, applied: frozenset[str],
+                   refuses_with: Mapping[str, Collection[str]] | None) -> str | None:
     """Which layer refused a step: only a kernel-refusal step names one, an applied one, the policy's if it names
-    one for the platform. The record's layer is the app's reading of its errno and its worker's layer report;
-    a layer the worker does not report applied cannot have refused anything."""
+    one for the platform, and one that refuses with the step's errno. The record's layer is the app's reading of
+    its errno and its worker's layer report; re-derived here from the same facts, a layer the worker does not
+    report applied, or one that never answers with that errno, cannot have refused it."""
     if want.errno is None:
         if step.layer is not None:
             return f"{step.id}: names refusing layer {step.layer}; only a kernel-refusal step names one"
@@ -359,6 +361,10 @@ def _layer_problem(step: ObservedStep, want: StepExpectation, platform: str, app
         return f"{step.id}: refused by {step.layer}, which the journey's worker does not report applied"
     if required is not None and step.layer != required:
         return f"{step.id}: refused by {step.layer}, the policy requires {required} on {platform}"
+    gives = refuses_with.get(step.layer) if refuses_with is not None else None
+    if refuses_with is not None and (gives is None or step.errno not in gives):
+        said = f"refuses with {', '.join(sorted(gives))}" if gives else "is not in [isolation.refuses_with]"
+        return f"{step.id}: refused with {step.errno}, but {step.layer} {said}: another layer refused it"
     return None
 
 
@@ -382,6 +388,7 @@ def _step_problem(step: ObservedStep, want: StepExpectation | None, codes: re.Pa
 def journey_facts(*, steps: Sequence[ObservedStep], expected: Mapping[str, StepExpectation], code_pattern: str,
                   exit_code: int | None, timed_out: bool, app_build_sha: str | None, sha: str, platform: str,
                   layers: Sequence[IsolationLayer], required_layers: Sequence[str] | None,
+                  refuses_with: Mapping[str, Collection[str]] | None,
                   probe_layers: Sequence[IsolationLayer] | None) -> JourneyFacts:
     """The journey's verdict against the policy's step table: the producer writes it, the verifier re-derives it."""
     codes = re.compile(code_pattern)
@@ -400,7 +407,7 @@ def journey_facts(*, steps: Sequence[ObservedStep], expected: Mapping[str, StepE
             continue
         want = expected.get(step.id)
         why = _step_problem(step, want, codes)
-        wrong = None if why is not None or want is None else _layer_problem(step, want, platform, applied)
+        wrong = None if why is not None or want is None else _layer_problem(step, want, platform, applied, refuses_with)
         if wrong is not None:
             wrong_layers.append(wrong)
             why = wrong
@@ -428,6 +435,7 @@ def platform_journey_facts(p: PlatformPredicate, exp: Expectations) -> JourneyFa
     return journey_facts(steps=j.steps, expected=exp.steps, code_pattern=exp.code_pattern, exit_code=j.exit_code,
                          timed_out=j.timed_out, app_build_sha=j.app_build_sha, sha=p.source_gate.sha,
                          platform=p.platform, layers=j.isolation_layers, required_layers=exp.layers_for(p.platform),
+                         refuses_with=exp.refuses_with,
                          probe_layers=p.launch_probe.report.isolation_layers if p.launch_probe.report else None)
 
 

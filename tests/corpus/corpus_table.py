@@ -248,6 +248,12 @@ CORPUS: list[Row] = [
     Row("kernel-step-layer-not-applied", one(puts(layer_off("journey", "seccomp"),
                                                   layer_off("launch_probe.report", "seccomp"))), C.STEP_WRONG_LAYER),
     Row("ordinary-step-with-layer", one(step("bundled-skill-runs", layer="seccomp")), C.STEP_WRONG_LAYER),
+    # The errno re-derives the layer: seccomp never answers EACCES, so a step it claims with one was refused by
+    # something else (a file's own permissions, a guard), even under the policy's layer name.
+    Row("kernel-step-errno-its-layer-never-gives", one(step("kernel-refuses-exec-shell", errno="EACCES")),
+        C.STEP_WRONG_LAYER),
+    Row("kernel-step-errno-its-layer-never-gives-on-windows",
+        on("windows", step("kernel-refuses-exec-shell", errno="EPERM")), C.STEP_WRONG_LAYER),
     Row("probe-catalog-unverified", one(check("catalog-verified", passed=False)), C.PROBE_FAILED),
     Row("probe-other-executable", one(set_("launch_probe.report", executable_sha256="1" * 64)), C.PROBE_FAILED),
     Row("probe-other-platform", one(set_("launch_probe.report", platform="windows")), C.PROBE_FAILED),

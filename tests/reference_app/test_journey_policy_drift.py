@@ -98,3 +98,17 @@ def test_the_app_can_attribute_each_kernel_step_to_the_policys_layer_on_every_pl
         layer = want.for_platform(platform)
         assert layer is not None, (sid, platform)
         assert any(REFUSED_BY[platform].get((op, err)) == layer for err in errnos), (sid, platform, layer)
+
+
+@pytest.mark.parametrize("policy_path", POLICIES, ids=lambda p: Path(p).name)
+def test_the_apps_errno_table_and_the_policys_refusals_agree(policy_path):
+    """Every (operation, errno) the app attributes to a layer is an errno the policy says that layer refuses with:
+    otherwise the verifier would re-derive another layer than the one the app records."""
+    from skillhost._journey_kernel import REFUSED_BY
+
+    isolation = load_policy(policy_path).file.isolation
+    assert isolation is not None
+    assert isolation.refuses_with is not None
+    off = [(platform, op, errno, name) for platform, table in REFUSED_BY.items()
+           for (op, errno), name in table.items() if errno not in isolation.refuses_with.get(name, [])]
+    assert off == []

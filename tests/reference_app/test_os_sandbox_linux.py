@@ -208,7 +208,7 @@ def _judged(steps: list[dict[str, object]], layers: list) -> object:
     return journey_facts(steps=[AppStep.model_validate(observed(s)) for s in steps], expected=table,  # type: ignore[arg-type]
                          code_pattern=policy.app.codes.pattern, exit_code=0, timed_out=False, app_build_sha="0" * 40,
                          sha="0" * 40, platform="linux", layers=recorded, required_layers=policy.isolation.linux,
-                         probe_layers=recorded)
+                         refuses_with=policy.isolation.refuses_with, probe_layers=recorded)
 
 
 def _owned_by(layer_name: str) -> set[str]:

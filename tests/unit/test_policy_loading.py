@@ -108,6 +108,11 @@ def test_the_committed_local_policy_loads(tmp_path: Path) -> None:
                       'macos = "sandbox-exec", windows = "landlock-fs"'),
         LOCAL.replace('windows = "no-child-process" }', 'windows = "no-child-process", freebsd = "capsicum" }'),
         LOCAL.replace('layer = { linux = "seccomp", macos', 'layer = { linux = "Seccomp", macos', 1),
+        # What each layer refuses with: listed layers only, and each step's layer gives one of its errnos.
+        LOCAL.replace('seccomp = ["EPERM"]\n', 'seccomp = ["EPERM"]\ncapsicum = ["ECAPMODE"]\n'),
+        LOCAL.replace('seccomp = ["EPERM"]\n', 'seccomp = ["ENOSYS"]\n'),
+        LOCAL.replace('seccomp = ["EPERM"]\n', ''),
+        LOCAL.replace('seccomp = ["EPERM"]\n', 'seccomp = []\n'),
     ],
     ids=["bad-toml", "unknown-table", "unknown-key", "unknown-nested-key", "wrong-type", "version", "ref-not-main",
          "repository", "workflow-path", "no-platforms", "unknown-platform", "unknown-signing-state",
@@ -120,7 +125,8 @@ def test_the_committed_local_policy_loads(tmp_path: Path) -> None:
          "executable-backslash", "output-glob-with-folder", "check-required-twice", "xvfb-on-macos",
          "unknown-display", "unanchored-code-pattern", "code-pattern-does-not-compile", "step-code-outside-pattern",
          "allow-step-with-layer", "reject-step-without-errno-with-layer", "layer-not-required-by-isolation",
-         "layer-of-another-platform", "layer-unknown-platform", "layer-bad-name"],
+         "layer-of-another-platform", "layer-unknown-platform", "layer-bad-name", "refusals-of-unlisted-layer",
+         "step-layer-never-gives-its-errno", "step-layer-without-refusals", "refusals-empty"],
 )
 def test_invalid_policies_are_refused(text: str, tmp_path: Path) -> None:
     _refused(_write(tmp_path, text))

@@ -23,6 +23,9 @@ TABLE = {
         # No layer for macOS: a platform the policy leaves out is not held to one.
         "layer": {"linux": "seccomp", "windows": "no-child-process"}}),
 }
+# What each layer refuses with ([isolation.refuses_with]).
+REFUSES = {"seccomp": ["EPERM"], "landlock-fs": ["EACCES"], "landlock-net": ["EACCES"],
+           "no-child-process": ["EACCES"], "sandbox-exec": ["EACCES", "EPERM"]}
 LAYERS = [IsolationLayer(name=n, applied=n != "landlock-net", detail="") for n in
           ("no-new-privs", "landlock-fs", "landlock-net", "seccomp", "no-child-process", "sandbox-exec")]
 
@@ -39,15 +42,15 @@ def _steps(kernel_layer: str | None, ordinary_layer: str | None = None, errno: s
     return steps
 
 
-def _facts(steps: list[JourneyStep], platform: str) -> Any:
+def _facts(steps: list[JourneyStep], platform: str, refuses_with: dict[str, list[str]] | None = REFUSES) -> Any:
     return journey_facts(steps=steps, expected=TABLE, code_pattern="^CC_SKILL_[A-Z_]{1,64}$", exit_code=0,
                          timed_out=False, app_build_sha=SHA, sha=SHA, platform=platform, layers=LAYERS,
-                         required_layers=None, probe_layers=None)
+                         required_layers=None, refuses_with=refuses_with, probe_layers=None)
 
 
 @pytest.mark.parametrize(("platform", "steps", "wrong"), [
     ("linux", _steps("seccomp"), None),
-    ("windows", _steps("no-child-process"), None),
+    ("windows", _steps("no-child-process", errno="EACCES"), None),
     # The policy names no layer for macOS: any applied layer, or none, is the app's to say.
     ("macos", _steps("sandbox-exec"), None),
     ("macos", _steps(None), None),
@@ -60,6 +63,10 @@ def _facts(steps: list[JourneyStep], platform: str) -> Any:
     ("linux", _steps("landlock-net"), "refused by landlock-net, which the journey's worker does not report"),
     ("macos", _steps("language-guard"), "refused by language-guard, which the journey's worker does not report"),
     ("linux", _steps("seccomp", ordinary_layer="seccomp"), "bundled-skill-runs: names refusing layer seccomp"),
+    # The errno re-derives the layer: seccomp never answers EACCES, whatever the step says.
+    ("linux", _steps("seccomp", errno="EACCES"), "refused with EACCES, but seccomp refuses with EPERM"),
+    ("windows", _steps("no-child-process", errno="EPERM"), "refused with EPERM, but no-child-process refuses with"),
+    ("macos", _steps("no-new-privs"), "but no-new-privs is not in [isolation.refuses_with]"),
 ])  # fmt: skip
 def test_the_refusing_layer_is_the_policys(platform: str, steps: list[JourneyStep], wrong: str | None) -> None:
     facts = _facts(steps, platform)
@@ -73,6 +80,10 @@ def test_the_refusing_layer_is_the_policys(platform: str, steps: list[JourneySte
     # A wrong layer fails its step, and is one of the journey's problems (so the record's claims must say so).
     assert facts.wrong_layers[0] in facts.problems
     assert len(facts.failed) == 1
+
+
+def test_without_the_refusals_table_the_errno_does_not_judge_the_layer() -> None:
+    assert _facts(_steps("seccomp", errno="EACCES"), "linux", refuses_with=None).passed
 
 
 def test_an_errno_the_policy_does_not_accept_is_that_problem_not_a_layer_one() -> None:
