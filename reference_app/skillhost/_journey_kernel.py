@@ -7,10 +7,12 @@ the host listens on, seizes the host with ``ptrace`` and finally executes
 ``/bin/sh``. No handler and no Python guard stands in the way, so each step
 passes only when the kernel refused with ``EACCES`` or ``EPERM`` *and* that
 errno is how a layer the worker reports as applied refuses that operation
-(``REFUSED_BY``); the step's detail names that layer. A refusal no applied
-layer accounts for (a file's own permissions, a layer that was not applied)
-is inconclusive, so a step refused by the wrong layer fails. The same answer
-carries the worker's layer report, which the journey records beside its steps.
+(``REFUSED_BY``); the step records that layer (``layer``, and in its detail).
+A refusal no applied layer accounts for (a file's own permissions, a layer
+that was not applied) is inconclusive and records none; the policy's step
+table names the layer each step must be refused by, so the pipeline fails a
+step refused by the wrong one. The same answer carries the worker's layer
+report, which the journey records beside its steps.
 """
 
 from __future__ import annotations
