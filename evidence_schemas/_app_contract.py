@@ -121,6 +121,10 @@ class AppStep(Record):
     """The app's refusal code, for a refused step."""
     errno: ErrnoName | None
     """The errno name the kernel refused with, for a kernel-refusal step."""
+    # The layer the app found refused a kernel-refusal step, derived from the errno and its sandbox's layer
+    # report; None for every other step (and for an app with no sandbox of its own, which may omit it).
+    layer: LayerName | None = None
+    """The isolation layer that refused a kernel-refusal step, as the app derived it; None otherwise."""
     detail: _Detail
     """What the app says about the step, for people."""
 

@@ -20,6 +20,7 @@ from ._types import (
     FileName,
     GitSha,
     KeyId,
+    LayerName,
     Millis,
     Platform,
     Record,
@@ -273,6 +274,10 @@ class JourneyStep(Record):
     # The kernel's refusal of a kernel-refusal step; None for every other step.
     errno: ErrnoName | None
     """The errno name the kernel refused with, for a kernel-refusal step."""
+    # The isolation layer that refused a kernel-refusal step, as the app derived it from the errno and its
+    # worker's layer report; None for every other step. The verifier holds it to the policy's step table.
+    layer: LayerName | None
+    """The isolation layer that refused a kernel-refusal step (held to the policy's step table); None otherwise."""
     detail: Annotated[str, Field(max_length=400)]
     """What the app said about the step, for people."""
     # The producer's verdict against the policy: a claim the verifier re-derives.

@@ -166,6 +166,7 @@ def launch_probe(*, prefix: Path, install: InstallRecord, platform: Platform, ga
 
 def journey(*, prefix: Path, install: InstallRecord, platform: Platform, gate_sha: str, plan: RunPlan,
             expected: Mapping[str, StepExpectation], code_pattern: str, required_layers: Sequence[str] | None,
+            refuses_with: Mapping[str, Sequence[str]] | None,
             probe: LaunchProbeRecord) -> JourneyRecord:
     """The installed app's journey, judged against the policy's step table (the app never grades itself)."""
     ran = _run_installed(prefix, install, "journey", plan)
@@ -188,9 +189,9 @@ def journey(*, prefix: Path, install: InstallRecord, platform: Platform, gate_sh
     layers = list(app.isolation_layers) if app else []
     facts = journey_facts(steps=observed, expected=expected, code_pattern=code_pattern, exit_code=result.exit_code,
                           timed_out=result.timed_out, app_build_sha=app.build_sha if app else None, sha=gate_sha,
-                          layers=layers, required_layers=required_layers,
+                          platform=platform, layers=layers, required_layers=required_layers, refuses_with=refuses_with,
                           probe_layers=probe.report.isolation_layers if probe.report else None)
-    steps = [JourneyStep(id=s.id, observed=s.observed, code=s.code, errno=s.errno, detail=s.detail,
+    steps = [JourneyStep(id=s.id, observed=s.observed, code=s.code, errno=s.errno, layer=s.layer, detail=s.detail,
                          passed=s.id not in facts.failed) for s in observed]
     return JourneyRecord(
         command=list(plan.argv), display=plan.display, exit_code=result.exit_code, timed_out=result.timed_out,

@@ -236,6 +236,11 @@ def _layers(job: _Job) -> list[str] | None:
     return None if layers is None else list(layers)
 
 
+def _refusals(job: _Job) -> dict[str, list[str]] | None:
+    isolation = job.policy.file.isolation
+    return None if isolation is None else isolation.refuses_with
+
+
 def _probe(job: _Job, installed: InstallRecord, sha: str) -> LaunchProbeRecord:
     app = job.policy.file.app
     with job.progress.stage("launch probe") as said:
@@ -253,7 +258,7 @@ def _journey(job: _Job, installed: InstallRecord, sha: str, probe: LaunchProbeRe
         plan = _run_plan(job, sha, app.journey.argv, job.policy.file.limits.journey_timeout_seconds)
         record = journey(prefix=job.install_prefix, install=installed, platform=job.platform, gate_sha=sha,
                          plan=plan, expected=job.policy.file.journey.steps, code_pattern=app.codes.pattern,
-                         required_layers=_layers(job), probe=probe)
+                         required_layers=_layers(job), refuses_with=_refusals(job), probe=probe)
         said.append(f"{sum(s.passed for s in record.steps)}/{len(record.steps)} steps passed, "
                     f"missing={len(record.missing_steps)} passed={record.passed}")
     job.record("journey", record)

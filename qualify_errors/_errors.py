@@ -69,6 +69,9 @@ class Code(enum.StrEnum):
     INSTALL_FAILED = "QE_INSTALL_FAILED"
     PROBE_FAILED = "QE_PROBE_FAILED"
     JOURNEY_INCOMPLETE = "QE_JOURNEY_INCOMPLETE"
+    # A kernel-refusal step refused by another layer than the policy's for its platform, by no layer, or by
+    # one its worker did not report applied; or an ordinary step that names a refusing layer.
+    STEP_WRONG_LAYER = "QE_STEP_WRONG_LAYER"
     # Configuration and environment (exit status 2)
     POLICY_INVALID = "QE_POLICY_INVALID"
     KEY_INVALID = "QE_KEY_INVALID"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from desktop_qualify.evidence_schemas import AppCode, ErrnoName, LayerName, Platform, Record
+from desktop_qualify.evidence_schemas import PLATFORMS, AppCode, ErrnoName, LayerName, Platform, Record
 from pydantic import Field, model_validator
 
 from ._app import AppPolicy
@@ -89,6 +89,18 @@ class PlatformPolicy(Record):
     required: list[PlatformChoice] = Field(min_length=1, max_length=3)
 
 
+class StepLayers(Record):
+    """The isolation layer that must refuse a kernel-refusal step, per platform (a platform left out is not
+    held to one). Each must be one of that platform's ``[isolation]`` layers."""
+
+    linux: LayerName | None = None
+    macos: LayerName | None = None
+    windows: LayerName | None = None
+
+    def for_platform(self, platform: str) -> str | None:
+        return {"linux": self.linux, "macos": self.macos, "windows": self.windows}.get(platform)
+
+
 class StepExpectation(Record):
     """What one required journey step must show: the policy's, never the app's, idea of the step.
 
@@ -102,6 +114,9 @@ class StepExpectation(Record):
     # A step the operating system must refuse names the errno names it may refuse with; the step's
     # recorded errno must be one of them. A step without this list must record no errno.
     errno: list[ErrnoName] | None = Field(default=None, min_length=1, max_length=4)
+    # Which layer must refuse it on each platform: a refusal by another layer (the language guard, a file's
+    # own permissions, a layer the policy does not name) fails the step (QE_STEP_WRONG_LAYER).
+    layer: StepLayers | None = None
 
     @model_validator(mode="after")
     def _code_iff_reject(self) -> StepExpectation:
@@ -109,6 +124,8 @@ class StepExpectation(Record):
             raise ValueError("a step that must refuse names the code it must refuse with")
         if self.expect == "allow" and (self.code is not None or self.errno is not None):
             raise ValueError("an allow step names no refusal code and no errno")
+        if self.layer is not None and self.errno is None:
+            raise ValueError("only a step the operating system refuses (one with errno) names a refusing layer")
         return self
 
 
@@ -123,6 +140,19 @@ class IsolationPolicy(Record):
     linux: list[LayerName] = Field(min_length=1, max_length=16)
     macos: list[LayerName] = Field(min_length=1, max_length=16)
     windows: list[LayerName] = Field(min_length=1, max_length=16)
+    # The errno names each layer refuses with (seccomp's filter answers EPERM, Landlock EACCES...): a kernel step
+    # recorded as refused by a layer with an errno that layer never gives was refused by something else.
+    refuses_with: dict[LayerName, list[ErrnoName]] | None = Field(default=None, max_length=32)
+
+    @model_validator(mode="after")
+    def _refusals_are_listed_layers(self) -> IsolationPolicy:
+        listed = {*self.linux, *self.macos, *self.windows}
+        for name, errnos in (self.refuses_with or {}).items():
+            if name not in listed:
+                raise ValueError(f"[isolation.refuses_with] names {name!r}, which no platform's layers list")
+            if not 1 <= len(errnos) <= 4:
+                raise ValueError(f"[isolation.refuses_with] {name}: one to four errno names")
+        return self
 
     def of(self, platform: Platform) -> tuple[LayerName, ...]:
         """The layers ``platform``'s worker must report, in the policy's order."""
@@ -186,6 +216,27 @@ class PolicyFile(Record):
         if wrong:
             raise ValueError(f"step(s) {', '.join(wrong[:5])} name a code outside [app.codes] pattern "
                              f"{self.app.codes.pattern!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _step_layers_are_isolation_layers(self) -> PolicyFile:
+        # A step cannot be owned by a layer the worker is not required to report applied: the verifier could
+        # then never see it applied, and the policy would contradict itself.
+        for step, want in self.journey.steps.items():
+            if want.layer is None:
+                continue
+            for platform in PLATFORMS:
+                name = want.layer.for_platform(platform)
+                if name is None:
+                    continue
+                required = self.isolation.of(platform) if self.isolation is not None else ()
+                if name not in required:
+                    raise ValueError(f"step {step} must be refused by {name!r} on {platform}, which is not one "
+                                     f"of [isolation] {platform}'s layers")
+                refusals = self.isolation.refuses_with if self.isolation is not None else None
+                if refusals is not None and not set(refusals.get(name, ())) & set(want.errno or ()):
+                    raise ValueError(f"step {step} must be refused by {name!r} on {platform}, which refuses with "
+                                     f"none of the step's errno names")
         return self
 
     @model_validator(mode="after")

@@ -19,6 +19,6 @@ COLUMN_CODES: Mapping[str, frozenset[Code]] = MappingProxyType({
     "signature": frozenset({Code.ARTIFACT_SIGNATURE_FAILED, Code.PLATFORM_SIGNING_UNACCEPTED}),
     "install": frozenset({Code.INSTALL_FAILED}),
     "probe": frozenset({Code.PROBE_FAILED}),
-    "journey": frozenset({Code.JOURNEY_INCOMPLETE}),
+    "journey": frozenset({Code.JOURNEY_INCOMPLETE, Code.STEP_WRONG_LAYER}),
     "candidate": frozenset({Code.ARTIFACT_MISSING, Code.ARTIFACT_DIGEST_MISMATCH}),
 })

@@ -85,6 +85,14 @@ class Expectations:
         """The sandbox layers this platform's worker must report as applied; None without [isolation]."""
         return self.policy.isolation_layers(platform)
 
+    @property
+    def refuses_with(self) -> Mapping[str, frozenset[str]] | None:
+        """The errno names each isolation layer refuses with ([isolation.refuses_with]); None when unnamed."""
+        iso = self.policy.file.isolation
+        if iso is None or iso.refuses_with is None:
+            return None
+        return MappingProxyType({name: frozenset(errnos) for name, errnos in iso.refuses_with.items()})
+
     def install_for(self, platform: Platform) -> InstallTarget | None:
         """This platform's installer kind and executable, if the policy names one."""
         return self.policy.install_target(platform)

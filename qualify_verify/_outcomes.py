@@ -12,7 +12,7 @@ from these outcomes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -319,6 +319,8 @@ class JourneyFacts:
     # In the order the steps were reported; a step reported twice is listed once, here.
     failed: tuple[str, ...]
     problems: tuple[str, ...]
+    # The subset of ``problems`` that are a step refused by the wrong layer (QE_STEP_WRONG_LAYER).
+    wrong_layers: tuple[str, ...]
     passed: bool
 
 
@@ -333,6 +335,8 @@ class ObservedStep(Protocol):
     def code(self) -> str | None: ...
     @property
     def errno(self) -> str | None: ...
+    @property
+    def layer(self) -> str | None: ...
 
 
 def _errno_problem(step: ObservedStep, want: StepExpectation) -> str | None:
@@ -341,6 +345,30 @@ def _errno_problem(step: ObservedStep, want: StepExpectation) -> str | None:
         return None if step.errno is None else f"{step.id}: records errno {step.errno}, the policy expects none"
     if step.errno not in want.errno:
         return f"{step.id}: refused with errno {step.errno}, the policy accepts {', '.join(want.errno)}"
+    return None
+
+
+def _layer_problem(step: ObservedStep, want: StepExpectation, platform: str, applied: frozenset[str],
+                   refuses_with: Mapping[str, Collection[str]] | None) -> str | None:
+    """Which layer refused a step: only a kernel-refusal step names one, an applied one, the policy's if it names
+    one for the platform, and one that refuses with the step's errno. The record's layer is the app's reading of
+    its errno and its worker's layer report; re-derived here from the same facts, a layer the worker does not
+    report applied, or one that never answers with that errno, cannot have refused it."""
+    if want.errno is None:
+        if step.layer is not None:
+            return f"{step.id}: names refusing layer {step.layer}; only a kernel-refusal step names one"
+        return None
+    required = want.layer.for_platform(platform) if want.layer is not None else None
+    if step.layer is None:
+        return None if required is None else f"{step.id}: names no refusing layer, the policy requires {required}"
+    if step.layer not in applied:
+        return f"{step.id}: refused by {step.layer}, which the journey's worker does not report applied"
+    if required is not None and step.layer != required:
+        return f"{step.id}: refused by {step.layer}, the policy requires {required} on {platform}"
+    gives = refuses_with.get(step.layer) if refuses_with is not None else None
+    if refuses_with is not None and (gives is None or step.errno not in gives):
+        said = f"refuses with {', '.join(sorted(gives))}" if gives else "is not in [isolation.refuses_with]"
+        return f"{step.id}: refused with {step.errno}, but {step.layer} {said}: another layer refused it"
     return None
 
 
@@ -362,14 +390,17 @@ def _step_problem(step: ObservedStep, want: StepExpectation | None, codes: re.Pa
 
 
 def journey_facts(*, steps: Sequence[ObservedStep], expected: Mapping[str, StepExpectation], code_pattern: str,
-                  exit_code: int | None, timed_out: bool, app_build_sha: str | None, sha: str,
+                  exit_code: int | None, timed_out: bool, app_build_sha: str | None, sha: str, platform: str,
                   layers: Sequence[IsolationLayer], required_layers: Sequence[str] | None,
+                  refuses_with: Mapping[str, Collection[str]] | None,
                   probe_layers: Sequence[IsolationLayer] | None) -> JourneyFacts:
     """The journey's verdict against the policy's step table: the producer writes it, the verifier re-derives it."""
     codes = re.compile(code_pattern)
     ids = [s.id for s in steps]
     repeated = {step for step in ids if ids.count(step) > 1}
+    applied = frozenset(entry.name for entry in layers if entry.applied)
     problems: list[str] = []
+    wrong_layers: list[str] = []
     failed: list[str] = []
     for step in steps:
         if step.id in repeated:
@@ -378,7 +409,12 @@ def journey_facts(*, steps: Sequence[ObservedStep], expected: Mapping[str, StepE
                 failed.append(step.id)
                 problems.append(f"{step.id}: reported {ids.count(step.id)} times")
             continue
-        why = _step_problem(step, expected.get(step.id), codes)
+        want = expected.get(step.id)
+        why = _step_problem(step, want, codes)
+        wrong = None if why is not None or want is None else _layer_problem(step, want, platform, applied, refuses_with)
+        if wrong is not None:
+            wrong_layers.append(wrong)
+            why = wrong
         if why is not None:
             failed.append(step.id)
             problems.append(why)
@@ -394,7 +430,7 @@ def journey_facts(*, steps: Sequence[ObservedStep], expected: Mapping[str, StepE
     if probe_layers is not None and _layer_pairs(probe_layers) != _layer_pairs(layers):
         # One build on one machine: its probe's worker and its journey's cannot have been confined differently.
         problems.append("the journey's worker reports other isolation layers than the probe's")
-    return JourneyFacts(tuple(expected), missing, tuple(failed), tuple(problems), not problems)
+    return JourneyFacts(tuple(expected), missing, tuple(failed), tuple(problems), tuple(wrong_layers), not problems)
 
 
 def platform_journey_facts(p: PlatformPredicate, exp: Expectations) -> JourneyFacts:
@@ -402,7 +438,8 @@ def platform_journey_facts(p: PlatformPredicate, exp: Expectations) -> JourneyFa
     j = p.journey
     return journey_facts(steps=j.steps, expected=exp.steps, code_pattern=exp.code_pattern, exit_code=j.exit_code,
                          timed_out=j.timed_out, app_build_sha=j.app_build_sha, sha=p.source_gate.sha,
-                         layers=j.isolation_layers, required_layers=exp.layers_for(p.platform),
+                         platform=p.platform, layers=j.isolation_layers, required_layers=exp.layers_for(p.platform),
+                         refuses_with=exp.refuses_with,
                          probe_layers=p.launch_probe.report.isolation_layers if p.launch_probe.report else None)
 
 
@@ -410,11 +447,14 @@ def assess_journey(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     j = p.journey
     out = _Collect("journey", Code.JOURNEY_INCOMPLETE)
     facts = platform_journey_facts(p, exp)
-    problems = facts.problems
+    problems = [why for why in facts.problems if why not in facts.wrong_layers]
     if problems:
         # One reason for the journey, however many steps: each step's why, in the order reported, bounded.
         listed = "; ".join(problems)
         out.fail(f"{len(problems)} problem(s): {listed[:1500]}{' ...' if len(listed) > 1500 else ''}")
+    for why in facts.wrong_layers:
+        # Its own code: the step was refused, but not by the layer that proves it.
+        out.fail(why, Code.STEP_WRONG_LAYER)
     _command_problems(out, "journey", (j.command, j.display), (exp.journey_command, exp.display_for(p.platform)))
     # Each step's own verdict is the producer's claim too: it must be what the policy's table gives.
     for step in j.steps:

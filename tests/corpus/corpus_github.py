@@ -32,7 +32,7 @@ from desktop_qualify.evidence_schemas import (
     PlatformPredicate,
     canonical_bytes,
 )
-from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_policy import StepExpectation, load_policy
 from desktop_qualify.qualify_trust._github_mode import SigstoreSigner
 from desktop_qualify.qualify_trust._sigstore_identity import identity_from_certificate
 from sigstore.models import Bundle
@@ -142,9 +142,18 @@ def github_predicate(site: GitHubSite, artifact: Path, sha: str, artifact_signin
         {"source": f"GET /repos/{REPOSITORY}/rules/branches/main", "value": "pull_request (ruleset 1)",
          "observed_at": now},
     ])
+    refusals = policy.file.isolation.refuses_with if policy.file.isolation else None
+
+    def errno_of(want: StepExpectation) -> str | None:
+        # One the policy accepts for the step and, where the policy says which errno each layer gives, its layer's.
+        layer = want.layer.for_platform(platform) if want.layer else None
+        gives = refusals.get(layer, []) if refusals is not None and layer is not None else want.errno or []
+        return next((e for e in want.errno or [] if e in gives), None)
+
     data["journey"]["steps"] = [
-        {"id": step, "observed": want.expect, "code": want.code, "errno": want.errno[0] if want.errno else None,
-         "detail": f"{step}: as expected", "passed": True}
+        {"id": step, "observed": want.expect, "code": want.code, "errno": errno_of(want),
+         "layer": want.layer.for_platform(platform) if want.layer else None, "detail": f"{step}: as expected",
+         "passed": True}
         for step, want in steps.items()
     ]
     build = data["build"]["artifact"]

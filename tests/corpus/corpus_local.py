@@ -642,7 +642,8 @@ def aggregate_extra_entry(tmp_path: Path) -> list[str]:
 
 
 def steps_of(count: int) -> list[dict[str, Any]]:
-    return [{"id": f"s-{i}", "observed": "allow", "code": None, "errno": None, "detail": "", "passed": True}
+    return [{"id": f"s-{i}", "observed": "allow", "code": None, "errno": None, "layer": None, "detail": "",
+             "passed": True}
             for i in range(count)]
 
 

@@ -233,6 +233,27 @@ CORPUS: list[Row] = [
     Row("kernel-step-without-errno", one(step("kernel-refuses-exec-shell", errno=None)), C.JOURNEY_INCOMPLETE),
     Row("kernel-step-other-errno", one(step("kernel-refuses-exec-shell", errno="ENOENT")), C.JOURNEY_INCOMPLETE),
     Row("ordinary-step-with-errno", one(step("bundled-skill-runs", errno="EPERM")), C.JOURNEY_INCOMPLETE),
+    # Which layer refused a kernel step: the policy names the one per platform, and the worker must report it applied.
+    Row("kernel-step-refused-by-wrong-layer", one(step("kernel-refuses-exec-shell", layer="landlock-fs")),
+        C.STEP_WRONG_LAYER),
+    # The record admits the failure (its verdicts agree with its facts): the wrong layer is the only reason.
+    Row("kernel-step-refused-by-wrong-layer-admitted", one(puts(
+        step("kernel-refuses-exec-shell", layer="landlock-fs", passed=False),
+        set_("journey", failed_steps=["kernel-refuses-exec-shell"], passed=False))), C.STEP_WRONG_LAYER),
+    Row("kernel-step-refused-by-wrong-layer-on-windows",
+        on("windows", step("kernel-refuses-exec-shell", layer="appcontainer")), C.STEP_WRONG_LAYER),
+    Row("kernel-step-refused-by-guard-not-kernel", one(step("kernel-refuses-exec-shell", layer="language-guard")),
+        C.STEP_WRONG_LAYER),
+    Row("kernel-step-without-layer", one(step("kernel-refuses-exec-shell", layer=None)), C.STEP_WRONG_LAYER),
+    Row("kernel-step-layer-not-applied", one(puts(layer_off("journey", "seccomp"),
+                                                  layer_off("launch_probe.report", "seccomp"))), C.STEP_WRONG_LAYER),
+    Row("ordinary-step-with-layer", one(step("bundled-skill-runs", layer="seccomp")), C.STEP_WRONG_LAYER),
+    # The errno re-derives the layer: seccomp never answers EACCES, so a step it claims with one was refused by
+    # something else (a file's own permissions, a guard), even under the policy's layer name.
+    Row("kernel-step-errno-its-layer-never-gives", one(step("kernel-refuses-exec-shell", errno="EACCES")),
+        C.STEP_WRONG_LAYER),
+    Row("kernel-step-errno-its-layer-never-gives-on-windows",
+        on("windows", step("kernel-refuses-exec-shell", errno="EPERM")), C.STEP_WRONG_LAYER),
     Row("probe-catalog-unverified", one(check("catalog-verified", passed=False)), C.PROBE_FAILED),
     Row("probe-other-executable", one(set_("launch_probe.report", executable_sha256="1" * 64)), C.PROBE_FAILED),
     Row("probe-other-platform", one(set_("launch_probe.report", platform="windows")), C.PROBE_FAILED),
@@ -612,7 +633,7 @@ CORPUS: list[Row] = [
     Row("journey-no-steps-honest-lists-but-passed",
         one(set_("journey", steps=[], missing_steps=list(DEFAULT_STEPS), stderr_excerpt=LOG)), C.JOURNEY_INCOMPLETE),
     Row("journey-log-as-a-single-step", one(set_("journey", steps=[
-        {"id": "journey-log", "observed": "allow", "code": None, "errno": None, "detail": LOG[:400],
+        {"id": "journey-log", "observed": "allow", "code": None, "errno": None, "layer": None, "detail": LOG[:400],
          "passed": True}])), C.JOURNEY_INCOMPLETE),
     Row("probe-log-instead-of-report", one(set_("launch_probe", report=None, stderr_excerpt=(
         f"skillhost 0.1.0 build {DEFAULT_SHA} platform linux isolation ok catalog ok"))), C.PROBE_FAILED),
@@ -631,10 +652,12 @@ CORPUS: list[Row] = [
         C.JOURNEY_INCOMPLETE),
     Row("step-failed-but-observed-as-required", one(step("bundled-skill-runs", passed=False)), C.JOURNEY_INCOMPLETE),
     Row("unrequired-step-error", one(lambda p: p["journey"]["steps"].append(
-        {"id": "extra-check", "observed": "error", "code": None, "errno": None, "detail": "", "passed": False})),
+        {"id": "extra-check", "observed": "error", "code": None, "errno": None, "layer": None, "detail": "",
+         "passed": False})),
         C.JOURNEY_INCOMPLETE),
     Row("unrequired-step-code-outside-the-policys-pattern", one(lambda p: p["journey"]["steps"].append(
-        {"id": "extra-check", "observed": "reject", "code": "QE_SCHEMA_INVALID", "errno": None, "detail": "",
+        {"id": "extra-check", "observed": "reject", "code": "QE_SCHEMA_INVALID", "errno": None, "layer": None,
+         "detail": "",
          "passed": True})), C.JOURNEY_INCOMPLETE),
     Row("journey-failed-steps-listed-but-passed", one(set_("journey", failed_steps=["bundled-skill-runs"])),
         C.JOURNEY_INCOMPLETE),

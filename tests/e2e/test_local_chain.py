@@ -84,14 +84,16 @@ def test_the_frozen_worker_is_confined_and_the_kernel_refused_each_escape(chain:
         assert [(entry.name, entry.applied) for entry in layers] == [
             ("no-new-privs", True), ("user-net-namespace", True), ("landlock-fs", True), ("landlock-net", True),
             ("landlock-scope", True), ("seccomp", True)]
-    kernel = {s.id: (s.code, s.errno) for s in p.journey.steps if s.id.startswith("kernel-refuses-")}
+    # Each refusal with the layer that made it, as the policy's step table requires; no other step names one.
+    kernel = {s.id: (s.code, s.errno, s.layer) for s in p.journey.steps if s.id.startswith("kernel-refuses-")}
     assert kernel == {
-        "kernel-refuses-read-outside-bundle": ("CC_SKILL_SANDBOX_DENIED", "EACCES"),
-        "kernel-refuses-write-outside-tmp": ("CC_SKILL_SANDBOX_DENIED", "EACCES"),
-        "kernel-refuses-tcp-connect-loopback": ("CC_SKILL_SANDBOX_DENIED", "EPERM"),
-        "kernel-refuses-ptrace-host": ("CC_SKILL_SANDBOX_DENIED", "EPERM"),
-        "kernel-refuses-exec-shell": ("CC_SKILL_SANDBOX_DENIED", "EPERM"),
+        "kernel-refuses-read-outside-bundle": ("CC_SKILL_SANDBOX_DENIED", "EACCES", "landlock-fs"),
+        "kernel-refuses-write-outside-tmp": ("CC_SKILL_SANDBOX_DENIED", "EACCES", "landlock-fs"),
+        "kernel-refuses-tcp-connect-loopback": ("CC_SKILL_SANDBOX_DENIED", "EPERM", "seccomp"),
+        "kernel-refuses-ptrace-host": ("CC_SKILL_SANDBOX_DENIED", "EPERM", "seccomp"),
+        "kernel-refuses-exec-shell": ("CC_SKILL_SANDBOX_DENIED", "EPERM", "seccomp"),
     }
+    assert [s.id for s in p.journey.steps if s.layer is not None] == list(kernel)
 
 
 def test_flipped_artifact_byte_is_refused(chain: Chain, tmp_path: Path) -> None:

@@ -148,7 +148,9 @@ def test_journey_reports_observations_only():
     assert set(out) == {"kind", "version", "app_version", "build_sha", "platform", "steps", "isolation_layers"}
     for step in out["steps"]:
         # What happened, never what was expected nor whether it passed: the policy judges.
-        assert set(step) == {"id", "observed", "code", "errno", "detail"}
+        assert set(step) == {"id", "observed", "code", "errno", "layer", "detail"}
+        # Only a kernel-refusal step names the layer that refused it.
+        assert (step["layer"] is not None) == step["id"].startswith("kernel-refuses-"), step
         assert STEP_ID.match(step["id"])
         assert step["observed"] in ("allow", "reject"), step
         assert step["code"] is None or CODE.match(step["code"])
@@ -168,8 +170,9 @@ def test_a_step_whose_own_check_failed_is_an_error_not_its_expected_outcome():
     from skillhost.journey._run import observed
 
     broken = {"id": "bundled-skill-runs", "expected": "allow", "expected_code": None, "observed": "allow",
-              "observed_code": None, "passed": False, "detail": "returned no value", "errno": None}
+              "observed_code": None, "passed": False, "detail": "returned no value", "errno": None, "layer": None}
     assert observed(broken) == {"id": "bundled-skill-runs", "observed": "error", "code": None, "errno": None,
+                                "layer": None,
                                 "detail": "returned no value"}
     refused = {**broken, "observed": "reject", "observed_code": "CC_SKILL_TIMEOUT", "detail": "timed out"}
     assert observed(refused)["observed"] == "reject"

@@ -20,7 +20,7 @@ from skillhost.os_sandbox._dispatch import REQUIRED_LAYERS
 from skillhost.os_sandbox._linux import LINUX_LAYERS
 from skillhost.os_sandbox._seccomp_bpf import ALLOWED
 from skillhost.worker._hostile import EXEC_OK_LINE, OPERATIONS
-from skillhost_testutil import APP_DIR
+from skillhost_testutil import APP_DIR, REPO
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux sandbox")
 
@@ -149,15 +149,14 @@ _FULL_SANDBOX = {
 }  # fmt: skip
 
 
-def _refused_by(steps: list[dict[str, object]]) -> dict[str, str | None]:
-    """Each passed step's refusing layer, as its detail names it; ``None`` for a failed step."""
-    out: dict[str, str | None] = {}
-    for step in steps:
-        detail = str(step["detail"])
-        out[str(step["id"])] = detail.split(" by ", 1)[1].split(";", 1)[0] if step["passed"] else None
-    return out
+def _refused_by(steps: list[dict[str, object]]) -> dict[str, object]:
+    """Each step's refusing layer as the step records it (``None`` where no applied layer accounts for it)."""
+    return {str(step["id"]): step["layer"] for step in steps}
 
 
+# The test-only switch that removes one layer: a bootstrap that patches the worker's own Linux sandbox module in
+# a source worker before it confines itself. It lives here, not in the app, so no build and no qualification can
+# reach it; the removed layer is reported not applied, so the verifier refuses any record made with it.
 _DROP_LAYER = """
 import sys
 import skillhost.os_sandbox._linux as linux
@@ -165,10 +164,20 @@ from skillhost.os_sandbox._interface import layer
 drop = {drop!r}
 def removed(name):
     return layer(name, applied=False, detail="removed by the test")
+def without(name, make):
+    def apply(*args):
+        return [removed(e["name"]) if e["name"] == name else e for e in make(*args)]
+    return apply
 if drop == "seccomp":
     linux._seccomp = lambda libc, no_new_privs: removed("seccomp")
-elif drop == "landlock":
-    linux._landlock = lambda libc, roots, tmp: [removed(n) for n in ("landlock-fs", "landlock-net", "landlock-scope")]
+elif drop == "landlock-fs":
+    # A ruleset that handles no file access (TCP and scopes still enforced): nothing on the file system is denied.
+    linux._fs_access = lambda abi: 0
+    linux._add_path = lambda libc, ruleset, path, allowed: True
+    linux._landlock = without("landlock-fs", linux._landlock)
+elif drop == "landlock-net":
+    linux._NET_TCP = 0
+    linux._landlock = without("landlock-net", linux._landlock)
 elif drop == "user-net-namespace":
     linux._namespaces = lambda libc: removed("user-net-namespace")
 from skillhost._cli import main
@@ -176,27 +185,80 @@ sys.exit(main(["worker", *sys.argv[1:]]))
 """
 
 
-@pytest.mark.parametrize(("drop", "changed"), [
-    # Without seccomp, Landlock still refuses the connect (landlock-net) and the exec (landlock-fs); the
-    # ptrace is refused by the kernel's own ptrace check, which no reported layer accounts for: it fails.
-    ("seccomp", {"kernel-refuses-tcp-connect-loopback": "landlock-net", "kernel-refuses-ptrace-host": None,
-                 "kernel-refuses-exec-shell": "landlock-fs"}),
-    # Without Landlock, the host's files are open to the worker: exactly the two file steps fail.
-    ("landlock", {"kernel-refuses-read-outside-bundle": None, "kernel-refuses-write-outside-tmp": None}),
-    # The namespace owns no step on its own: seccomp refuses the socket before the empty network matters.
-    ("user-net-namespace", {}),
-])  # fmt: skip
-def test_removing_a_layer_changes_exactly_the_steps_it_owns(
-    monkeypatch, tmp_path: Path, drop: str, changed: dict[str, str | None]
-) -> None:
+def _kernel_steps_without(monkeypatch, tmp_path: Path, drop: str) -> tuple[list[dict[str, object]], list]:
     import skillhost.journey._kernel as journey_kernel
 
     monkeypatch.setattr(journey_kernel, "worker_command", lambda: [sys.executable, "-c", _DROP_LAYER.format(drop=drop)])
     steps, layers = kernel_steps(tmp_path)
-    assert {e["name"] for e in layers if not e["applied"]} >= ({drop} if drop != "landlock" else {"landlock-fs"})
+    assert [e["name"] for e in layers if not e["applied"]] == [drop], layers
+    return [dict(s) for s in steps], layers
+
+
+def _judged(steps: list[dict[str, object]], layers: list) -> object:
+    """The kernel steps and the worker's layers as the verifier judges them under policies/local.toml on Linux."""
+    from desktop_qualify.evidence_schemas import AppStep, IsolationLayer
+    from desktop_qualify.qualify_policy import load_policy
+    from desktop_qualify.qualify_verify import journey_facts
+    from skillhost.journey._run import observed
+
+    policy = load_policy(REPO / "policies" / "local.toml").file
+    table = {sid: want for sid, want in policy.journey.steps.items() if sid.startswith("kernel-refuses-")}
+    recorded = [IsolationLayer.model_validate(e) for e in layers]
+    assert policy.isolation is not None
+    return journey_facts(steps=[AppStep.model_validate(observed(s)) for s in steps], expected=table,  # type: ignore[arg-type]
+                         code_pattern=policy.app.codes.pattern, exit_code=0, timed_out=False, app_build_sha="0" * 40,
+                         sha="0" * 40, platform="linux", layers=recorded, required_layers=policy.isolation.linux,
+                         refuses_with=policy.isolation.refuses_with, probe_layers=recorded)
+
+
+def _owned_by(layer_name: str) -> set[str]:
+    """The kernel steps the committed policy says ``layer_name`` must refuse on Linux."""
+    from desktop_qualify.qualify_policy import load_policy
+
+    table = load_policy(REPO / "policies" / "local.toml").file.journey.steps
+    return {sid for sid, want in table.items() if want.layer is not None and want.layer.linux == layer_name}
+
+
+@pytest.mark.parametrize(("drop", "changed"), [
+    # Without seccomp, Landlock still refuses the connect (landlock-net) and the exec (landlock-fs), and the
+    # ptrace is refused by the kernel's own ptrace check, which no reported layer accounts for (None): all three
+    # are refused, none by the layer the policy requires.
+    ("seccomp", {"kernel-refuses-tcp-connect-loopback": "landlock-net", "kernel-refuses-ptrace-host": None,
+                 "kernel-refuses-exec-shell": "landlock-fs"}),
+    # Without Landlock's file rules, the host's files are open to the worker: the two file steps are allowed.
+    ("landlock-fs", {"kernel-refuses-read-outside-bundle": None, "kernel-refuses-write-outside-tmp": None}),
+    # Landlock's TCP rule owns no step: seccomp refuses the socket before a connect is tried.
+    ("landlock-net", {}),
+])  # fmt: skip
+def test_removing_a_layer_fails_exactly_the_steps_it_owns(
+    monkeypatch, tmp_path: Path, drop: str, changed: dict[str, str | None]
+) -> None:
+    """Each layer the policy requires on Linux, removed alone: the kernel steps the policy's table says it owns
+    fail (refused by another layer, by none, or not at all), every other step still passes, and the verifier's
+    rule refuses the record for the missing layer too."""
+    steps, layers = _kernel_steps_without(monkeypatch, tmp_path, drop)
     assert _refused_by(steps) == {**_FULL_SANDBOX, **changed}
-    # The steps the removed layer owned and no other layer took over are exactly the failed ones.
-    assert {s["id"] for s in steps if not s["passed"]} == {sid for sid, by in changed.items() if by is None}
+    facts = _judged(steps, layers)
+    assert set(facts.failed) == _owned_by(drop) == set(changed)  # type: ignore[attr-defined]
+    assert f"the journey's isolation: required isolation layer(s) not applied: {drop}" in facts.problems  # type: ignore[attr-defined]
+    taken_over = {sid for sid, by in changed.items() if by is not None}
+    assert {why.split(":", 1)[0] for why in facts.wrong_layers} == taken_over  # type: ignore[attr-defined]
+
+
+def test_the_full_sandbox_passes_every_kernel_step_under_the_policy(tmp_path: Path) -> None:
+    """The baseline the removals are measured against: nothing removed, every kernel step by its own layer."""
+    steps, layers = kernel_steps(tmp_path)
+    facts = _judged([dict(s) for s in steps], layers)
+    assert facts.passed, facts.problems  # type: ignore[attr-defined]
+    assert _refused_by([dict(s) for s in steps]) == _FULL_SANDBOX
+
+
+def test_the_namespace_owns_no_step(monkeypatch, tmp_path: Path) -> None:
+    """The namespace is not a policy layer and owns no step: seccomp refuses the socket before the empty network
+    matters, so every kernel step keeps its layer (and a machine without user namespaces still qualifies)."""
+    steps, layers = _kernel_steps_without(monkeypatch, tmp_path, "user-net-namespace")
+    assert _refused_by(steps) == _FULL_SANDBOX
+    assert _judged(steps, layers).passed  # type: ignore[attr-defined]
 
 
 _OUTSIDE_THE_TABLE = """

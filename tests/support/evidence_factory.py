@@ -68,9 +68,23 @@ DEFAULT_STEPS: tuple[str, ...] = (
 # errno. A step named in a test that is not here is an allow path.
 REJECT_CODES = {"external-unsigned-rejected": "CC_SKILL_SIGNATURE_MISSING",
                 "kernel-refuses-exec-shell": "CC_SKILL_SANDBOX_DENIED"}
-# A kernel-refusal step names the errno names it accepts in the policy; a passing one records the first.
+# A kernel-refusal step names the errno names it accepts in the policy.
 KERNEL_ERRNO_CHOICES = {"kernel-refuses-exec-shell": ("EPERM", "EACCES")}
-KERNEL_ERRNOS = {step: choices[0] for step, choices in KERNEL_ERRNO_CHOICES.items()}
+# The layer the policy requires to refuse each kernel-refusal step, per platform (policies/*.toml's), and what
+# a passing step records: that layer, and the errno that layer refuses with (REFUSES_WITH).
+KERNEL_LAYERS = {"kernel-refuses-exec-shell": {"linux": "seccomp", "macos": "sandbox-exec",
+                                               "windows": "no-child-process"}}
+REFUSES_WITH = {"landlock-fs": ["EACCES"], "landlock-net": ["EACCES"], "seccomp": ["EPERM"],
+                "sandbox-exec": ["EACCES", "EPERM"], "appcontainer": ["EACCES"], "no-child-process": ["EACCES"],
+                "restricted-token": ["EACCES"]}
+
+
+def kernel_errno(step: str, platform: str) -> str | None:
+    """The errno a passing kernel step records on ``platform``: one its policy accepts and its layer gives."""
+    if step not in KERNEL_ERRNO_CHOICES:
+        return None
+    gives = REFUSES_WITH[KERNEL_LAYERS[step][platform]]
+    return next(e for e in KERNEL_ERRNO_CHOICES[step] if e in gives)
 
 # The policy's app section (policies/local.toml's): commands as written there, the installer and executable.
 BUILD_ARGV = ["{python}", "tools/build_release.py", "--out", "{out}"]
@@ -151,8 +165,9 @@ def _toml_list(values: Sequence[str]) -> str:
 
 
 def _isolation_section() -> str:
+    refusals = "".join(f"{name} = {_toml_list(errnos)}\n" for name, errnos in REFUSES_WITH.items())
     return (f"[isolation]\nlinux = {_toml_list(ISOLATION['linux'])}\nmacos = {_toml_list(ISOLATION['macos'])}\n"
-            f"windows = {_toml_list(ISOLATION['windows'])}\n")
+            f"windows = {_toml_list(ISOLATION['windows'])}\n\n[isolation.refuses_with]\n{refusals}")
 
 
 def app_section(source: str) -> str:
@@ -192,6 +207,8 @@ def _journey_table(steps: Sequence[str]) -> str:
     for step in steps:
         code = REJECT_CODES.get(step)
         errno = f", errno = {_toml_list(KERNEL_ERRNO_CHOICES[step])}" if step in KERNEL_ERRNO_CHOICES else ""
+        if step in KERNEL_LAYERS:
+            errno += ", layer = { " + ", ".join(f'{p} = "{n}"' for p, n in KERNEL_LAYERS[step].items()) + " }"
         lines.append(f'{step} = {{ expect = "reject", code = "{code}"{errno} }}' if code else
                      f'{step} = {{ expect = "allow" }}')
     return "\n".join(lines)
@@ -273,12 +290,13 @@ def probe_checks() -> list[dict[str, Any]]:
     return [{"name": name, "passed": True, "detail": "ok"} for name in PROBE_CHECKS]
 
 
-def _journey_steps(steps: Sequence[str]) -> list[dict[str, Any]]:
+def _journey_steps(steps: Sequence[str], platform: str) -> list[dict[str, Any]]:
     out = []
     for step in steps:
         code = REJECT_CODES.get(step)
         verdict = "reject" if code else "allow"
-        out.append({"id": step, "observed": verdict, "code": code, "errno": KERNEL_ERRNOS.get(step),
+        out.append({"id": step, "observed": verdict, "code": code, "errno": kernel_errno(step, platform),
+                    "layer": KERNEL_LAYERS[step][platform] if step in KERNEL_LAYERS else None,
                     "detail": f"{step}: as expected", "passed": True})
     return out
 
@@ -337,7 +355,7 @@ def predicate_data(*, platform: Platform, artifact: Path, sha: str, run_id: str,
         "journey": {
             "kind": "journey", "version": 2, "command": list(JOURNEY_ARGV), "display": "none", "exit_code": 0,
             "timed_out": False, "duration_ms": 900,
-            "app_build_sha": sha, "steps": _journey_steps(required_steps),
+            "app_build_sha": sha, "steps": _journey_steps(required_steps, platform),
             "required_steps": list(required_steps), "missing_steps": [], "failed_steps": [],
             "isolation_layers": isolation_layers(platform), "stderr_excerpt": "", "passed": True,
         },

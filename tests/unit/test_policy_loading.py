@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from pathlib import Path
 
@@ -97,6 +98,21 @@ def test_the_committed_local_policy_loads(tmp_path: Path) -> None:
         LOCAL.replace('pattern = "^CC_SKILL_[A-Z_]{1,64}$"', 'pattern = "CC_SKILL_.*"'),
         LOCAL.replace('pattern = "^CC_SKILL_[A-Z_]{1,64}$"', 'pattern = "^CC_SKILL_[$"'),
         LOCAL.replace('pattern = "^CC_SKILL_[A-Z_]{1,64}$"', 'pattern = "^APP_[A-Z_]{1,64}$"'),
+        # The refusing layer of a kernel step: only with an errno, one of [isolation]'s for its platform.
+        LOCAL.replace('catalog-verified = { expect = "allow" }',
+                      'catalog-verified = { expect = "allow", layer = { linux = "seccomp" } }'),
+        LOCAL.replace('code = "CC_SKILL_SIGNATURE_MISSING" }',
+                      'code = "CC_SKILL_SIGNATURE_MISSING", layer = { linux = "seccomp" } }'),
+        LOCAL.replace('layer = { linux = "seccomp", macos', 'layer = { linux = "user-net-namespace", macos', 1),
+        LOCAL.replace('macos = "sandbox-exec", windows = "no-child-process"',
+                      'macos = "sandbox-exec", windows = "landlock-fs"'),
+        LOCAL.replace('windows = "no-child-process" }', 'windows = "no-child-process", freebsd = "capsicum" }'),
+        LOCAL.replace('layer = { linux = "seccomp", macos', 'layer = { linux = "Seccomp", macos', 1),
+        # What each layer refuses with: listed layers only, and each step's layer gives one of its errnos.
+        LOCAL.replace('seccomp = ["EPERM"]\n', 'seccomp = ["EPERM"]\ncapsicum = ["ECAPMODE"]\n'),
+        LOCAL.replace('seccomp = ["EPERM"]\n', 'seccomp = ["ENOSYS"]\n'),
+        LOCAL.replace('seccomp = ["EPERM"]\n', ''),
+        LOCAL.replace('seccomp = ["EPERM"]\n', 'seccomp = []\n'),
     ],
     ids=["bad-toml", "unknown-table", "unknown-key", "unknown-nested-key", "wrong-type", "version", "ref-not-main",
          "repository", "workflow-path", "no-platforms", "unknown-platform", "unknown-signing-state",
@@ -107,7 +123,10 @@ def test_the_committed_local_policy_loads(tmp_path: Path) -> None:
          "build-placeholder-in-probe", "empty-build-argv", "env-token", "env-key", "env-actions", "env-lower-case",
          "msi-on-linux", "deb-on-windows", "unknown-installer", "absolute-executable", "executable-escapes",
          "executable-backslash", "output-glob-with-folder", "check-required-twice", "xvfb-on-macos",
-         "unknown-display", "unanchored-code-pattern", "code-pattern-does-not-compile", "step-code-outside-pattern"],
+         "unknown-display", "unanchored-code-pattern", "code-pattern-does-not-compile", "step-code-outside-pattern",
+         "allow-step-with-layer", "reject-step-without-errno-with-layer", "layer-not-required-by-isolation",
+         "layer-of-another-platform", "layer-unknown-platform", "layer-bad-name", "refusals-of-unlisted-layer",
+         "step-layer-never-gives-its-errno", "step-layer-without-refusals", "refusals-empty"],
 )
 def test_invalid_policies_are_refused(text: str, tmp_path: Path) -> None:
     _refused(_write(tmp_path, text))
@@ -129,6 +148,8 @@ def test_isolation_is_optional_and_the_code_pattern_has_a_default(tmp_path: Path
     # The section headers, not a comment that names them.
     text = LOCAL[:LOCAL.index("\n[isolation]\n") + 1] + LOCAL[LOCAL.index("\n[signing]\n") + 1:]
     text = text.replace('[app.codes]\npattern = "^CC_SKILL_[A-Z_]{1,64}$"\n', "")
+    # Without [isolation] no step can be owned by a layer (the loader refuses that: see below).
+    text = re.sub(r", layer = \{[^}]*\}", "", text)
     policy = load_policy(_write(tmp_path, text))
     assert policy.file.isolation is None
     assert policy.file.app.codes.pattern == "^[A-Z][A-Z0-9_]{2,64}$"

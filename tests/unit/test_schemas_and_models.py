@@ -167,12 +167,17 @@ def test_timestamps_are_utc_with_z(stamp: str) -> None:
 
 
 def test_step_codes_and_ids() -> None:
-    good = {"id": "step-1", "observed": "reject", "code": "CC_SKILL_TIMEOUT", "errno": None, "detail": "",
-            "passed": True}
+    good = {"id": "step-1", "observed": "reject", "code": "CC_SKILL_TIMEOUT", "errno": None, "layer": None,
+            "detail": "", "passed": True}
     assert validate_model(JourneyStep, good, what="s").id == "step-1"
     assert validate_model(JourneyStep, {**good, "errno": "EACCES"}, what="s").errno == "EACCES"
     _invalid(JourneyStep, {**good, "errno": "eacces"})
     _invalid(JourneyStep, {**good, "errno": "13"})
+    # The refusing layer is a layer name, and the evidence always says (null for an ordinary step).
+    assert validate_model(JourneyStep, {**good, "layer": "seccomp"}, what="s").layer == "seccomp"
+    _invalid(JourneyStep, {**good, "layer": "Seccomp"})
+    _invalid(JourneyStep, {**good, "layer": "x" * 33})
+    _invalid(JourneyStep, {k: v for k, v in good.items() if k != "layer"})
     _invalid(JourneyStep, {**good, "id": "Step"})
     # Any upper-case code the evidence can hold; each policy narrows it with its own pattern.
     assert validate_model(JourneyStep, {**good, "code": "APP_DENIED"}, what="s").code == "APP_DENIED"

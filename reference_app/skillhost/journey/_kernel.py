@@ -7,10 +7,12 @@ the host listens on, seizes the host with ``ptrace`` and finally executes
 ``/bin/sh``. No handler and no Python guard stands in the way, so each step
 passes only when the kernel refused with ``EACCES`` or ``EPERM`` *and* that
 errno is how a layer the worker reports as applied refuses that operation
-(``REFUSED_BY``); the step's detail names that layer. A refusal no applied
-layer accounts for (a file's own permissions, a layer that was not applied)
-is inconclusive, so a step refused by the wrong layer fails. The same answer
-carries the worker's layer report, which the journey records beside its steps.
+(``REFUSED_BY``); the step records that layer (``layer``, and in its detail).
+A refusal no applied layer accounts for (a file's own permissions, a layer
+that was not applied) is inconclusive and records none; the policy's step
+table names the layer each step must be refused by, so the pipeline fails a
+step refused by the wrong one. The same answer carries the worker's layer
+report, which the journey records beside its steps.
 """
 
 from __future__ import annotations
@@ -121,7 +123,8 @@ def _attempt_step(op: str, found: object, write_path: Path, layers: list[Layer])
     untouched = op != "write-outside-tmp" or not write_path.exists()
     detail = f"{op}: refused with {errno} by {by or 'no layer the worker reports applied'}"
     detail += "" if op != "write-outside-tmp" else f"; file absent={untouched}"
-    return _step(sid, "reject", DENIED_CODE, "reject", code, detail, untouched, errno=errno)
+    # The record names the refusing layer; the policy's step table says which one must (QE_STEP_WRONG_LAYER).
+    return _step(sid, "reject", DENIED_CODE, "reject", code, detail, untouched, errno=errno, layer=by)
 
 
 def kernel_steps(tmp: Path) -> tuple[list[Step], list[Layer]]:

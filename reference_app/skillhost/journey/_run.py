@@ -36,12 +36,13 @@ SECRET_CANARY = "SKILLHOST_JOURNEY_CANARY"  # noqa: S105 - a variable name, not 
 
 
 class ObservedStep(TypedDict):
-    """One step as the contract reports it: observed outcome, refusal code, errno, detail."""
+    """One step as the contract reports it: observed outcome, refusal code, errno, refusing layer, detail."""
 
     id: str
     observed: str
     code: str | None
     errno: str | None
+    layer: str | None
     detail: str
 
 
@@ -61,9 +62,10 @@ def observed(step: Step) -> ObservedStep:
     broken = not step["passed"] and (step["observed"], step["observed_code"]) == (step["expected"],
                                                                                   step["expected_code"])
     if broken:
-        return {"id": step["id"], "observed": "error", "code": None, "errno": None, "detail": step["detail"]}
+        return {"id": step["id"], "observed": "error", "code": None, "errno": None, "layer": None,
+                "detail": step["detail"]}
     return {"id": step["id"], "observed": step["observed"], "code": step["observed_code"], "errno": step["errno"],
-            "detail": step["detail"]}
+            "layer": step["layer"], "detail": step["detail"]}
 
 
 def _catalog_step(pkg: Path) -> Step:

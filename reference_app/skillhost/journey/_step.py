@@ -17,6 +17,8 @@ class Step(TypedDict):
     detail: str
     # The operating system's refusal (``EACCES``, ``EPERM``...) where a step is one; else None.
     errno: str | None
+    # The applied isolation layer that refusal comes from (``journey._kernel``'s ``REFUSED_BY``); else None.
+    layer: str | None
 
 
 def _step(  # noqa: PLR0917
@@ -28,6 +30,7 @@ def _step(  # noqa: PLR0917
     detail: object,
     extra_ok: bool = True,
     errno: str | None = None,
+    layer: str | None = None,
 ) -> Step:
     passed = expected == observed and expected_code == observed_code and extra_ok
     return {
@@ -39,4 +42,5 @@ def _step(  # noqa: PLR0917
         "passed": bool(passed),
         "detail": str(detail)[:MAX_DETAIL],
         "errno": errno,
+        "layer": layer,
     }
