@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from ._app_contract import AppJourneyRecord, AppProbeRecord, BuildInfo
 from ._bundle import BundleManifest
 from ._decision import AuditReport, ConsumerDecision
+from ._provenance import ProvenanceStatement
 from ._records import (
     BuildRecord,
     InstallRecord,
@@ -23,6 +24,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "dsse-envelope": DsseEnvelope,
     "platform-statement": PlatformStatement,
     "aggregate-statement": AggregateStatement,
+    "provenance-statement": ProvenanceStatement,
     "consumer-decision": ConsumerDecision,
     "audit-report": AuditReport,
     "bundle-manifest": BundleManifest,

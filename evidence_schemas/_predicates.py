@@ -70,10 +70,12 @@ class AggregatedPlatform(Record):
     payload_sha256: Sha256Hex
     signer_keyid: KeyId
     signer_identity: ShortText
+    # SHA-256 of the signed bytes of the platform's SLSA provenance, signed by the same signer (v3).
+    provenance_sha256: Sha256Hex
 
 
 class AggregatePredicate(Record):
-    version: Literal[2] = 2
+    version: Literal[3] = 3
     run: RunIdentity
     required_platforms: list[Platform] = Field(min_length=1, max_length=3)
     platforms: list[AggregatedPlatform] = Field(min_length=1, max_length=3)
