@@ -69,7 +69,7 @@ def differing_fields(expected: ProvenanceStatement, got: ProvenanceStatement) ->
             if want.get(path) != have.get(path) and not is_informational("provenance", path)]
 
 
-def check_same_signer(vp: VerifiedPlatform, signed: VerifiedStatement, name: str) -> str | None:
+def check_same_signer(vp: VerifiedPlatform, signed: VerifiedStatement) -> str | None:
     """Why the provenance's signer is not the platform statement's, or None when it is."""
     ours, theirs = signed.signer, vp.signed.signer
     if ours.kind != theirs.kind:
@@ -111,7 +111,7 @@ def verify_provenance(vp: VerifiedPlatform, files: Mapping[str, bytes], exp: Exp
         findings.add(Code.PROVENANCE_MISMATCH, f"{name}: carries {statement.predicateType}, not SLSA provenance v1",
                      platform)
         return None
-    other_signer = check_same_signer(vp, signed, name)
+    other_signer = check_same_signer(vp, signed)
     if other_signer is not None:
         findings.add(Code.PROVENANCE_MISMATCH, f"{name}: {other_signer}", platform)
         return None
