@@ -350,3 +350,31 @@ def test_evidence_and_attestations_together_are_a_usage_error(github_chain: GitH
         _gate(github_chain, "--evidence", str(github_chain.evidence))
     assert leaving.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_the_provenance_missing_from_the_store_is_refused(github_chain: GitHubChain, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The aggregate binds the provenance; a store without it does not qualify, and the notes say it is unlisted."""
+    evidence = github_chain.evidence
+    _store(github_chain, tmp_path / "partial", {name: (evidence / name).read_bytes()
+                                                for name in (PLATFORM_FILE, AGGREGATE_FILE)})
+    decision = tmp_path / "decision.json"
+    assert _gate(github_chain, "--json", str(decision)) == 1
+    document = json.loads(decision.read_text(encoding="utf-8"))
+    assert Code.PROVENANCE_MISSING.value in {r["code"] for r in document["reasons"]}
+    assert "1 platform statement(s) or provenance the aggregate binds are not among the listed attestations" \
+        in document["notes"]
+    capsys.readouterr()
+
+
+def test_a_provenance_another_job_signed_beside_the_real_one_is_ignored(github_chain: GitHubChain, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
+    provenance = _signed_bytes((github_chain.evidence / PROVENANCE_FILE).read_bytes())
+    forged = github_chain.signer(platform_identity(github_chain.identity, "macos")).sign_statement(provenance)
+    _store(github_chain, tmp_path / "forged", {PROVENANCE_FILE: forged})
+    decision = tmp_path / "decision.json"
+    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().out
+    notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
+    assert f"4 distinct bundles listed, 3 verified, 1 refused ({Code.WORKFLOW_IDENTITY_MISMATCH.value} x1)" \
+        in notes[0]
