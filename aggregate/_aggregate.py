@@ -1,7 +1,7 @@
 """The aggregate job: re-verify every platform statement, then sign one aggregate over them.
 
 It signs only a complete, consistent set: every required platform exactly
-once, one commit, one run, every stage passed. Anything less is refused with
+once, each with its SLSA provenance, one commit, one run, every stage passed. Anything less is refused with
 the reasons, and no aggregate is written.
 """
 
@@ -53,7 +53,8 @@ def aggregate(policy: Policy, evidence_dirs: list[Path], out: Path, *,
     entries = [
         AggregatedPlatform(platform=vp.statement.predicate.platform, artifact=vp.statement.predicate.build.artifact,
                            payload_sha256=vp.signed.payload_sha256, signer_keyid=vp.signed.signer.keyid,
-                           signer_identity=vp.signed.signer.name)
+                           signer_identity=vp.signed.signer.name,
+                           provenance_sha256=verdict.provenance[vp.platform].signed.payload_sha256)
         for vp in platforms
     ]
     statement = AggregateStatement(

@@ -7,7 +7,8 @@ them back, GitHub's answers are a transport, never a verdict:
 1. main's head is read first (the commit a release gate is about, unless
    ``--sha`` names one), and each candidate file's SHA-256 is taken here (and
    again, with its size, by the verification that follows);
-2. every stored attestation of this pipeline's two predicate types for those
+2. every stored attestation of this pipeline's predicate types (platform,
+   aggregate, and the SLSA provenance beside each platform statement) for those
    digests is listed (all pages; GitHub's 404 for a digest is "none stored"),
    each received bundle once;
 3. each is verified under the policy (signature, transparency log, signer
@@ -18,9 +19,10 @@ them back, GitHub's answers are a transport, never a verdict:
    candidate digests, the one of the latest run and attempt (both bound by the
    signing certificate; the aggregation time is informational and orders
    nothing). There is no falling back to another when it fails;
-5. the platform statements it binds (the SHA-256 of their signed bytes and
-   their signer's key id): the verified ones, or, for one that was refused,
-   the refused bundle itself, so that the verification names its real fault.
+5. the platform statements and provenance it binds (the SHA-256 of their
+   signed bytes, and the platform statement's signer's key id): the verified
+   ones, or, for one that was refused, the refused bundle itself, so that the
+   verification names its real fault.
 
 Exactly those bytes then go through the whole verification, as if read from an
 evidence folder (the policy's statement size bound included); nothing decided
@@ -41,14 +43,17 @@ from desktop_qualify.evidence_schemas import (
     AGGREGATE_PREDICATE_TYPE,
     MAX_SIGSTORE_BUNDLE_BYTES,
     PLATFORM_PREDICATE_TYPE,
+    SLSA_PROVENANCE_PREDICATE_TYPE,
     AggregateStatement,
     Code,
     JsonBounds,
     PlatformStatement,
+    ProvenanceStatement,
     QualificationError,
     load_json,
     parse_statement,
     platform_file_name,
+    provenance_file_name,
 )
 from desktop_qualify.qualify_github import GitHubClient, attestations_for
 from desktop_qualify.qualify_policy import Policy
@@ -70,7 +75,9 @@ from desktop_qualify.qualify_verify import (
 )
 
 MAIN = "main"
-_ROLES: dict[str, Role] = {PLATFORM_PREDICATE_TYPE: "platform", AGGREGATE_PREDICATE_TYPE: "aggregate"}
+# A platform's provenance is signed by the platform's own signer: it is verified for the platform role.
+_ROLES: dict[str, Role] = {PLATFORM_PREDICATE_TYPE: "platform", AGGREGATE_PREDICATE_TYPE: "aggregate",
+                           SLSA_PROVENANCE_PREDICATE_TYPE: "platform"}
 # How an aggregate names a platform statement: the SHA-256 of its signed bytes and its signer's key id.
 Binding = tuple[str, str]
 
@@ -93,6 +100,8 @@ class _Found:
 
     platforms: dict[Binding, bytes] = field(default_factory=dict)
     aggregates: dict[Binding, _Aggregate] = field(default_factory=dict)
+    # Verified provenance by the SHA-256 of its signed bytes (what the aggregate binds).
+    provenance: dict[str, bytes] = field(default_factory=dict)
     # Refused bundles by the SHA-256 of their (unverified) payload: an aggregate may bind one of them.
     refused_payloads: dict[str, bytes] = field(default_factory=dict)
     refused: Counter[str] = field(default_factory=Counter)
@@ -101,7 +110,8 @@ class _Found:
 
     def summary(self) -> str:
         refused = sum(self.refused.values())
-        return (f"{len(self.received)} distinct bundles listed, {len(self.platforms) + len(self.aggregates)} verified"
+        verified = len(self.platforms) + len(self.aggregates) + len(self.provenance)
+        return (f"{len(self.received)} distinct bundles listed, {verified} verified"
                 + (f", {refused} refused (" + ", ".join(f"{code} x{n}" for code, n in sorted(self.refused.items()))
                    + ")" if refused else "")
                 + (f", {self.other_types} of other predicate types ignored" if self.other_types else ""))
@@ -170,6 +180,10 @@ def _verify_one(data: bytes, role: Role, verifier: StatementVerifier, what: str,
     if isinstance(statement, PlatformStatement) and role == "platform":
         verifier.check_speaks_for(signed.signer, statement.predicate.platform)
         found.platforms.setdefault(binding, data)
+    elif isinstance(statement, ProvenanceStatement) and role == "platform":
+        # Which platform it may speak for is the signer's to prove; what it says is checked in the verification.
+        verifier.check_speaks_for(signed.signer, statement.predicate.buildDefinition.externalParameters.platform)
+        found.provenance.setdefault(signed.payload_sha256, data)
     elif isinstance(statement, AggregateStatement) and role == "aggregate":
         # Chosen later by its run and attempt: kept only once the certificate has confirmed those claims.
         _cross_check_claims_of(signed, statement, what)
@@ -257,8 +271,15 @@ def attested_evidence(policy: Policy, artifacts: Sequence[Path], client: GitHubC
             unmatched += 1
             continue
         files.platform.setdefault(platform_file_name(entry.platform, verifier.file_suffix), data)
+    for entry in predicate.platforms:
+        data = found.provenance.get(entry.provenance_sha256) or found.refused_payloads.get(entry.provenance_sha256)
+        if data is None:
+            unmatched += 1
+            continue
+        files.provenance.setdefault(provenance_file_name(entry.platform, verifier.file_suffix), data)
     if unmatched:
-        notes.append(f"{unmatched} platform statement(s) the aggregate binds are not among the listed attestations")
+        notes.append(f"{unmatched} platform statement(s) or provenance the aggregate binds are not among the "
+                     "listed attestations")
     return AttestedEvidence(files, notes)
 
 

@@ -38,8 +38,10 @@ def _signer(statement: str, where: Platform | None, who: SignerIdentity, policy:
 
 
 def signers(verdict: Verdict, policy: Policy, show: ShowPath = str) -> list[Signer]:
-    """Every verified statement's signer, platform statements first, then the aggregate."""
+    """Every verified statement's signer: platform statements first, then their provenance, then the aggregate."""
     out = [_signer(vp.file_name, vp.platform, vp.signed.signer, policy, show) for vp in verdict.platforms]
+    out += [_signer(provenance.file_name, platform, provenance.signed.signer, policy, show)
+            for platform, provenance in sorted(verdict.provenance.items())]
     if verdict.aggregate_signed is not None:
         name = f"aggregate{verdict.verifier.file_suffix}"
         out.append(_signer(name, None, verdict.aggregate_signed.signer, policy, show))

@@ -55,9 +55,20 @@ from ._naming import (
     installer_suffix,
     is_evidence_file_name,
     platform_file_name,
+    provenance_file_name,
+    provenance_platform,
 )
 from ._parse import parse_envelope, parse_statement, validate_model
 from ._predicates import AggregatedPlatform, AggregatePredicate, PlatformPredicate, RunIdentity
+from ._provenance import (
+    LOCAL_URI_PREFIX,
+    PROVENANCE_BUILD_TYPE,
+    SLSA_PROVENANCE_PREDICATE_TYPE,
+    ProvenancePredicate,
+    ProvenanceStatement,
+    local_builder_id,
+    provenance_statement,
+)
 from ._records import (
     ArtifactRef,
     BuildRecord,
@@ -189,6 +200,15 @@ __all__ = [
     "aggregate_file_name",
     "artifact_stem",
     "platform_file_name",
+    "provenance_file_name",
+    "provenance_platform",
+    "LOCAL_URI_PREFIX",
+    "PROVENANCE_BUILD_TYPE",
+    "SLSA_PROVENANCE_PREDICATE_TYPE",
+    "ProvenancePredicate",
+    "ProvenanceStatement",
+    "local_builder_id",
+    "provenance_statement",
     "is_evidence_file_name",
     "artifact_file_name",
     "installer_suffix",

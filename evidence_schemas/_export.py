@@ -10,6 +10,7 @@ from ._app_contract import AppJourneyRecord, AppProbeRecord, BuildInfo
 from ._bundle import BundleManifest
 from ._decision import AuditReport, ConsumerDecision
 from ._field_docs import DescribedFields
+from ._provenance import ProvenanceStatement
 from ._records import (
     BuildRecord,
     InstallRecord,
@@ -24,6 +25,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "dsse-envelope": DsseEnvelope,
     "platform-statement": PlatformStatement,
     "aggregate-statement": AggregateStatement,
+    "provenance-statement": ProvenanceStatement,
     "consumer-decision": ConsumerDecision,
     "audit-report": AuditReport,
     "bundle-manifest": BundleManifest,

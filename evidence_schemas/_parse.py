@@ -12,6 +12,7 @@ from desktop_qualify.qualify_errors import Code, QualificationError
 from pydantic import BaseModel, ValidationError
 
 from ._bounded import load_json
+from ._provenance import SLSA_PROVENANCE_PREDICATE_TYPE, ProvenanceStatement
 from ._statement import (
     AGGREGATE_PREDICATE_TYPE,
     PLATFORM_PREDICATE_TYPE,
@@ -22,9 +23,10 @@ from ._statement import (
 
 M = TypeVar("M", bound=BaseModel)
 
-_STATEMENT_MODELS: dict[str, type[PlatformStatement] | type[AggregateStatement]] = {
+_STATEMENT_MODELS: dict[str, type[PlatformStatement] | type[AggregateStatement] | type[ProvenanceStatement]] = {
     PLATFORM_PREDICATE_TYPE: PlatformStatement,
     AGGREGATE_PREDICATE_TYPE: AggregateStatement,
+    SLSA_PROVENANCE_PREDICATE_TYPE: ProvenanceStatement,
 }
 
 
@@ -56,7 +58,7 @@ def parse_envelope(data: bytes, *, what: str) -> DsseEnvelope:
     return validate_model(DsseEnvelope, value, what=what)
 
 
-def parse_statement(payload: bytes, *, what: str) -> PlatformStatement | AggregateStatement:
+def parse_statement(payload: bytes, *, what: str) -> PlatformStatement | AggregateStatement | ProvenanceStatement:
     """Validate signed payload bytes as a statement of a known predicate type."""
     value = load_json(payload, what=what)
     if not isinstance(value, dict):

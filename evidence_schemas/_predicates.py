@@ -99,12 +99,15 @@ class AggregatedPlatform(Record):
     """The id of the key (Ed25519) or certificate (Sigstore) that signed those bytes."""
     signer_identity: ShortText
     """Who signed them: the key's name in the keyring, or the certificate's SAN."""
+    # SHA-256 of the signed bytes of the platform's SLSA provenance, signed by the same signer (v3).
+    provenance_sha256: Sha256Hex
+    """The SHA-256 of the signed bytes of this platform's SLSA provenance, signed by the same signer."""
 
 
 class AggregatePredicate(Record):
     """The aggregate's qualification: the run, the required platforms, and each platform statement verified."""
 
-    version: Literal[2] = 2
+    version: Literal[3] = 3
     """The version of this document's format."""
     run: RunIdentity
     """The one run every bound platform statement came from."""

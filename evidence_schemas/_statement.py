@@ -13,15 +13,15 @@ from ._types import FileName, KeyId, Record, Sha256Hex
 # Each fixed value once, as the type the models check and as the constant code writes (mypy holds the two equal).
 InTotoStatementType = Literal["https://in-toto.io/Statement/v1"]
 PlatformPredicateType = Literal["https://desktop-qualify.invalid/evidence/platform-qualification/v2"]
-AggregatePredicateType = Literal["https://desktop-qualify.invalid/evidence/aggregate-qualification/v2"]
+AggregatePredicateType = Literal["https://desktop-qualify.invalid/evidence/aggregate-qualification/v3"]
 IN_TOTO_STATEMENT_TYPE: Final[InTotoStatementType] = "https://in-toto.io/Statement/v1"
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 PREDICATE_PREFIX = "https://desktop-qualify.invalid/evidence/"  # one prefix, a versioned type per kind
 PLATFORM_PREDICATE_TYPE: Final[PlatformPredicateType] = (
     "https://desktop-qualify.invalid/evidence/platform-qualification/v2")
 AGGREGATE_PREDICATE_TYPE: Final[AggregatePredicateType] = (
-    "https://desktop-qualify.invalid/evidence/aggregate-qualification/v2")
-KNOWN_PREDICATE_TYPES = frozenset({PLATFORM_PREDICATE_TYPE, AGGREGATE_PREDICATE_TYPE})
+    "https://desktop-qualify.invalid/evidence/aggregate-qualification/v3")
+KNOWN_PREDICATE_TYPES = frozenset({PLATFORM_PREDICATE_TYPE, AGGREGATE_PREDICATE_TYPE})  # and SLSA provenance
 
 # Base64 of the largest statement we accept, plus slack for padding.
 _MAX_PAYLOAD_B64 = (MAX_STATEMENT_BYTES * 4) // 3 + 8

@@ -284,12 +284,13 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
                                   source_gate=gate_record, build=built.record, signature=signature,
                                   install=installed, launch_probe=probe, journey=walked)
     with job.progress.stage("emit") as said:
-        statement = emit(predicate=predicate, archive=built.archive, gate=gate, signer=job.signer,
-                         evidence_dir=job.evidence_dir, max_bytes=policy.file.limits.max_statement_bytes)
-        said.append(str(statement))
+        emitted = emit(predicate=predicate, archive=built.archive, gate=gate, signer=job.signer,
+                       verifier=job.verifier, policy=policy, evidence_dir=job.evidence_dir)
+        said.append(f"{emitted.statement} + {emitted.provenance.name}")
     # Emitted: only now does this run's output replace the earlier one's.
-    statement, archive = publish(Staged(job.out, job.staging, platform, policy.file.app.name, statement,
-                                        built.archive, aggregate_file_name(job.signer.file_suffix)))
+    statement, archive = publish(Staged(job.out, job.staging, platform, policy.file.app.name, emitted.statement,
+                                        built.archive, aggregate_file_name(job.signer.file_suffix),
+                                        emitted.provenance))
     failures = [name for name, ok in (("signature", signature.passed), ("install", installed.passed),
                                       ("launch probe", probe.passed), ("journey", walked.passed)) if not ok]
     return ProduceResult(statement, archive, not failures, failures)

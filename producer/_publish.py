@@ -6,7 +6,7 @@ build, a kill or a full disk loses nothing. Once the statement is emitted,
 this platform's files are moved into place, each by a rename in the same file
 system, and what the earlier run left of this platform is removed:
 
-* its statement, and the aggregate signed over it (it binds the earlier
+* its statement and provenance, and the aggregate signed over them (it binds the earlier
   statement, so it could only mislead);
 * the temporary files of interrupted atomic writes of either;
 * its artifacts (``<app>-*-<platform>-*``) and partial archives;
@@ -44,6 +44,7 @@ class Staged:
     statement: Path
     archive: Path
     aggregate_name: str
+    provenance: Path
 
 
 def _environment(what: str, exc: OSError) -> QualificationError:
@@ -81,6 +82,8 @@ def publish(staged: Staged) -> tuple[Path, Path]:
         archive = artifacts / staged.archive.name
         staged.archive.replace(archive)
         discard_leftovers(evidence / name)
+        discard_leftovers(evidence / staged.provenance.name)
+        staged.provenance.replace(evidence / staged.provenance.name)
         statement = evidence / name
         staged.statement.replace(statement)
         records = staged.staging / "records" / staged.platform

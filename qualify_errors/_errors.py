@@ -47,6 +47,10 @@ class Code(enum.StrEnum):
     PLATFORM_UNKNOWN = "QE_PLATFORM_UNKNOWN"
     AGGREGATE_MISSING = "QE_AGGREGATE_MISSING"
     AGGREGATE_MISMATCH = "QE_AGGREGATE_MISMATCH"
+    # SLSA Provenance v1 beside each platform statement: absent, or not the platform statement's facts (its
+    # subject, run, commit, workflow, policy digest, builder) or not its signer's.
+    PROVENANCE_MISSING = "QE_PROVENANCE_MISSING"
+    PROVENANCE_MISMATCH = "QE_PROVENANCE_MISMATCH"
     ARTIFACT_MISSING = "QE_ARTIFACT_MISSING"
     ARTIFACT_UNEXPECTED = "QE_ARTIFACT_UNEXPECTED"
     ARTIFACT_DIGEST_MISMATCH = "QE_ARTIFACT_DIGEST_MISMATCH"

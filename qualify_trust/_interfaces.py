@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Literal
 
+from desktop_qualify.evidence_schemas import local_builder_id
+
 from ._keyring import Role
 
 
@@ -27,6 +29,11 @@ class SignerIdentity:
     keyid: str
     # The certificate's GitHub claims (sigstore only); see qualify_trust's sigstore module.
     claims: object | None = None
+
+    @property
+    def builder_id(self) -> str:
+        """The SLSA builder this signer is: its signer workflow's URI (GitHub mode), or its key by key id (local)."""
+        return self.name if self.kind == "sigstore" else local_builder_id(self.keyid)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from ._expectations import Expectations
 from ._findings import Findings
 from ._outcomes import JourneyFacts, ProbeFacts, journey_facts, platform_journey_facts, probe_facts
 from ._platform_checks import VerifiedPlatform
+from ._provenance_checks import VerifiedProvenance
 from ._run_checks import RunRef, VerifiedAggregate
 from ._verifier import EvidenceSource, Verdict, verify_platform_set, verify_release
 
@@ -27,6 +28,7 @@ __all__ = [
     "Verdict",
     "VerifiedAggregate",
     "VerifiedPlatform",
+    "VerifiedProvenance",
     "verify_platform_set",
     "journey_facts",
     "platform_journey_facts",

@@ -1,9 +1,10 @@
 """Reading an evidence folder: which files are statements, bounded reads, nothing else.
 
 An evidence folder holds exactly the signed statements: ``platform-<p><suffix>``
-for each platform job and ``aggregate<suffix>``, where the suffix is the trust
-mode's (``.dsse.json`` local, ``.sigstore.json`` GitHub). Any other file is refused, so
-that nothing unsigned can sit beside the evidence and be mistaken for it.
+and its SLSA provenance ``provenance-<p><suffix>`` for each platform job, and
+``aggregate<suffix>``, where the suffix is the trust mode's (``.dsse.json``
+local, ``.sigstore.json`` GitHub). Any other file is refused, so that nothing
+unsigned can sit beside the evidence and be mistaken for it.
 
 Evidence of the other trust mode is named first, as one root cause: a folder of
 local statements under a GitHub-mode policy is not a folder of stray files.
@@ -22,6 +23,7 @@ from desktop_qualify.evidence_schemas import (
     Reason,
     aggregate_file_name,
     is_evidence_file_name,
+    provenance_platform,
     read_bounded,
 )
 
@@ -38,6 +40,7 @@ class EvidenceFiles:
 
     platform: dict[str, bytes] = field(default_factory=dict)  # file name -> bytes
     aggregate: bytes | None = None
+    provenance: dict[str, bytes] = field(default_factory=dict)  # file name -> bytes
     # The one root cause that explains every statement absent here: a folder of only the other trust mode's
     # statements, or an attestation store that holds no qualification for the candidate files.
     absence_cause: Reason | None = None
@@ -65,6 +68,16 @@ def check_evidence_mode(directory: Path, names: list[str], suffix: str, findings
                         f"{directory}: {MODE_SUFFIXES[other]}-mode evidence (*{other}) checked under a "
                         f"{MODE_SUFFIXES.get(suffix, suffix)}-mode policy (*{suffix}); check it with a policy "
                         "of its own trust mode")
+
+
+def _keep(files: EvidenceFiles, name: str, data: bytes, suffix: str) -> None:
+    """File one statement's bytes under what its name says it is."""
+    if name == aggregate_file_name(suffix):
+        files.aggregate = data
+    elif provenance_platform(name) is not None:
+        files.provenance[name] = data
+    else:
+        files.platform[name] = data
 
 
 def read_evidence_dir(directory: Path, *, suffix: str, max_bytes: int, findings: Findings) -> EvidenceFiles:
@@ -97,10 +110,7 @@ def read_evidence_dir(directory: Path, *, suffix: str, max_bytes: int, findings:
         except QualificationError as exc:
             findings.add_error(exc)
             continue
-        if name == aggregate_file_name(suffix):
-            files.aggregate = data
-        else:
-            files.platform[name] = data
+        _keep(files, name, data, suffix)
     if not files.platform and files.aggregate is None and findings.ok:
         findings.add(Code.EVIDENCE_MISSING, f"{directory}: no evidence files")
     return files
@@ -118,4 +128,5 @@ def bounded(files: EvidenceFiles, max_bytes: int, findings: Findings) -> Evidenc
     aggregate = files.aggregate
     return EvidenceFiles(platform={n: d for n, d in files.platform.items() if fits(n, d)},
                          aggregate=aggregate if aggregate is None or fits("aggregate", aggregate) else None,
+                         provenance={n: d for n, d in files.provenance.items() if fits(n, d)},
                          absence_cause=files.absence_cause)

@@ -1,6 +1,6 @@
 """The evidence fields that carry information only: no check reads them, and this is the one place that says so.
 
-Every other leaf of a platform statement or an aggregate is checked: against
+Every other leaf of a platform statement, its provenance or an aggregate is checked: against
 the signature, the policy, the candidate files, another record, or the other
 statements of the run. ``tests/unit/test_evidence_leaves.py`` changes each
 leaf of a valid qualification, re-signs it with the trusted keys and re-binds
@@ -54,6 +54,16 @@ AGGREGATE_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
 })
 
 
+PROVENANCE_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
+    # The digest is checked against the policy in force; its path is where the producer's checkout held it,
+    # and an auditor may hold the same bytes elsewhere.
+    "predicate.buildDefinition.externalParameters.policy.path": "where the producer found the policy; its "
+                                                                 "SHA-256 is checked",
+})
+_TABLES = {"platform": PLATFORM_INFORMATIONAL, "aggregate": AGGREGATE_INFORMATIONAL,
+           "provenance": PROVENANCE_INFORMATIONAL}
+
+
 def matches(pattern: str, path: tuple[str, ...]) -> bool:
     """Whether a dotted ``pattern`` (``*`` for any index or key) names the leaf at ``path``."""
     parts = pattern.split(".")
@@ -61,6 +71,6 @@ def matches(pattern: str, path: tuple[str, ...]) -> bool:
 
 
 def is_informational(kind: str, path: tuple[str, ...]) -> bool:
-    """Whether the leaf at ``path`` of a ``kind`` ("platform" or "aggregate") statement is informational."""
-    table = PLATFORM_INFORMATIONAL if kind == "platform" else AGGREGATE_INFORMATIONAL
+    """Whether the leaf at ``path`` of a ``kind`` ("platform", "aggregate", "provenance") statement is informational."""
+    table = _TABLES[kind]
     return any(matches(pattern, path) for pattern in table)

@@ -9,6 +9,7 @@ from pathlib import Path
 from desktop_qualify.evidence_schemas import (
     AggregateStatement,
     Code,
+    Platform,
     QualificationError,
     Reason,
     RunIdentity,
@@ -20,6 +21,7 @@ from ._candidate import CandidateChangedError, CandidateTooLargeError, stable_sh
 from ._expectations import Expectations
 from ._findings import Findings
 from ._platform_checks import VerifiedPlatform, check_claims_match_certificate
+from ._provenance_checks import VerifiedProvenance
 
 
 def check_coverage(platforms: list[VerifiedPlatform], exp: Expectations, findings: Findings,
@@ -161,6 +163,21 @@ def check_aggregate_binds_platforms(aggregate: AggregateStatement, platforms: li
                                             f"{run.sha[:12]}")
         if pred.run != run:
             findings.add(Code.WORKFLOW_IDENTITY_MISMATCH, "the aggregate's run identity differs from the platforms'")
+
+
+def check_aggregate_binds_provenance(aggregate: AggregateStatement, provenance: Mapping[Platform, VerifiedProvenance],
+                                     findings: Findings) -> None:
+    """Each listed platform's provenance is the one verified here, by the SHA-256 of its signed bytes.
+
+    A platform whose provenance is absent or did not verify already has its reason; its entry is not
+    compared again.
+    """
+    for entry in aggregate.predicate.platforms:
+        verified = provenance.get(entry.platform)
+        if verified is not None and entry.provenance_sha256 != verified.signed.payload_sha256:
+            findings.add(Code.PROVENANCE_MISMATCH, f"the aggregate binds {entry.platform}'s provenance "
+                                                   f"{entry.provenance_sha256[:16]}, the one here is "
+                                                   f"{verified.signed.payload_sha256[:16]}", entry.platform)
 
 
 def check_aggregate_identity(run: RunIdentity, exp: Expectations, findings: Findings) -> None:

@@ -2,8 +2,9 @@
 
 Load order (each step only sees what the previous one verified):
   policy -> keyring -> evidence files (bounded) -> each platform statement
-  (signature, payload, identity, commit, outcomes) -> coverage -> one commit
-  -> one run -> aggregate (signature, binding to the platform statements)
+  (signature, payload, identity, commit, outcomes) -> each platform's SLSA
+  provenance (signer, every field against its platform statement) -> coverage
+  -> one commit -> one run -> aggregate (signature, binding to the platform statements)
   -> candidate files.
 
 A statement that fails to verify, and evidence of the other trust mode, are
@@ -17,7 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import AggregateStatement, Cell, Code, DecisionRow, Reason, platform_file_name
+from desktop_qualify.evidence_schemas import (
+    AggregateStatement,
+    Cell,
+    Code,
+    DecisionRow,
+    Platform,
+    Reason,
+    platform_file_name,
+)
 from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import StatementVerifier, VerifiedStatement, verifier_for
 
@@ -26,9 +35,11 @@ from ._evidence_dir import EvidenceFiles, bounded, platform_of, read_evidence_di
 from ._expectations import Expectations
 from ._findings import Findings
 from ._platform_checks import VerifiedPlatform, verify_platform
+from ._provenance_checks import VerifiedProvenance, verify_all_provenance
 from ._run_checks import (
     RunRef,
     check_aggregate_binds_platforms,
+    check_aggregate_binds_provenance,
     check_candidate_files,
     check_coverage,
     check_one_certified_run,
@@ -45,6 +56,8 @@ class Verdict:
     expectations: Expectations
     verifier: StatementVerifier
     platforms: list[VerifiedPlatform] = field(default_factory=list)
+    # Each platform's SLSA provenance that verified against its platform statement, by platform.
+    provenance: dict[Platform, VerifiedProvenance] = field(default_factory=dict)
     aggregate: AggregateStatement | None = None
     sha: str | None = None
     run: RunRef | None = None
@@ -125,6 +138,7 @@ def verify_platform_set(policy: Policy, evidence: Sequence[EvidenceSource], *, c
     verdict = Verdict(Expectations.from_policy(policy), verifier=verifier, findings=findings or Findings())
     findings = verdict.findings
     present: set[str] = set()
+    provenance: dict[str, bytes] = {}
     for source in evidence:
         max_bytes = verdict.expectations.max_statement_bytes
         files = bounded(source, max_bytes, findings) if isinstance(source, EvidenceFiles) else read_evidence_dir(
@@ -133,14 +147,18 @@ def verify_platform_set(policy: Policy, evidence: Sequence[EvidenceSource], *, c
         if files.aggregate is not None:
             verdict.aggregate_files.append(files.aggregate)
         present.update(platform_of(name) or name for name in files.platform)
+        for name, data in files.provenance.items():
+            provenance.setdefault(name, data)
         for name, data in sorted(files.platform.items()):
             vp = verify_platform(name, data, verdict.expectations, verifier, findings)
             if isinstance(vp, Reason):
                 verdict.blocked.setdefault(platform_of(name) or name, vp)
             else:
                 verdict.platforms.append(vp)
-    if verdict.absence_cause is None and (present or verdict.aggregate_files):
+    if verdict.absence_cause is None and (present or verdict.aggregate_files or provenance):
         _name_absent_statements(verdict, present, evidence)
+    verdict.provenance = verify_all_provenance(verdict.platforms, provenance, verdict.expectations, verifier,
+                                               findings, blocked=verdict.blocked)
     check_coverage(verdict.platforms, verdict.expectations, findings, verdict.blocked, verdict.absence_cause)
     verdict.sha = check_one_commit(verdict.platforms, candidate_sha, findings)
     verdict.run = check_one_run(verdict.platforms, findings)
@@ -166,6 +184,7 @@ def verify_release(policy: Policy, evidence: Sequence[EvidenceSource], artifacts
         signed.append(aggregate.signed)
         check_aggregate_binds_platforms(aggregate.statement, verdict.platforms, verdict.expectations,
                                         verdict.findings, verdict.blocked)
+        check_aggregate_binds_provenance(aggregate.statement, verdict.provenance, verdict.findings)
     check_one_certified_run(signed, verdict.findings)
     # The auditor checks a historical bundle whose files may be long gone: None skips this step.
     if artifacts is not None:

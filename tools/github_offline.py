@@ -6,7 +6,10 @@ keylessly for `acme/desktop` on `refs/heads/main`, each job with its own identit
 reusable workflows: the linux statement as `produce-linux.yml` called by `qualify.yml`, the aggregate as
 `qualify.yml` itself. The real producer runs (the
 PyInstaller build, install, launch and journey), then the aggregate, then `qualify verify` as the
-release gate in a child process, exactly as the end-to-end tests' `github_chain` fixture does.
+release gate in a child process, exactly as the end-to-end tests' `github_chain` fixture does. Every bundle
+(the platform statement, its SLSA provenance, the aggregate) is then stored through the emulator's
+attestation API, as the aggregate job stores them on GitHub, and the release gate runs again on what the
+store hands back (`qualify verify --from-attestations`).
 
 Writes OUT (default qualification-out-github/): evidence/, artifacts/, the instance's trusted_root.json,
 the policy the run was judged by (policies/release-test.toml, pinning ../trusted_root.json, so the run can be
@@ -33,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the offline GitHub chain is built from the test support code
 sys.path.insert(0, str(ROOT))
 
+from desktop_qualify.qualify_github import GitHubClient, store_evidence  # noqa: E402
 from desktop_qualify.qualify_policy import load_policy  # noqa: E402
 from support.chain import make_app_repo  # noqa: E402
 from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy, platform_identity  # noqa: E402
@@ -100,7 +104,9 @@ def run(out: Path, work: Path) -> int:
             return 1
 
         # The identity each statement must carry, for other verifiers (nox -s interop) to demand exactly.
+        # The provenance is signed by the platform job that signed the platform statement.
         sans = {"platform-linux.sigstore.json": identity.san_uri,
+                "provenance-linux.sigstore.json": identity.san_uri,
                 "aggregate.sigstore.json": chain.aggregate_identity.san_uri}
         (out / "signer-identity.json").write_text(json.dumps(
             {"issuer": identity.issuer, "subjectAlternativeNames": sans}, indent=2) + "\n", encoding="utf-8")
@@ -115,6 +121,10 @@ def run(out: Path, work: Path) -> int:
         env = {**os.environ, "GITHUB_API_URL": emulator.api_url, "GITHUB_TOKEN": chain.env["GITHUB_TOKEN"]}
         code = subprocess.run(args, env=env, cwd=out, check=False).returncode
         timings.append(("verify", time.monotonic() - started))
+        if code == 0:
+            started = time.monotonic()
+            code = _gate_on_attestation_store(chain, env, out, sha)
+            timings.append(("store + verify", time.monotonic() - started))
     finally:
         emulator.stop()
     for name, seconds in timings:
@@ -124,6 +134,18 @@ def run(out: Path, work: Path) -> int:
     else:
         _log(f"not qualified (exit {code}); see {out / 'summary.md'}")
     return code
+
+
+def _gate_on_attestation_store(chain: GitHubChain, env: dict[str, str], out: Path, sha: str) -> int:
+    """Store every bundle through the emulator's attestation API, then gate on what the store hands back."""
+    with GitHubClient.from_env(chain.env) as client:
+        stored = store_evidence(client, REPOSITORY, chain.evidence)
+    _log("stored as attestations: " + ", ".join(f"{s.file} (id {s.attestation_id})" for s in stored))
+    args = [sys.executable, "-m", "desktop_qualify.qualify_cli", "verify", "--policy", POLICY,
+            "--from-attestations", "--sha", sha]
+    for artifact in chain.artifacts:
+        args += ["--artifact", str(artifact.relative_to(out))]
+    return subprocess.run(args, env=env, cwd=out, check=False).returncode
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """GitHub-mode evidence without a build: a platform statement and an aggregate signed by the test Sigstore instance.
 
 `github_evidence` writes what the GitHub-mode chain leaves behind (see
-tests/e2e_github): ``platform-linux.sigstore.json`` and ``aggregate.sigstore.json``,
+tests/e2e_github): ``platform-linux.sigstore.json``, its SLSA provenance
+``provenance-linux.sigstore.json`` (signed by the same job) and ``aggregate.sigstore.json``,
 Sigstore bundles whose Fulcio certificates carry the identities the release
 policy names (the linux statement and the artifact signature: produce-linux.yml
 called by qualify.yml; the aggregate: qualify.yml itself), over a github-mode
@@ -30,7 +31,9 @@ from desktop_qualify.evidence_schemas import (
     AggregateStatement,
     Platform,
     PlatformPredicate,
+    ProvenanceStatement,
     canonical_bytes,
+    provenance_statement,
 )
 from desktop_qualify.qualify_policy import StepExpectation, load_policy
 from desktop_qualify.qualify_trust._github_mode import SigstoreSigner
@@ -120,6 +123,7 @@ class GitHubEvidence:
     artifact: Path
     platform_file: Path
     aggregate_file: Path
+    provenance_file: Path
 
     def verify_argv(self, *extra: str) -> list[str]:
         return ["verify", "--policy", str(self.policy_path), "--evidence", str(self.evidence_dir),
@@ -173,12 +177,15 @@ def github_evidence(site: GitHubSite, *, sha: str | None = None, statement: Sign
                     aggregate: Signing | None = None, artifact_signing: Signing | None = None,
                     edit: Edit | None = None,
                     payload: Callable[[bytes], bytes] | None = None, aggregate_edit: Edit | None = None,
+                    provenance: Signing | None = None, provenance_edit: Edit | None = None,
                     ) -> GitHubEvidence:
     """Write GitHub-mode evidence under the row's folder; every keyword left alone gives QUALIFIED evidence.
 
     ``edit`` changes the predicate (as JSON data) before it is validated and signed;
     ``payload`` the exact statement bytes; ``aggregate_edit`` the aggregate statement
-    (as JSON data). The aggregate always binds the platform bundle as written.
+    (as JSON data); ``provenance`` who signs the provenance (the statement's signer
+    by default) and ``provenance_edit`` the provenance statement (as JSON data).
+    The aggregate always binds the platform bundle and the provenance as written.
     """
     sha = sha or site.sha
     root = site.tmp_path / "github"
@@ -197,15 +204,26 @@ def github_evidence(site: GitHubSite, *, sha: str | None = None, statement: Sign
     platform_file.write_bytes(bundle)
 
     keyid, signer_uri = signer_of(bundle)
+    policy = load_policy(site.world.policy_path)
+    # The provenance as the producer makes it: its builder is the statement's signer workflow.
+    provenance_data = provenance_statement(
+        predicate, statement_name=platform_file.name, statement_sha256=hashlib.sha256(statement_bytes).hexdigest(),
+        policy_path="policies/release.toml", policy_sha256=policy.sha256, builder_id=signer_uri,
+    ).model_dump(mode="json", by_alias=True)
+    if provenance_edit is not None:
+        provenance_edit(provenance_data)
+    provenance_bytes = canonical_bytes(ProvenanceStatement.model_validate(provenance_data))
+    provenance_file = evidence_dir / "provenance-linux.sigstore.json"
+    provenance_file.write_bytes((provenance or statement or Signing()).signer(site.world)
+                                .sign_statement(provenance_bytes))
     entry = {"platform": "linux", "artifact": predicate.build.artifact.model_dump(mode="json"),
              "payload_sha256": hashlib.sha256(statement_bytes).hexdigest(), "signer_keyid": keyid,
-             "signer_identity": signer_uri}
-    policy = load_policy(site.world.policy_path)
+             "signer_identity": signer_uri, "provenance_sha256": hashlib.sha256(provenance_bytes).hexdigest()}
     aggregate_data = {
         "_type": IN_TOTO_STATEMENT_TYPE,
         "subject": [{"name": entry["artifact"]["name"], "digest": {"sha256": entry["artifact"]["sha256"]}}],
         "predicateType": AGGREGATE_PREDICATE_TYPE,
-        "predicate": {"version": 2, "run": predicate.run.model_dump(mode="json"), "required_platforms": ["linux"],
+        "predicate": {"version": 3, "run": predicate.run.model_dump(mode="json"), "required_platforms": ["linux"],
                       "platforms": [entry], "aggregated_at": utc_now(), "policy_sha256": policy.sha256},
     }
     if aggregate_edit is not None:
@@ -214,7 +232,8 @@ def github_evidence(site: GitHubSite, *, sha: str | None = None, statement: Sign
     aggregate_file = evidence_dir / "aggregate.sigstore.json"
     aggregate_signing = aggregate or Signing(identity=AGGREGATE_IDENTITY)
     aggregate_file.write_bytes(aggregate_signing.signer(site.world).sign_statement(aggregate_bytes))
-    return GitHubEvidence(site.world.policy_path, evidence_dir, artifact, platform_file, aggregate_file)
+    return GitHubEvidence(site.world.policy_path, evidence_dir, artifact, platform_file, aggregate_file,
+                          provenance_file)
 
 
 # -- builders for the table's GitHub rows -------------------------------------------------------------------
@@ -282,3 +301,9 @@ def gh_expired_certificate(site: GitHubSite) -> list[str]:
     issued = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
     return github_evidence(site, statement=Signing(issued_at=issued, integrated_at=issued + timedelta(minutes=30))
                            ).verify_argv()
+
+
+def gh_provenance_removed(site: GitHubSite) -> list[str]:
+    ev = github_evidence(site)
+    ev.provenance_file.unlink()
+    return ev.verify_argv()

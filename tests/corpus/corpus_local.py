@@ -17,8 +17,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from desktop_qualify.evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Platform, canonical_bytes
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from desktop_qualify.evidence_schemas import IN_TOTO_PAYLOAD_TYPE, Platform, canonical_bytes, local_builder_id
 from desktop_qualify.qualify_policy import host_platform
+from desktop_qualify.qualify_trust import add_to_keyring
 from desktop_qualify.qualify_trust._dsse import pae
 from desktop_qualify.qualify_trust._envelope import sign_artifact_digest, sign_envelope
 from desktop_qualify.qualify_trust._keys import keyid_of
@@ -701,3 +703,92 @@ def artifact_signed_by(choice: str, *, over: str | None = None) -> Build:
         return ev.verify_argv()
 
     return build
+
+
+# -- the SLSA provenance beside each platform statement -------------------------------------------------------
+
+
+def provenance(**spec: Any) -> Build:
+    """A host-platform chain whose provenance is spoiled by ``PlatformSpec`` knobs (``provenance``,
+    ``provenance_key``, ``provenance_edit``), signed and bound by the aggregate as written."""
+
+    def build(tmp_path: Path) -> list[str]:
+        return make_evidence(tmp_path, platforms=[PlatformSpec(host(), **spec)]).verify_argv()
+
+    return build
+
+
+def provenance_put(path: str, value: Any) -> Build:
+    """One field of the provenance statement (dotted, from its root) changed, re-signed by the platform key."""
+    return provenance(provenance_edit=put(path, value))
+
+
+def provenance_of_another_artifact(tmp_path: Path) -> list[str]:
+    """The provenance names another artifact this chain built (another commit's), not the statement's."""
+    ev = make_evidence(tmp_path / "other", sha=OTHER_SHA)
+    other = ev.platforms[0].predicate
+    assert other is not None
+    artifact = other.build.artifact
+    return provenance(provenance_edit=put("subject", [{"name": artifact.name,
+                                                       "digest": {"sha256": artifact.sha256}}]))(tmp_path)
+
+
+def provenance_kept_after_statement_resigned(tmp_path: Path) -> list[str]:
+    """A holder of every key re-signs the platform statement with an informational change and re-binds the
+    aggregate, but keeps the provenance of the statement as it was: it names the old statement's digest."""
+    ev = make_evidence(tmp_path)
+    clean = ev.platforms[0]
+    ev.write_platform(replace(clean.spec, provenance=False,
+                              edit=lambda p: p.update(produced_at="2026-01-02T00:00:00Z")))
+    ev.platforms = [replace(w, provenance=clean.provenance) for w in ev.platforms]
+    ev.write_aggregate()
+    return ev.verify_argv()
+
+
+def provenance_is_the_platform_statement(tmp_path: Path) -> list[str]:
+    """The platform statement's own envelope under the provenance's name, bound by the aggregate as such."""
+    ev = make_evidence(tmp_path)
+    shutil.copyfile(ev.platform_file(host()), ev.provenance_file(host()))
+    ev.platforms = [replace(w, provenance=w.envelope) for w in ev.platforms]
+    ev.write_aggregate()
+    return ev.verify_argv()
+
+
+def provenance_payload(change: BytesEdit) -> Build:
+    """The provenance's signed bytes changed (for values no model accepts), re-signed by the platform key."""
+
+    def build(tmp_path: Path) -> list[str]:
+        ev = make_evidence(tmp_path)
+        envelope = ev.provenance_file(host()).read_bytes()
+        payload = change(base64.b64decode(json.loads(envelope)["payload"]))
+        signed = sign_envelope(payload, ev.keys.platform)
+        ev.provenance_file(host()).write_bytes(signed)
+        ev.platforms = [replace(w, provenance=signed) for w in ev.platforms]
+        ev.write_aggregate()
+        return ev.verify_argv()
+
+    return build
+
+
+def provenance_for_platform_not_required(tmp_path: Path) -> list[str]:
+    """A second, valid provenance (another platform's) beside this run's: it has no platform statement."""
+    ev = make_evidence(tmp_path)
+    other: Platform = "windows" if host() != "windows" else "linux"
+    spare = make_evidence(tmp_path / "spare", platforms=[other], required=[other])
+    shutil.copyfile(spare.provenance_file(other), ev.provenance_file(other))
+    return ev.verify_argv()
+
+
+def provenance_signed_by_second_platform_key(tmp_path: Path) -> list[str]:
+    """A second key the keyring trusts for the platform role signs the provenance, which names it as builder:
+    trusted, but not the key that signed the platform statement."""
+    ev = make_evidence(tmp_path)
+    second = Ed25519PrivateKey.generate()
+    add_to_keyring(ev.keys.keyring, "second-platform", second.public_key(), ["platform"])
+    document = json.loads(base64.b64decode(json.loads(ev.provenance_file(host()).read_bytes())["payload"]))
+    document["predicate"]["runDetails"]["builder"]["id"] = local_builder_id(keyid_of(second.public_key()))
+    signed = sign_envelope(canonical_bytes(document), second)
+    ev.provenance_file(host()).write_bytes(signed)
+    ev.platforms = [replace(w, provenance=signed) for w in ev.platforms]
+    ev.write_aggregate()
+    return ev.verify_argv()

@@ -148,10 +148,12 @@ def test_untouched_github_evidence_qualifies(github_site: GitHubSite, tmp_path: 
     assert (decision.run_id, decision.attempt) == ("4242", 1)
     assert [r.platform for r in decision.rows] == ["linux"]
     assert sorted(p.name for p in ev.evidence_dir.iterdir()) == ["aggregate.sigstore.json",
-                                                                "platform-linux.sigstore.json"]
+                                                                "platform-linux.sigstore.json",
+                                                                "provenance-linux.sigstore.json"]
     # Who signed, as the certificates prove it: SAN, issuer and the run invocation URI of run 4242.
     assert (decision.mode, decision.trust_mode) == ("release-gate", "sigstore")
-    assert [s.statement for s in decision.signers] == ["platform-linux.sigstore.json", "aggregate.sigstore.json"]
+    assert [s.statement for s in decision.signers] == ["platform-linux.sigstore.json",
+                                                       "provenance-linux.sigstore.json", "aggregate.sigstore.json"]
     for signer in decision.signers:
         assert signer.kind == "sigstore"
         assert signer.san is not None

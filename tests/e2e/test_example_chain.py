@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
-from desktop_qualify.evidence_schemas import PlatformStatement, canonical_bytes
+from desktop_qualify.evidence_schemas import PlatformStatement, canonical_bytes, provenance_statement
 from desktop_qualify.qualify_policy import load_policy
 from desktop_qualify.qualify_trust._envelope import sign_envelope
 from desktop_qualify.qualify_verify import verify_release
@@ -34,6 +34,7 @@ from desktop_qualify.qualify_verify._informational import is_informational
 from support.chain import REPO, git, qualify
 from support.leaves import set_leaf, walk_leaves
 from support.readme import blocks
+from support.slsa_format import check_slsa_provenance
 
 POLICY = Path("examples") / "qt-notes" / "policy.toml"
 
@@ -201,7 +202,11 @@ def _key(example: ExampleChain, role: str) -> Ed25519PrivateKey:
 
 
 class _Resigner:
-    """The real chain's statements with one leaf changed, signed again with the chain's own keys and re-bound."""
+    """The real chain's statements with one leaf changed, signed again with the chain's own keys and re-bound.
+
+    The provenance is made again for the changed statement, as the producer makes it, by a holder of every key:
+    what the walk finds is then what the platform checks read, not only that the provenance no longer matches.
+    """
 
     def __init__(self, example: ExampleChain) -> None:
         evidence = example.out / "evidence"
@@ -209,6 +214,8 @@ class _Resigner:
         self.platform_payload = _payload(evidence / "platform-linux.dsse.json")
         self.statement: dict[str, Any] = json.loads(self.platform_payload)
         self.aggregate: dict[str, Any] = json.loads(_payload(evidence / "aggregate.dsse.json"))
+        self.provenance_payload = _payload(evidence / "provenance-linux.dsse.json")
+        self.provenance: dict[str, Any] = json.loads(self.provenance_payload)
         self.keys = {role: _key(example, role) for role in ("platform", "aggregate")}
         # The stricter form of the example's policy (as the release policy is): a clean work tree is required,
         # so the gate's flag is a checked fact too. The aggregate is re-bound to it.
@@ -223,12 +230,23 @@ class _Resigner:
             stricter.unlink()
         self.aggregate["predicate"]["policy_sha256"] = self.policy.sha256
 
+    def provenance_of(self, payload: bytes, policy_sha256: str) -> bytes:
+        """The provenance the producer signs for the platform statement ``payload`` under a policy of that digest."""
+        parameters = self.provenance["predicate"]["buildDefinition"]["externalParameters"]
+        return canonical_bytes(provenance_statement(
+            PlatformStatement.model_validate_json(payload).predicate, statement_name="platform-linux.dsse.json",
+            statement_sha256=hashlib.sha256(payload).hexdigest(), policy_path=parameters["policy"]["path"],
+            policy_sha256=policy_sha256, builder_id=self.provenance["predicate"]["runDetails"]["builder"]["id"]))
+
     def qualifies(self, folder: Path, statement: dict[str, Any]) -> bool:
         payload = canonical_bytes(PlatformStatement.model_validate(statement))
+        provenance = self.provenance_of(payload, self.policy.sha256)
         aggregate = copy.deepcopy(self.aggregate)
         aggregate["predicate"]["platforms"][0]["payload_sha256"] = hashlib.sha256(payload).hexdigest()
+        aggregate["predicate"]["platforms"][0]["provenance_sha256"] = hashlib.sha256(provenance).hexdigest()
         folder.mkdir()
         (folder / "platform-linux.dsse.json").write_bytes(sign_envelope(payload, self.keys["platform"]))
+        (folder / "provenance-linux.dsse.json").write_bytes(sign_envelope(provenance, self.keys["platform"]))
         (folder / "aggregate.dsse.json").write_bytes(
             sign_envelope(canonical_bytes(aggregate), self.keys["aggregate"]))
         return verify_release(self.policy, [folder], self.example.artifacts).qualified
@@ -247,6 +265,10 @@ def test_every_leaf_of_the_example_apps_statement_is_checked_or_informational(ex
     resign = _Resigner(example)
     # The re-signing reproduces the producer's bytes exactly, so an untouched statement qualifies.
     assert canonical_bytes(PlatformStatement.model_validate(resign.statement)) == resign.platform_payload
+    # ... and the provenance the verifier derives is the producer's, byte for byte, and SLSA Provenance v1.
+    producer_policy = resign.provenance["predicate"]["buildDefinition"]["externalParameters"]["policy"]["sha256"]
+    assert resign.provenance_of(resign.platform_payload, producer_policy) == resign.provenance_payload
+    check_slsa_provenance(resign.provenance_payload)
     assert resign.qualifies(tmp_path / "untouched", resign.statement)
     base = {"predicate": resign.statement["predicate"]}
     leaf_folders = (tmp_path / f"leaf-{index}" for index in range(100_000))

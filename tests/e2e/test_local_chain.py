@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import shutil
 import sys
@@ -107,7 +108,7 @@ def test_flipped_artifact_byte_is_refused(chain: Chain, tmp_path: Path) -> None:
     assert "QE_ARTIFACT_DIGEST_MISMATCH" in done.stdout
 
 
-@pytest.mark.parametrize("name", ["platform-linux.dsse.json", "aggregate.dsse.json"])
+@pytest.mark.parametrize("name", ["platform-linux.dsse.json", "provenance-linux.dsse.json", "aggregate.dsse.json"])
 @pytest.mark.parametrize("where", [0.1, 0.5, 0.9])
 def test_flipped_statement_byte_is_refused(chain: Chain, tmp_path: Path, name: str, where: float) -> None:
     evidence = _copy_evidence(chain, tmp_path)
@@ -118,11 +119,14 @@ def test_flipped_statement_byte_is_refused(chain: Chain, tmp_path: Path, name: s
     path.write_bytes(data)
     done = _verify(chain, evidence, chain.artifacts)
     assert done.returncode == 1
-    assert any(code in done.stdout for code in ("QE_SIGNATURE_INVALID", "QE_JSON_MALFORMED", "QE_SCHEMA_INVALID"))
+    # A byte in the envelope's "signatures" key leaves an envelope without one: QE_SIGNATURE_MISSING.
+    assert any(code in done.stdout for code in ("QE_SIGNATURE_INVALID", "QE_JSON_MALFORMED", "QE_SCHEMA_INVALID",
+                                                "QE_SIGNATURE_MISSING"))
     assert "Traceback" not in done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(("name", "code"), [("platform-linux.dsse.json", "QE_PLATFORM_MISSING"),
+                                            ("provenance-linux.dsse.json", "QE_PROVENANCE_MISSING"),
                                             ("aggregate.dsse.json", "QE_AGGREGATE_MISSING")])
 def test_removed_statement_is_refused(chain: Chain, tmp_path: Path, name: str, code: str) -> None:
     evidence = _copy_evidence(chain, tmp_path)
@@ -221,3 +225,26 @@ def test_gate_refuses_anything_but_main_even_at_the_same_commit(chain: Chain, tm
     assert done.returncode == 1, done.stderr
     assert code in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_chain_writes_slsa_provenance_of_the_artifact_by_the_platform_key(chain: Chain) -> None:
+    """The producer's provenance: SLSA Provenance v1 by the in-toto framework's definitions, its subject the
+    artifact, the gated commit, the run, the committed policy, and the platform key as builder."""
+    from desktop_qualify.qualify_trust._keys import keyid_of, load_private_key
+    from support.slsa_format import check_slsa_provenance
+
+    envelope = json.loads((chain.evidence / "provenance-linux.dsse.json").read_bytes())
+    payload = base64.b64decode(envelope["payload"])
+    provenance = check_slsa_provenance(payload)
+    statement = json.loads(payload)
+    (artifact,) = chain.artifacts
+    assert statement["subject"] == [{"name": artifact.name,
+                                     "digest": {"sha256": hashlib.sha256(artifact.read_bytes()).hexdigest()}}]
+    parameters = statement["predicate"]["buildDefinition"]["externalParameters"]
+    assert parameters["policy"] == {"path": "policies/local.toml",
+                                    "sha256": hashlib.sha256(chain.policy.read_bytes()).hexdigest()}
+    assert provenance.build_definition.resolved_dependencies[0].digest["gitCommit"] == chain.sha
+    assert provenance.run_details.metadata.invocation_id.endswith("/runs/e2e-run-1/attempts/1")
+    keyid = keyid_of(load_private_key(chain.platform_key).public_key())
+    assert provenance.run_details.builder.id.endswith(f"/ed25519/{keyid}")
+    assert envelope["signatures"][0]["keyid"] == keyid

@@ -20,7 +20,12 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
-from desktop_qualify.evidence_schemas import PLATFORM_PREDICATE_TYPE, Code, canonical_bytes
+from desktop_qualify.evidence_schemas import (
+    PLATFORM_PREDICATE_TYPE,
+    SLSA_PROVENANCE_PREDICATE_TYPE,
+    Code,
+    canonical_bytes,
+)
 from desktop_qualify.qualify_github import GitHubClient, attestations_for, store_evidence
 from sigstore.models import Bundle
 from support.github_chain import REPOSITORY, GitHubChain, platform_identity
@@ -31,6 +36,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform != "linux", reas
 
 PLATFORM_FILE = "platform-linux.sigstore.json"
 AGGREGATE_FILE = "aggregate.sigstore.json"
+PROVENANCE_FILE = "provenance-linux.sigstore.json"
 
 
 @pytest.fixture(autouse=True)
@@ -118,12 +124,17 @@ def _digest(path: Path) -> str:
 def test_statements_read_back_from_the_attestation_store_qualify(github_chain: GitHubChain, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     stored = store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
-    assert len(stored) == 2
+    # The platform statement, its SLSA provenance (stored beside it) and the aggregate.
+    assert [s.file for s in stored] == [PLATFORM_FILE, PROVENANCE_FILE, AGGREGATE_FILE]
     # GitHub's copy is not the uploaded bytes: an exact-bytes binding could not survive this transport.
     (artifact,) = github_chain.artifacts
     fetched = attestations_for(_client(github_chain), REPOSITORY, hashlib.sha256(artifact.read_bytes()).hexdigest())
-    on_disk = {(github_chain.evidence / n).read_bytes() for n in (PLATFORM_FILE, AGGREGATE_FILE)}
-    assert len(fetched) == 2
+    on_disk = {(github_chain.evidence / n).read_bytes() for n in (PLATFORM_FILE, PROVENANCE_FILE, AGGREGATE_FILE)}
+    assert len(fetched) == 3
+    # gh attestation verify's default predicate type finds the provenance alone.
+    provenance = attestations_for(_client(github_chain), REPOSITORY, hashlib.sha256(artifact.read_bytes()).hexdigest(),
+                                  predicate_type=SLSA_PROVENANCE_PREDICATE_TYPE)
+    assert [json.loads(_signed_bytes(b))["predicateType"] for b in provenance] == [SLSA_PROVENANCE_PREDICATE_TYPE]
     assert not set(fetched) & on_disk
 
     decision = tmp_path / "decision.json"
@@ -133,7 +144,7 @@ def test_statements_read_back_from_the_attestation_store_qualify(github_chain: G
     assert "QUALIFIED" in out
     notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
     assert notes[0] == (f"evidence from GitHub's attestation API ({REPOSITORY}), by the digests of 1 candidate "
-                        "file(s): 2 distinct bundles listed, 2 verified")
+                        "file(s): 3 distinct bundles listed, 3 verified")
     assert notes[1].startswith(f"chose the aggregate of run 4242#1 at {github_chain.sha[:12]} (--sha)")
     assert any(n.startswith(f"GET /repos/{REPOSITORY}/branches/main") for n in notes)
 
@@ -162,7 +173,7 @@ def test_a_forged_attestation_beside_the_real_ones_is_ignored(github_chain: GitH
     decision = tmp_path / "decision.json"
     assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().err.out
     notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
-    assert f"3 distinct bundles listed, 2 verified, 1 refused ({Code.WORKFLOW_IDENTITY_MISMATCH.value} x1)" \
+    assert f"4 distinct bundles listed, 3 verified, 1 refused ({Code.WORKFLOW_IDENTITY_MISMATCH.value} x1)" \
         in notes[0]
 
 
@@ -196,7 +207,7 @@ def test_an_aggregate_whose_claims_its_certificate_denies_is_refused_before_the_
     decision = tmp_path / "decision.json"
     assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().err.out
     notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
-    assert "3 distinct bundles listed, 2 verified, 1 refused (QE_RUN_MISMATCH x1)" in notes[0], notes
+    assert "4 distinct bundles listed, 3 verified, 1 refused (QE_RUN_MISMATCH x1)" in notes[0], notes
     assert notes[1].startswith("chose the aggregate of run 4242#1")
 
 
@@ -254,7 +265,7 @@ def test_without_sha_the_aggregate_of_mains_head_is_chosen(github_chain: GitHubC
     decision = tmp_path / "decision.json"
     assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().err.out
     notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
-    assert "3 distinct bundles listed, 3 verified" in notes[0]
+    assert "4 distinct bundles listed, 4 verified" in notes[0]
     assert notes[1].startswith(f"chose the aggregate of run 4242#1 at {github_chain.sha[:12]} (main's head)")
 
 
@@ -274,7 +285,7 @@ def test_a_flood_of_junk_attestations_is_read_across_pages_and_ignored(github_ch
     decision = tmp_path / "decision.json"
     assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().err
     notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
-    assert "133 distinct bundles listed, 2 verified, 130 refused" in notes[0]
+    assert "134 distinct bundles listed, 3 verified, 130 refused" in notes[0]
     assert "1 of other predicate types ignored" in notes[0]
     pages = github_chain.emulator.calls(rf"/attestations/sha256:{_digest(artifact)}")
     assert len(pages) >= 3  # the platform type's 131 over two pages of 100, and the aggregate type's one
@@ -339,3 +350,31 @@ def test_evidence_and_attestations_together_are_a_usage_error(github_chain: GitH
         _gate(github_chain, "--evidence", str(github_chain.evidence))
     assert leaving.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_the_provenance_missing_from_the_store_is_refused(github_chain: GitHubChain, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The aggregate binds the provenance; a store without it does not qualify, and the notes say it is unlisted."""
+    evidence = github_chain.evidence
+    _store(github_chain, tmp_path / "partial", {name: (evidence / name).read_bytes()
+                                                for name in (PLATFORM_FILE, AGGREGATE_FILE)})
+    decision = tmp_path / "decision.json"
+    assert _gate(github_chain, "--json", str(decision)) == 1
+    document = json.loads(decision.read_text(encoding="utf-8"))
+    assert Code.PROVENANCE_MISSING.value in {r["code"] for r in document["reasons"]}
+    assert "1 platform statement(s) or provenance the aggregate binds are not among the listed attestations" \
+        in document["notes"]
+    capsys.readouterr()
+
+
+def test_a_provenance_another_job_signed_beside_the_real_one_is_ignored(github_chain: GitHubChain, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    store_evidence(_client(github_chain), REPOSITORY, github_chain.evidence)
+    provenance = _signed_bytes((github_chain.evidence / PROVENANCE_FILE).read_bytes())
+    forged = github_chain.signer(platform_identity(github_chain.identity, "macos")).sign_statement(provenance)
+    _store(github_chain, tmp_path / "forged", {PROVENANCE_FILE: forged})
+    decision = tmp_path / "decision.json"
+    assert _gate(github_chain, "--json", str(decision)) == 0, capsys.readouterr().out
+    notes = json.loads(decision.read_text(encoding="utf-8"))["notes"]
+    assert f"4 distinct bundles listed, 3 verified, 1 refused ({Code.WORKFLOW_IDENTITY_MISMATCH.value} x1)" \
+        in notes[0]

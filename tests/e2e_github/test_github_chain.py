@@ -33,7 +33,24 @@ def test_github_mode_chain_is_qualified(github_chain: GitHubChain, capsys: pytes
     assert code == 0, out
     assert "QUALIFIED" in out
     names = sorted(p.name for p in github_chain.evidence.iterdir())
-    assert names == ["aggregate.sigstore.json", "platform-linux.sigstore.json"]
+    assert names == ["aggregate.sigstore.json", "platform-linux.sigstore.json", "provenance-linux.sigstore.json"]
+
+
+def test_the_provenance_is_signed_by_the_linux_job_and_names_it_as_builder(github_chain: GitHubChain) -> None:
+    """The GitHub-mode provenance: the signer workflow is the builder, the run attempt the invocation, and it is
+    SLSA Provenance v1 by the in-toto framework's definitions."""
+    from support.slsa_format import check_slsa_provenance
+
+    verdict = verify_release(github_chain.policy, [github_chain.evidence], github_chain.artifacts)
+    assert verdict.qualified, verdict.reasons
+    provenance = verdict.provenance["linux"]
+    signer = "https://github.com/acme/desktop/.github/workflows/produce-linux.yml@refs/heads/main"
+    assert provenance.signed.signer.name == signer
+    details = provenance.statement.predicate.runDetails
+    assert details.builder.id == signer
+    assert details.metadata.invocationId == \
+        f"https://github.com/acme/desktop/actions/runs/{github_chain.identity.run_id}/attempts/1"
+    check_slsa_provenance(provenance.signed.payload)
 
 
 def test_gate_observed_protected_main_through_the_api(github_chain: GitHubChain) -> None:

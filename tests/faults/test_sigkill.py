@@ -48,6 +48,7 @@ pytestmark = [pytest.mark.slow, linux_only]
 
 STATEMENT = f"platform-{PLATFORM}.dsse.json"
 AGGREGATE = "aggregate.dsse.json"
+PROVENANCE = f"provenance-{PLATFORM}.dsse.json"
 KILLED_AFTER_THE_GATE = STAGES[1:]
 
 
@@ -179,7 +180,7 @@ def test_the_rerun_after_every_kill_is_qualified(killed: Killed) -> None:
         assert done.returncode == 0, f"{name}:\n{done.stdout}\n{done.stderr}"
     assert "QUALIFIED" in killed.final["verify"].stdout
     # The killed writer's temporary statement and the partial archive are gone, not just outnumbered.
-    assert killed.final_evidence == [AGGREGATE, STATEMENT]
+    assert killed.final_evidence == [AGGREGATE, STATEMENT, PROVENANCE]
     (archive,) = candidate_artifacts(killed.out)
     assert killed.final_artifacts == [archive.name]
 
@@ -188,7 +189,7 @@ def test_the_real_rerun_after_a_kill_inside_pyinstaller_is_qualified(reference: 
     for done in (reference.rerun, reference.aggregate, reference.verify):
         assert done.returncode == 0, done.stdout + done.stderr
     assert "QUALIFIED" in reference.verify.stdout
-    assert listing(reference.out / "evidence") == [AGGREGATE, STATEMENT]
+    assert listing(reference.out / "evidence") == [AGGREGATE, STATEMENT, PROVENANCE]
 
 
 def test_a_kill_in_the_gate_leaves_an_earlier_runs_evidence_alone(killed: Killed) -> None:
@@ -203,7 +204,7 @@ def test_a_kill_after_the_gate_leaves_the_earlier_runs_output_in_place(killed: K
     step = killed.after_build_start_kill
     assert step is not None
     assert step.report.last_line.endswith("build         ..."), step.report.stderr
-    assert step.evidence == [AGGREGATE, STATEMENT]
+    assert step.evidence == [AGGREGATE, STATEMENT, PROVENANCE]
     assert killed.after_build_kill == killed.qualified_before
     assert step.verify is not None
     assert step.verify.returncode == 0, step.verify.stdout

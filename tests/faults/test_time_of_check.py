@@ -14,6 +14,7 @@ runs them, the marker says so.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -224,7 +225,8 @@ def test_the_signed_payload_is_exactly_the_statement_built_from_the_records(
     assert outcome.error is None, outcome.error
     assert outcome.result is not None
     assert outcome.result.passed, outcome.result.failures
-    (payload,) = signer.payloads
+    # The platform statement, then its SLSA provenance: nothing else is signed.
+    payload, provenance = signer.payloads
     (predicate,) = emitted
     archive = outcome.archive
     statement = PlatformStatement(
@@ -247,6 +249,13 @@ def test_the_signed_payload_is_exactly_the_statement_built_from_the_records(
     # The file on disk carries those very bytes, and they are what the consumer accepts.
     envelope = json.loads((outcome.out / "evidence" / STATEMENT).read_bytes())
     assert base64.b64decode(envelope["payload"]) == payload
+    # The provenance names exactly those bytes, and is the one on disk beside them.
+    document = json.loads(provenance)
+    assert document["predicateType"] == "https://slsa.dev/provenance/v1"
+    assert document["predicate"]["runDetails"]["byproducts"][0]["digest"]["sha256"] == \
+        hashlib.sha256(payload).hexdigest()
+    beside = json.loads((outcome.out / "evidence" / f"provenance-{PLATFORM}.dsse.json").read_bytes())
+    assert base64.b64decode(beside["payload"]) == provenance
     evidence = outcome.out / "evidence"
     done = qualify("aggregate", "--policy", app.policy, "--evidence", evidence, "--out", evidence)
     assert done.returncode == 0, done.stdout + done.stderr

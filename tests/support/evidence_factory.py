@@ -16,6 +16,10 @@ Three levels of change, from the most to the least structured:
   signed, for inputs no model can express (NaN, duplicate keys, another
   predicate type).
 
+Beside each platform statement goes its SLSA provenance, built as
+``producer/_emit.py`` builds it; ``PlatformSpec.provenance`` (None: none
+written), ``provenance_key`` and ``provenance_edit`` spoil it.
+
 The aggregate is built the way ``aggregate/_aggregate.py`` builds it, but over
 whatever platform statements the test made, so that a consumer test can see
 one platform defect without the aggregate job refusing first.
@@ -42,8 +46,11 @@ from desktop_qualify.evidence_schemas import (
     Platform,
     PlatformPredicate,
     PlatformStatement,
+    ProvenanceStatement,
     Subject,
     canonical_bytes,
+    local_builder_id,
+    provenance_statement,
 )
 from desktop_qualify.qualify_policy import Policy, host_platform, load_policy
 from desktop_qualify.qualify_trust import add_to_keyring, generate_private_key
@@ -387,6 +394,11 @@ class PlatformSpec:
     edit: PredicateEdit | None = None
     payload: BytesEdit | None = None
     subject: Subject | None = None
+    # The provenance beside the statement: written (True) or not; signed with which key; edited as JSON data
+    # (the whole statement) before it is validated and signed.
+    provenance: bool = True
+    provenance_key: KeyChoice = "platform"
+    provenance_edit: PredicateEdit | None = None
 
 
 @dataclass(frozen=True)
@@ -396,6 +408,7 @@ class WrittenPlatform:
     artifact: Path
     predicate: PlatformPredicate | None  # None when the payload edit made it something else
     envelope: bytes
+    provenance: bytes | None = None  # the provenance's envelope, when one was written
 
 
 @dataclass
@@ -454,9 +467,36 @@ class Evidence:
         envelope = sign_envelope(payload, key)
         path = self.evidence_dir / (spec.file_name or f"platform-{spec.platform}.dsse.json")
         path.write_bytes(envelope)
-        written = WrittenPlatform(spec, path, artifact, predicate if spec.payload is None else None, envelope)
+        provenance = self.write_provenance(spec, predicate, payload, key) \
+            if spec.provenance and spec.payload is None else None
+        written = WrittenPlatform(spec, path, artifact, predicate if spec.payload is None else None, envelope,
+                                  provenance)
         self.platforms = [w for w in self.platforms if w.path != path] + [written]
         return written
+
+    def provenance_file(self, platform: str) -> Path:
+        return self.evidence_dir / f"provenance-{platform}.dsse.json"
+
+    def provenance_payload(self, spec: PlatformSpec, predicate: PlatformPredicate, payload: bytes,
+                           key: Ed25519PrivateKey) -> bytes:
+        """The provenance statement's bytes for a platform statement's signed ``payload``, as the producer makes
+        them (builder: the signing key; the byproduct: the statement's digest), then ``spec.provenance_edit``."""
+        statement = provenance_statement(predicate, statement_name=f"platform-{spec.platform}.dsse.json",
+                                         statement_sha256=_sha256(payload), policy_path=self.policy_path.name,
+                                         policy_sha256=self.policy.sha256,
+                                         builder_id=local_builder_id(keyid_of(key.public_key())))
+        if spec.provenance_edit is None:
+            return canonical_bytes(statement)
+        data = statement.model_dump(mode="json", by_alias=True)
+        spec.provenance_edit(data)
+        return canonical_bytes(ProvenanceStatement.model_validate(data))
+
+    def write_provenance(self, spec: PlatformSpec, predicate: PlatformPredicate, payload: bytes,
+                         key: Ed25519PrivateKey) -> bytes:
+        envelope = sign_envelope(self.provenance_payload(spec, predicate, payload, key),
+                                 self.keys.pick(spec.provenance_key))
+        self.provenance_file(spec.platform).write_bytes(envelope)
+        return envelope
 
     def aggregate_payload(self, *, over: Sequence[WrittenPlatform] | None = None,
                           required: Sequence[Platform] | None = None, edit: PredicateEdit | None = None) -> bytes:
@@ -469,7 +509,8 @@ class Evidence:
         entries = [
             AggregatedPlatform(platform=w.predicate.platform, artifact=w.predicate.build.artifact,
                                payload_sha256=_sha256(_payload_of(w.envelope)), signer_keyid=keyid,
-                               signer_identity="local-platform")
+                               signer_identity="local-platform",
+                               provenance_sha256=_sha256(_payload_of(w.provenance or b"")))
             for w in chosen if w.predicate is not None
         ]
         first = chosen[0].predicate
@@ -477,7 +518,7 @@ class Evidence:
         statement = AggregateStatement(
             type_="https://in-toto.io/Statement/v1",
             subject=[Subject(name=e.artifact.name, digest=DigestSet(sha256=e.artifact.sha256)) for e in entries],
-            predicateType="https://desktop-qualify.invalid/evidence/aggregate-qualification/v2",
+            predicateType="https://desktop-qualify.invalid/evidence/aggregate-qualification/v3",
             predicate=AggregatePredicate(
                 run=first.run,
                 required_platforms=list(self.policy.required_platforms if required is None else required),

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from desktop_qualify.evidence_schemas import AggregateStatement, PlatformPredicate
+from desktop_qualify.evidence_schemas import AggregateStatement, PlatformPredicate, ProvenanceStatement
 from pydantic import ValidationError
 
 Path_ = tuple[str, ...]
@@ -79,6 +79,8 @@ def schema_accepts(kind: str, data: dict[str, Any]) -> bool:
     try:
         if kind == "platform":
             PlatformPredicate.model_validate(data["predicate"])
+        elif kind == "provenance":
+            ProvenanceStatement.model_validate(data)
         else:
             AggregateStatement.model_validate(data)
     except ValidationError:

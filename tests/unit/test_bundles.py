@@ -64,7 +64,8 @@ def _audit(qualify: Any, ev: Evidence, bundle: Path, *extra: str) -> Any:
 def test_a_bundle_of_a_qualified_run_audits_offline_to_a_pass(tmp_path: Path, qualify: Any) -> None:
     ev, bundle = _bundle(tmp_path, qualify)
     assert sorted(_members(bundle)) == ["evidence/aggregate.dsse.json", "evidence/platform-linux.dsse.json",
-                                        "manifest.json", "policies/local.toml", "trust/keyring.json"]
+                                        "evidence/provenance-linux.dsse.json", "manifest.json", "policies/local.toml",
+                                        "trust/keyring.json"]
     report_path = tmp_path / "report.json"
     done = _audit(qualify, ev, bundle, "--json", str(report_path))
     assert done.status == 0, done.text

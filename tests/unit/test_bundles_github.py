@@ -45,7 +45,8 @@ def test_a_github_mode_bundle_carries_its_pinned_root_and_audits_offline(tmp_pat
     world, bundle = _bundled_run(tmp_path, qualify)
     with zipfile.ZipFile(bundle) as archive:
         names = sorted(archive.namelist())
-    assert names == ["evidence/aggregate.sigstore.json", "evidence/platform-linux.sigstore.json", "manifest.json",
+    assert names == ["evidence/aggregate.sigstore.json", "evidence/platform-linux.sigstore.json",
+                     "evidence/provenance-linux.sigstore.json", "manifest.json",
                      "policies/release-test.toml", "policies/sigstore/trusted_root.test.json"]
     # The root is removed from the auditor's side: the bundle's own copy is what judges the run.
     (world.policy_path.parent / "sigstore" / "trusted_root.test.json").unlink()

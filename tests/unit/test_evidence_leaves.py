@@ -1,7 +1,7 @@
 """Every leaf of the evidence is checked, or declared informational in one place (issue 7, item 4).
 
 For each leaf of a valid three-platform qualification (the linux statement's
-predicate and subject, and the aggregate), the test changes the value in a
+predicate and subject, its SLSA provenance, and the aggregate), the test changes the value in a
 type-preserving way that the schema still accepts, re-signs the statement with
 the trusted keys, re-binds the aggregate over it, and runs the consumer. A
 change must be refused unless the leaf is listed in
@@ -13,7 +13,9 @@ the schema and counted as such.
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from desktop_qualify.qualify_verify import verify_release
 from desktop_qualify.qualify_verify._informational import (
     AGGREGATE_INFORMATIONAL,
     PLATFORM_INFORMATIONAL,
+    PROVENANCE_INFORMATIONAL,
     is_informational,
     matches,
 )
@@ -81,6 +84,35 @@ def _aggregate_base(tmp: Path) -> dict[str, Any]:
     return ev.aggregate_statement_data()
 
 
+def _provenance_base(tmp: Path) -> dict[str, Any]:
+    ev = make_evidence(tmp, platforms=list(THREE))
+    envelope = json.loads(ev.provenance_file("linux").read_bytes())
+    return json.loads(base64.b64decode(envelope["payload"]))  # type: ignore[no-any-return]
+
+
+def _provenance_qualifies(tmp: Path, path: Path_, changed: Any) -> bool:
+    """The linux provenance with one leaf changed, signed again by the platform key and bound by the aggregate."""
+    specs = [PlatformSpec("linux", provenance_edit=lambda data: set_leaf(data, path, changed)), PlatformSpec("macos"),
+             PlatformSpec("windows")]
+    ev = make_evidence(tmp, platforms=specs, require_clean=True)
+    return verify_release(load_policy(ev.policy_path), [ev.evidence_dir], ev.artifact_paths).qualified
+
+
+def test_every_provenance_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every field of the SLSA provenance equals a fact the verifier holds, but the policy's path."""
+    base = _provenance_base(tmp_path_factory.mktemp("base"))
+    assert _provenance_qualifies(tmp_path_factory.mktemp("untouched"), ("_type",), base["_type"])
+
+    def qualifies(path: Path_, changed: Any) -> bool:
+        return _provenance_qualifies(tmp_path_factory.mktemp("leaf"), path, changed)
+
+    walk = walk_leaves("provenance", base, qualifies,
+                       informational=lambda path: "informational" if is_informational("provenance", path) else None)
+    print(f"provenance leaves: {walk.counts}")
+    assert walk.counts["checked"] >= 14
+    walk.assert_complete()
+
+
 def _edit_at(kind: str, path: Path_, changed: Any) -> dict[str, Any]:
     """The factory keyword that applies one change: a platform edit sees the predicate, an aggregate edit the
     whole statement."""
@@ -124,9 +156,11 @@ def test_every_notarization_leaf_is_checked_or_informational(tmp_path_factory: p
 
 
 @pytest.mark.parametrize(("kind", "table"), [("platform", PLATFORM_INFORMATIONAL),
-                                             ("aggregate", AGGREGATE_INFORMATIONAL)])
+                                             ("aggregate", AGGREGATE_INFORMATIONAL),
+                                             ("provenance", PROVENANCE_INFORMATIONAL)])
 def test_every_informational_pattern_names_a_real_leaf(kind: str, table: Any, tmp_path: Path) -> None:
-    base = _platform_base(tmp_path) if kind == "platform" else _aggregate_base(tmp_path / "a")
+    base = {"platform": _platform_base, "aggregate": _aggregate_base,
+            "provenance": _provenance_base}[kind](tmp_path / "a")
     paths = [path for path, _ in leaves(base)]
     if kind == "platform":
         paths += [path for path, _ in leaves(_macos_base(tmp_path / "m"))]

@@ -14,6 +14,8 @@ def _in_memory(folder: Path) -> EvidenceFiles:
     for path in sorted(folder.iterdir()):
         if path.name.startswith("aggregate"):
             files.aggregate = path.read_bytes()
+        elif path.name.startswith("provenance-"):
+            files.provenance[path.name] = path.read_bytes()
         else:
             files.platform[path.name] = path.read_bytes()
     return files

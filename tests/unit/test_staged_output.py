@@ -48,6 +48,8 @@ def test_publish_moves_one_platform_and_leaves_the_others(tmp_path: Path) -> Non
     (out / "evidence" / "platform-macos.dsse.json").write_text("macos")
     (out / "evidence" / "aggregate.dsse.json").write_text("binds the earlier linux")
     (out / "evidence" / ".platform-linux.dsse.json.abcd1234.tmp").write_text("a killed write")
+    (out / "evidence" / "provenance-linux.dsse.json").write_text("earlier linux provenance")
+    (out / "evidence" / ".provenance-linux.dsse.json.abcd1234.tmp").write_text("a killed write")
     (out / "artifacts" / "app-1111-linux-x86_64.tar.gz").write_text("earlier linux build")
     (out / "artifacts" / ".app-1111-linux-x86_64.tar.gz.partial").write_text("half")
     (out / "artifacts" / "app-1111-macos-arm64.zip").write_text("macos build")
@@ -55,14 +57,18 @@ def test_publish_moves_one_platform_and_leaves_the_others(tmp_path: Path) -> Non
     for folder in ("evidence", "artifacts", "records/linux"):
         (staging / folder).mkdir(parents=True)
     (staging / "evidence" / "platform-linux.dsse.json").write_text("this run")
+    (staging / "evidence" / "provenance-linux.dsse.json").write_text("this run's provenance")
     (staging / "artifacts" / "app-2222-linux-x86_64.tar.gz").write_text("this build")
     (staging / "records" / "linux" / "journey.json").write_text("{}")
     statement, archive = publish(Staged(out, staging, "linux", "app", staging / "evidence" / "platform-linux.dsse.json",
-                                        staging / "artifacts" / "app-2222-linux-x86_64.tar.gz", "aggregate.dsse.json"))
+                                        staging / "artifacts" / "app-2222-linux-x86_64.tar.gz", "aggregate.dsse.json",
+                                        staging / "evidence" / "provenance-linux.dsse.json"))
     assert statement.read_text() == "this run"
+    assert (out / "evidence" / "provenance-linux.dsse.json").read_text() == "this run's provenance"
     assert archive == out / "artifacts" / "app-2222-linux-x86_64.tar.gz"
     assert sorted(p.name for p in (out / "evidence").iterdir()) == ["platform-linux.dsse.json",
-                                                                   "platform-macos.dsse.json"]
+                                                                   "platform-macos.dsse.json",
+                                                                   "provenance-linux.dsse.json"]
     assert sorted(p.name for p in (out / "artifacts").iterdir()) == ["app-1111-macos-arm64.zip",
                                                                     "app-2222-linux-x86_64.tar.gz"]
     assert (out / "records" / "linux" / "journey.json").is_file()
