@@ -155,7 +155,7 @@ def _source_gate_preconditions() -> str | None:
 
 
 def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[str, ...] = ("-e", ".")) -> None:
-    """keygen, produce, aggregate and verify under ``policy``, into a staging folder swapped into ``out`` at the end.
+    """keygen, produce, aggregate, verify (writing its VSA) and verify-vsa under ``policy``, swapped into ``out``.
 
     A failed run loses nothing: the source gate's cheap preconditions are checked before anything is installed,
     and ``out`` (the last good output) is replaced only once the new run has been verified QUALIFIED. A run that
@@ -180,8 +180,12 @@ def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[st
     step(f"produce {platform}", "produce", "--policy", policy, "--platform", platform, "--out", str(staging))
     step("aggregate", "aggregate", "--policy", policy, "--evidence", str(evidence), "--out", str(evidence))
     candidate = [arg for path in sorted(artifacts.iterdir()) for arg in ("--artifact", str(path))]
+    summaries = staging / "verification-summary.intoto.jsonl"
     step("verify", "verify", "--policy", policy, "--evidence", str(evidence), *candidate,
-         "--json", str(staging / "decision.json"), "--summary", str(staging / "summary.md"))
+         "--json", str(staging / "decision.json"), "--summary", str(staging / "summary.md"), "--vsa", str(summaries))
+    # What a downstream reader runs: each artifact's signed summary, checked offline against the policy.
+    for path in sorted(artifacts.iterdir()):
+        step("verify-vsa", "verify-vsa", "--policy", policy, "--artifact", str(path), str(summaries))
     swap_into_place(staging, out)
     for name, seconds in timings:
         session.log(f"{name:<16} {seconds:6.1f}s")

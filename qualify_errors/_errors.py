@@ -69,6 +69,11 @@ class Code(enum.StrEnum):
     INSTALL_FAILED = "QE_INSTALL_FAILED"
     PROBE_FAILED = "QE_PROBE_FAILED"
     JOURNEY_INCOMPLETE = "QE_JOURNEY_INCOMPLETE"
+    # Reading back a Verification Summary Attestation (qualify verify-vsa)
+    VSA_SIGNATURE = "QE_VSA_SIGNATURE"
+    VSA_SUBJECT = "QE_VSA_SUBJECT"
+    VSA_POLICY = "QE_VSA_POLICY"
+    VSA_FAILED = "QE_VSA_FAILED"
     # Configuration and environment (exit status 2)
     POLICY_INVALID = "QE_POLICY_INVALID"
     KEY_INVALID = "QE_KEY_INVALID"
