@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,8 @@ from desktop_qualify.qualify_runtime import EXIT_OK, guarded, require_inputs, te
 from desktop_qualify.qualify_trust import StatementVerifier, vsa_verifier_for
 from desktop_qualify.qualify_verify import CandidateError, stable_sha256
 
+# What `release.yml` names the summaries file it attaches (an in-toto attestation bundle: JSON Lines).
+SUMMARIES_SUFFIX = ".intoto.jsonl"
 # One summary is a few KiB (a Sigstore bundle with its certificate ~10 KiB); an audit of many runs writes many.
 MAX_VSA_LINE_BYTES = 256 * 1024
 MAX_VSA_LINES = 4096
@@ -95,19 +98,36 @@ def check_summaries(data: bytes, artifact_sha256: str, policy: Policy, verifier:
         raise QualificationError(Code.VSA_SUBJECT, f"{what}: no summary's subject has the artifact's SHA-256 "
                                                    f"{artifact_sha256} (it summarises {named})")
     for summary in mine:
-        predicate = summary.statement.predicate
-        # Step 3: judged under this very policy file, byte for byte.
-        if predicate.policy.digest.sha256 != policy.sha256:
-            raise QualificationError(Code.VSA_POLICY, f"{what} line {summary.line}: judged under policy "
-                                                      f"{predicate.policy.uri[:200]} (sha256 "
-                                                      f"{predicate.policy.digest.sha256[:16]}), not {policy.path} "
-                                                      f"(sha256 {policy.sha256[:16]})")
-        # Step 4: the gate's result, as it signed it.
-        if predicate.verificationResult != "PASSED":
-            raise QualificationError(Code.VSA_FAILED, f"{what} line {summary.line}: the gate's result for "
-                                                      f"{summary.statement.artifact.name} is "
-                                                      f"{predicate.verificationResult}")
+        _check_passed_under(policy, summary.statement, f"{what} line {summary.line}")
     return mine
+
+
+def _check_passed_under(policy: Policy, statement: VsaStatement, where: str) -> None:
+    predicate = statement.predicate
+    # Step 3: judged under this very policy file, byte for byte.
+    if predicate.policy.digest.sha256 != policy.sha256:
+        raise QualificationError(Code.VSA_POLICY, f"{where}: judged under policy {predicate.policy.uri[:200]} "
+                                                  f"(sha256 {predicate.policy.digest.sha256[:16]}), not "
+                                                  f"{policy.path} (sha256 {policy.sha256[:16]})")
+    # Step 4: the gate's result, as it signed it.
+    if predicate.verificationResult != "PASSED":
+        raise QualificationError(Code.VSA_FAILED, f"{where}: the gate's result for {statement.artifact.name} is "
+                                                  f"{predicate.verificationResult}")
+
+
+def check_release_summaries(data: bytes, qualified: Mapping[str, str], policy: Policy, verifier: StatementVerifier,
+                            what: str) -> int:
+    """A release's summaries asset (read-back): every summary signed, PASSED under this policy, for an artifact
+    the release's bundle qualified under that name and digest. Returns how many there are."""
+    signed = check_signatures(data, verifier, what)
+    for number, (statement, _) in enumerate(signed, start=1):
+        subject = statement.artifact
+        if qualified.get(subject.name) != subject.digest.sha256:
+            raise QualificationError(Code.VSA_SUBJECT, f"{what} line {number}: summarises {subject.name} "
+                                                       f"(sha256 {subject.digest.sha256[:16]}), which the release's "
+                                                       "bundle did not qualify under that name")
+        _check_passed_under(policy, statement, f"{what} line {number}")
+    return len(signed)
 
 
 def artifact_digest(policy: Policy, path: Path) -> str:

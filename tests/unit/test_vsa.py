@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,12 +21,13 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from desktop_qualify.evidence_schemas import VSA_PREDICATE_TYPE, canonical_bytes
-from desktop_qualify.qualify_trust import add_to_keyring, generate_private_key
+from desktop_qualify.qualify_trust import Keyring, add_to_keyring, generate_private_key
 from desktop_qualify.qualify_trust._envelope import sign_envelope
 from google.protobuf import json_format
 from in_toto_attestation.predicates.vsa.v1 import vsa_pb2
 from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
+from support.bundles import make_bundle
 from support.cli import CliRun
 from support.evidence_factory import Evidence, make_evidence
 
@@ -37,8 +40,8 @@ def _with_verifier_key(evidence: Evidence) -> Ed25519PrivateKey:
     key = generate_private_key(path)
     add_to_keyring(evidence.keys.keyring, "local-verifier", key.public_key(), ["verifier"])
     text = evidence.policy_path.read_text(encoding="utf-8")
-    evidence.policy_path.write_text(text.replace("\n[source]", f"verifier_key = {json.dumps(str(path))}\n\n[source]", 1),
-                                    encoding="utf-8")
+    line = f"verifier_key = {json.dumps(str(path))}\n"
+    evidence.policy_path.write_text(text.replace("\n[source]", f"{line}\n[source]", 1), encoding="utf-8")
     # The aggregate binds the policy's digest: made again under the policy that names the key.
     evidence.write_aggregate()
     return key
@@ -287,3 +290,58 @@ def test_audit_writes_a_summary_per_run(qualify: Qualify, chain: Evidence, tmp_p
     assert statement["predicate"]["verifiedLevels"] == ["DESKTOP_QUALIFIED_AUDIT"]
     accepted = _verify_vsa(qualify, chain, vsa)
     assert accepted.status == 0, accepted.text
+
+
+def test_audit_of_a_bundle_writes_its_summary_under_the_bundles_policy(qualify: Qualify, tmp_path: Path) -> None:
+    chain = make_evidence(tmp_path / "run", committed_layout=True)
+    _with_verifier_key(chain)
+    bundle = make_bundle(qualify, chain.policy_path, chain.evidence_dir, tmp_path / "run.qualify-bundle.zip")
+    vsa = tmp_path / "audit.jsonl"
+    result = qualify(["audit", "--policy", str(chain.policy_path), "--bundle", str(bundle), "--vsa", str(vsa)])
+    assert result.status == 0, result.text
+    lines = _lines(vsa)
+    assert len(lines) == 1
+    predicate = _payload(lines[0])["predicate"]
+    assert predicate["verifiedLevels"] == ["DESKTOP_QUALIFIED_AUDIT"]
+    assert predicate["policy"]["digest"]["sha256"] == chain.policy.sha256
+    assert _verify_vsa(qualify, chain, vsa).status == 0
+
+
+@pytest.mark.parametrize(("section", "message"), [
+    ('[verifier]\nworkflow = ".github/workflows/release.yml"\nallowed_triggers = ["workflow_dispatch"]\n\n',
+     "an ed25519 policy names trust.verifier_key"),
+])
+def test_a_verifier_workflow_under_a_local_policy_is_refused(qualify: Qualify, chain: Evidence, section: str,
+                                                             message: str) -> None:
+    text = chain.policy_path.read_text(encoding="utf-8")
+    chain.policy_path.write_text(text.replace("[source]", section + "[source]", 1), encoding="utf-8")
+    result = qualify(chain.verify_argv())
+    assert result.status == 2
+    assert "QE_POLICY_INVALID" in result.err
+    assert message in result.err
+
+
+def test_the_verifier_key_signs_no_evidence(qualify: Qualify, tmp_path: Path) -> None:
+    """keygen gives the verifier key its one role: a platform statement it signs is untrusted."""
+    chain = make_evidence(tmp_path)
+    key = _with_verifier_key(chain)
+    platform = next(chain.evidence_dir.glob("platform-*.dsse.json"))
+    platform.write_bytes(sign_envelope(base64.b64decode(json.loads(platform.read_bytes())["payload"]), key))
+    result = qualify(chain.verify_argv())
+    assert result.status == 1
+    assert "QE_SIGNER_UNTRUSTED" in result.out
+
+
+def test_keygen_makes_the_verifier_key_with_the_verifier_role_only(tmp_path: Path, qualify: Qualify) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "policies").mkdir()
+    shutil.copyfile(Path(__file__).resolve().parents[2] / "policies" / "local.toml", repo / "policies" / "local.toml")
+    result = qualify(["keygen", "--policy", str(repo / "policies" / "local.toml")])
+    assert result.status == 0, result.text
+    assert "created verifier key" in result.out
+    roles = {key.name: key.roles for key in Keyring.load(repo / ".qualify" / "keyring.json").keys.values()}
+    assert roles == {"local-platform": {"platform"}, "local-aggregate": {"aggregate"}, "local-verifier": {"verifier"}}
+    # Run again: every key is kept (evidence and summaries signed earlier stay verifiable).
+    again = qualify(["keygen", "--policy", str(repo / "policies" / "local.toml")])
+    assert "kept verifier key" in again.out
