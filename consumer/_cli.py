@@ -106,7 +106,7 @@ def run_verify(args: argparse.Namespace) -> int:
 def _summary_writer(policy: Policy, path: Path | None, release_tag: str | None) -> SummaryWriter | None:
     if release_tag is not None and path is None:
         raise QualificationError(Code.USAGE, "--release-tag names the resource of each summary: it needs --vsa FILE")
-    check_release_tag(policy, release_tag)
+    check_release_tag(release_tag)
     return None if path is None else SummaryWriter.for_policy(policy, path)
 
 

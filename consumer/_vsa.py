@@ -45,23 +45,27 @@ from ._anchor import git_blob
 _TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/+-]{0,199}$")
 
 
-def check_release_tag(policy: Policy, tag: str | None) -> None:
-    """``--release-tag`` names a GitHub release of the policy's repository: GitHub mode only, a plain tag name."""
+def check_release_tag(tag: str | None) -> None:
+    """``--release-tag`` is a plain tag name: it goes into a URL."""
     if tag is None:
         return
-    if policy.sigstore is None:
-        raise QualificationError(Code.USAGE, "--release-tag names a GitHub release asset; a local policy's "
-                                             "repository has no releases (the summary names the artifact's file)")
     if _TAG.fullmatch(tag) is None or ".." in tag:
         raise QualificationError(Code.USAGE, f"--release-tag {tag[:80]!r} is not a release tag name")
 
 
 def resource_uri(policy: Policy, name: str, release_tag: str | None) -> str:
-    """The release asset's download URL in GitHub mode with a tag; otherwise the artifact's file name."""
+    """The release asset's download URL in GitHub mode with a tag; otherwise the artifact's file name.
+
+    A local policy's repository is a name with no releases: with a tag (the workflow dry run passes one) the
+    asset is named by a URN that says so, never by a GitHub URL that does not exist.
+    """
     if release_tag is None:
         return name
     repository = policy.file.producer.repository
-    return f"https://github.com/{repository}/releases/download/{quote(release_tag, safe='')}/{quote(name, safe='')}"
+    tag, asset = quote(release_tag, safe=""), quote(name, safe="")
+    if policy.sigstore is None:
+        return f"urn:desktop-qualify:{repository}:release:{tag}:{asset}"
+    return f"https://github.com/{repository}/releases/download/{tag}/{asset}"
 
 
 def policy_uri(policy: Policy, commit: str | None, *, committed_at: str | None = None) -> str:

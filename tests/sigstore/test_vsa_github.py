@@ -123,7 +123,7 @@ def test_a_policy_without_a_verifier_section_cannot_check_a_summary(tmp_path: Pa
 
 
 @pytest.mark.parametrize("tag", ["", "v1 2", "../v1", "v1..2", "-v1", "x" * 201])
-def test_a_release_tag_that_is_no_tag_name_is_refused(policy: Policy, tag: str) -> None:
+def test_a_release_tag_that_is_no_tag_name_is_refused(tag: str) -> None:
     with pytest.raises(QualificationError) as refused:
-        check_release_tag(policy, tag)
+        check_release_tag(tag)
     assert refused.value.code == Code.USAGE

@@ -273,12 +273,16 @@ def test_a_policy_without_a_verifier_key_writes_nothing_and_says_so(qualify: Qua
     assert vsa.read_bytes() == b"an older file\n"
 
 
-def test_release_tag_is_github_mode_only(qualify: Qualify, chain: Evidence, tmp_path: Path) -> None:
-    result = qualify(chain.verify_argv("--vsa", str(tmp_path / "v.jsonl"), "--release-tag", "v1.0.0"))
-    assert result.status == 2
-    assert "QE_USAGE" in result.err
+def test_a_local_release_tag_names_no_github_url(qualify: Qualify, chain: Evidence, tmp_path: Path) -> None:
+    vsa = tmp_path / "v.jsonl"
+    result = qualify(chain.verify_argv("--vsa", str(vsa), "--release-tag", "v1.0.0"))
+    assert result.status == 0, result.text
+    name = chain.artifact_paths[0].name
+    assert _payload(_lines(vsa)[0])["predicate"]["resourceUri"] == (
+        f"urn:desktop-qualify:{chain.policy.file.producer.repository}:release:v1.0.0:{name}")
     alone = qualify(chain.verify_argv("--release-tag", "v1.0.0"))
     assert alone.status == 2
+    assert "needs --vsa" in alone.err
 
 
 def test_audit_writes_a_summary_per_run(qualify: Qualify, chain: Evidence, tmp_path: Path) -> None:
