@@ -290,7 +290,9 @@ def interop(session: nox.Session) -> None:
                 "--trusted-root", str(GITHUB_OUT / "trusted_root.json"),
                 "--identity", str(GITHUB_OUT / "signer-identity.json"),
                 "--foreign-root", str(ROOT / "policies" / "sigstore" / "trusted_root.production.json"),
-                *sorted(str(p) for p in evidence.glob("*.sigstore.json")), external=True)
+                *sorted(str(p) for p in evidence.glob("*.sigstore.json")),
+                # The release gate's Verification Summary Attestations, signed as release.yml.
+                *sorted(str(p) for p in (GITHUB_OUT / "summaries").glob("*.sigstore.json")), external=True)
 
 
 @nox.session(name="workflow-dry-run")

@@ -23,8 +23,12 @@ if TYPE_CHECKING:
     from ._decide import decide
     from ._readback import run_readback
     from ._verify_vsa import run_verify_vsa
+    from ._vsa import SummaryWriter, summary_statements
 
 _LAZY = {
+    # The gate's VSAs, for a caller that runs the gate in-process with a signer of its own (the offline chain).
+    "SummaryWriter": "._vsa",
+    "summary_statements": "._vsa",
     "decide": "._decide",
     "main": "._cli",
     "run_audit": "._cli",
@@ -38,6 +42,6 @@ _LAZY = {
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
-__all__ = ["build_audit_parser", "build_bundle_parser", "build_readback_parser", "build_verify_parser",
+__all__ = ["SummaryWriter", "build_audit_parser", "build_bundle_parser", "build_readback_parser", "build_verify_parser",
            "build_verify_vsa_parser", "decide", "main", "run_audit", "run_bundle", "run_readback", "run_verify",
-           "run_verify_vsa"]
+           "run_verify_vsa", "summary_statements"]
