@@ -158,7 +158,7 @@ def _source_gate_preconditions() -> str | None:
 
 
 def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[str, ...] = ("-e", ".")) -> None:
-    """keygen, produce, aggregate and verify under ``policy``, into a staging folder swapped into ``out`` at the end.
+    """keygen, produce, aggregate, verify (writing its VSA) and verify-vsa under ``policy``, swapped into ``out``.
 
     A failed run loses nothing: the source gate's cheap preconditions are checked before anything is installed,
     and ``out`` (the last good output) is replaced only once the new run has been verified QUALIFIED. A run that
@@ -183,8 +183,12 @@ def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[st
     step(f"produce {platform}", "produce", "--policy", policy, "--platform", platform, "--out", str(staging))
     step("aggregate", "aggregate", "--policy", policy, "--evidence", str(evidence), "--out", str(evidence))
     candidate = [arg for path in sorted(artifacts.iterdir()) for arg in ("--artifact", str(path))]
+    summaries = staging / "verification-summary.intoto.jsonl"
     step("verify", "verify", "--policy", policy, "--evidence", str(evidence), *candidate,
-         "--json", str(staging / "decision.json"), "--summary", str(staging / "summary.md"))
+         "--json", str(staging / "decision.json"), "--summary", str(staging / "summary.md"), "--vsa", str(summaries))
+    # What a downstream reader runs: each artifact's signed summary, checked offline against the policy.
+    for path in sorted(artifacts.iterdir()):
+        step("verify-vsa", "verify-vsa", "--policy", policy, "--artifact", str(path), str(summaries))
     swap_into_place(staging, out)
     for name, seconds in timings:
         session.log(f"{name:<16} {seconds:6.1f}s")
@@ -289,7 +293,9 @@ def interop(session: nox.Session) -> None:
                 "--trusted-root", str(GITHUB_OUT / "trusted_root.json"),
                 "--identity", str(GITHUB_OUT / "signer-identity.json"),
                 "--foreign-root", str(ROOT / "policies" / "sigstore" / "trusted_root.production.json"),
-                *sorted(str(p) for p in evidence.glob("*.sigstore.json")), external=True)
+                *sorted(str(p) for p in evidence.glob("*.sigstore.json")),
+                # The release gate's Verification Summary Attestations, signed as release.yml.
+                *sorted(str(p) for p in (GITHUB_OUT / "summaries").glob("*.sigstore.json")), external=True)
 
 
 @nox.session(name="workflow-dry-run")

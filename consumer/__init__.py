@@ -10,14 +10,25 @@ from typing import TYPE_CHECKING
 
 from desktop_qualify.qualify_lazy import lazy_attributes
 
-from ._args import build_audit_parser, build_bundle_parser, build_readback_parser, build_verify_parser
+from ._args import (
+    build_audit_parser,
+    build_bundle_parser,
+    build_readback_parser,
+    build_verify_parser,
+    build_verify_vsa_parser,
+)
 
 if TYPE_CHECKING:
     from ._cli import main, run_audit, run_bundle, run_verify
     from ._decide import decide
     from ._readback import run_readback
+    from ._verify_vsa import run_verify_vsa
+    from ._vsa import SummaryWriter, summary_statements
 
 _LAZY = {
+    # The gate's VSAs, for a caller that runs the gate in-process with a signer of its own (the offline chain).
+    "SummaryWriter": "._vsa",
+    "summary_statements": "._vsa",
     "decide": "._decide",
     "main": "._cli",
     "run_audit": "._cli",
@@ -25,10 +36,12 @@ _LAZY = {
     # Read-back reaches GitHub: PyGithub loads for it alone.
     "run_readback": "._readback",
     "run_verify": "._cli",
+    "run_verify_vsa": "._verify_vsa",
 }
 
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
-__all__ = ["build_audit_parser", "build_bundle_parser", "build_readback_parser", "build_verify_parser", "decide",
-           "main", "run_audit", "run_bundle", "run_readback", "run_verify"]
+__all__ = ["SummaryWriter", "build_audit_parser", "build_bundle_parser", "build_readback_parser", "build_verify_parser",
+           "build_verify_vsa_parser", "decide", "main", "run_audit", "run_bundle", "run_readback", "run_verify",
+           "run_verify_vsa", "summary_statements"]

@@ -94,6 +94,12 @@ def _git(root: Path | str, *args: str) -> bytes | None:
     return done.stdout if done.returncode == 0 else None
 
 
+def git_blob(root: Path, commit: str, relative: str) -> str | None:
+    """SHA-256 of the file ``relative`` as committed at ``commit`` in the checkout ``root`` (None: not there)."""
+    data = _git(root, "cat-file", "blob", f"{commit}:{relative}")
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
 def _work_tree(folder: Path) -> Path | None:
     """The top of the git work tree ``folder`` is in, as git itself finds it (None: not in one)."""
     top = _git(folder, "rev-parse", "--show-toplevel")

@@ -10,6 +10,8 @@ from desktop_qualify.qualify_runtime import ArgumentParser
 ROOT_HELP = ("the checkout the policy belongs to, for a policy taken out of it (git show SHA:policies/...): "
              "its relative paths resolve from ROOT/policies (default: the policy file's own folder)")
 
+_VSA = ("a signed SLSA Verification Summary Attestation per candidate artifact (JSON Lines, one a line; "
+        "the policy's verifier key or, in GitHub mode, this workflow's identity signs it)")
 # Every output option: '-' is standard output (the verdict text then goes to standard error).
 _OUT = "write {} to this file, replacing it; - for standard output"
 
@@ -31,6 +33,10 @@ def build_verify_parser(parser: argparse.ArgumentParser | None = None) -> argpar
     parser.add_argument("--summary", type=Path,
                         help="append GitHub job-summary Markdown to this file (as $GITHUB_STEP_SUMMARY expects); - for "
                              "standard output")
+    parser.add_argument("--vsa", type=Path, help=_OUT.format(_VSA))
+    parser.add_argument("--release-tag",
+                        help="GitHub mode: the release whose assets the candidates are; each summary's resourceUri "
+                             "is then the asset's download URL (default: the artifact's file name)")
     return parser
 
 
@@ -47,6 +53,20 @@ def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argpars
     parser.add_argument("--html", type=Path,
                         help=_OUT.format("the report as one self-contained HTML page"))
     parser.add_argument("--markdown", type=Path, help=_OUT.format("the report as Markdown"))
+    parser.add_argument("--vsa", type=Path, help=_OUT.format(_VSA + " of every run audited"))
+    return parser
+
+
+def build_verify_vsa_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or ArgumentParser(prog="qualify verify-vsa",
+                                      description="Check the gate's Verification Summary Attestation offline.")
+    parser.add_argument("--policy", type=Path, required=True,
+                        help="the committed policy: names who may sign the summary, and its digest must be the one "
+                             "the summary names")
+    parser.add_argument("--root", type=Path, help=ROOT_HELP)
+    parser.add_argument("--artifact", type=Path, required=True, help="the artifact file the summary must name")
+    parser.add_argument("vsa", type=Path, metavar="VSA",
+                        help="the summaries file (JSON Lines) that qualify verify --vsa wrote")
     return parser
 
 

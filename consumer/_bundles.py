@@ -30,6 +30,7 @@ from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
 from ._anchor import Anchor, anchor_for, check_keys, check_policy_at, differences, is_auditors, precheck_policy
 from ._audit import audit_run
 from ._decide import decide
+from ._vsa import summary_statements
 
 __all__ = ["Anchor", "anchor_for", "audit_bundle", "audit_bundles", "terminal_progress"]
 
@@ -47,15 +48,21 @@ _BUNDLE_FAULTS = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE})
 
 def audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
     """One bundle's decision under its own anchored policy; the policy path reported is where the bundle holds it."""
+    return audit_bundle_summarised(source, anchor, workspace, summarise=False)[0]
+
+
+def audit_bundle_summarised(source: Path, anchor: Anchor, workspace: Path, *,
+                            summarise: bool) -> tuple[AuditRun, list[bytes]]:
+    """``audit_bundle``, with the run's unsigned VSA statements when ``summarise`` (signed by the caller)."""
     try:
-        return _audit_bundle(source, anchor, workspace)
+        return _audit_bundle(source, anchor, workspace, summarise)
     except QualificationError as exc:
         if exc.code in _BUNDLE_FAULTS:
             raise QualificationError(Code.BUNDLE_INVALID, f"bundle {source}: {exc.message}") from exc
         raise
 
 
-def _audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
+def _audit_bundle(source: Path, anchor: Anchor, workspace: Path, summarise: bool) -> tuple[AuditRun, list[bytes]]:
     notes = [f"audit of bundle {source}: its own policy and trust root, anchored to the auditor's; "
              "candidate files not checked; head of main not required"]
     with open_bundle(source, workspace) as opened:
@@ -68,10 +75,13 @@ def _audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
                                                                     f"{policy.file.trust.mode}")
         verdict = verify_release(policy, [opened.evidence_dir], None)
         # Anchored only now: the commit whose policy counts is the one the verified statements name.
+        # The commit whose history anchored the bundle's policy: the summary's policy URI may name it.
+        committed_at = None
         if is_auditors(policy, anchor):
             notes.append("policy anchored: byte-identical to the auditor's --policy")
         else:
             notes.append(check_policy_at(policy, anchor, source, _run_commit(verdict)))
+            committed_at = _run_commit(verdict)
         keyids = (frozenset(Keyring.load(policy.resolve(policy.ed25519.keyring)).keys)
                   if policy.sigstore is None else None)
         notes.append(differences(policy, anchor, keyids))
@@ -85,7 +95,8 @@ def _audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
 
         decision = decide(verdict, policy, policy_path=f"{source}:{opened.manifest.policy}", mode="audit",
                           notes=notes, show=in_bundle)
-        return audit_run(source, verdict, decision)
+        statements = summary_statements(verdict, policy, decision, committed_at=committed_at) if summarise else []
+        return audit_run(source, verdict, decision), statements
 
 
 def _refused(source: Path, policy: Policy, exc: QualificationError) -> AuditRun:
@@ -97,42 +108,52 @@ def _refused(source: Path, policy: Policy, exc: QualificationError) -> AuditRun:
     return audit_run(source, verdict, decision)
 
 
-# (source, audit-run JSON, or the refusal's code and message): plain strings cross the process boundary.
-Outcome = tuple[str, str | None, str | None]
+# (source, audit-run JSON, or the refusal's code and message, the run's unsigned VSA statements): plain strings
+# cross the process boundary.
+Outcome = tuple[str, str | None, str | None, list[str]]
 
 
-def _audit_in_worker(source: str, anchor: Anchor, workspace: str) -> Outcome:
+def _audit_in_worker(source: str, anchor: Anchor, workspace: str, summarise: bool = False) -> Outcome:
     try:
-        return source, audit_bundle(Path(source), anchor, Path(workspace)).model_dump_json(), None
+        run, statements = audit_bundle_summarised(Path(source), anchor, Path(workspace), summarise=summarise)
     except QualificationError as exc:
-        return source, None, f"{exc.code.value}\n{exc.message}"
+        return source, None, f"{exc.code.value}\n{exc.message}", []
+    return source, run.model_dump_json(), None, [statement.decode("utf-8") for statement in statements]
 
 
 Progress = Callable[[int, int], None]
 
 
 def audit_bundles(sources: list[Path], policy: Policy, *, progress: Progress | None = None,
-                  workers: int | None = None) -> list[AuditRun]:
-    """Decisions in the order of ``sources``; bundles are checked across the machine's cores."""
+                  workers: int | None = None, summaries: list[bytes] | None = None) -> list[AuditRun]:
+    """Decisions in the order of ``sources``; bundles are checked across the machine's cores.
+
+    ``summaries``, when given, receives each run's unsigned VSA statements, in the order of ``sources``.
+    """
+    summarise = summaries is not None
+    statements: dict[str, list[str]] = {}
     anchor = anchor_for(policy)
     count = workers or min(len(sources), os.cpu_count() or 1)
     results: dict[str, AuditRun] = {}
     with tempfile.TemporaryDirectory(prefix="qualify-audit-") as workspace:
         if count <= 1:
-            outcomes = (_audit_in_worker(str(s), anchor, workspace) for s in sources)
-            results = _collect(outcomes, policy, len(sources), progress)
+            outcomes = (_audit_in_worker(str(s), anchor, workspace, summarise) for s in sources)
+            results = _collect(outcomes, policy, len(sources), progress, statements)
         else:
             with concurrent.futures.ProcessPoolExecutor(max_workers=count) as pool:
-                futures = [pool.submit(_audit_in_worker, str(s), anchor, workspace) for s in sources]
+                futures = [pool.submit(_audit_in_worker, str(s), anchor, workspace, summarise) for s in sources]
                 results = _collect((f.result() for f in concurrent.futures.as_completed(futures)), policy,
-                                   len(sources), progress)
+                                   len(sources), progress, statements)
+    if summaries is not None:
+        summaries += [line.encode("utf-8") for s in sources for line in statements.get(str(s), [])]
     return [results[str(s)] for s in sources]
 
 
 def _collect(outcomes: Iterable[Outcome], policy: Policy, total: int,
-             progress: Progress | None) -> dict[str, AuditRun]:
+             progress: Progress | None, statements: dict[str, list[str]]) -> dict[str, AuditRun]:
     results: dict[str, AuditRun] = {}
-    for done, (source, decision, refusal) in enumerate(outcomes, start=1):
+    for done, (source, decision, refusal, summaries) in enumerate(outcomes, start=1):
+        statements[source] = summaries
         if decision is not None:
             results[source] = AuditRun.model_validate_json(decision)
         else:

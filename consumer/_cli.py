@@ -41,6 +41,7 @@ from ._freshness import check_candidate_is_main_head
 from ._html import render_audit_html
 from ._markdown import render_audit_markdown
 from ._render import render_audit_text, render_markdown, render_text
+from ._vsa import SummaryWriter, check_release_tag, summary_statements
 
 _SHA = re.compile(GIT_SHA_PATTERN)
 # A keyring made now holds new keys: it can never verify evidence signed earlier, so keygen is no advice here.
@@ -74,10 +75,12 @@ def run_verify(args: argparse.Namespace) -> int:
         if not args.from_attestations:
             require_inputs("--evidence", [args.evidence], "folder")
         refuse_repeats("--artifact", args.artifact)
-        distinct_outputs([("--json", args.json), ("--summary", args.summary)])
+        distinct_outputs([("--json", args.json), ("--summary", args.summary), ("--vsa", args.vsa)])
         if args.sha is not None and not _SHA.match(args.sha):
             raise QualificationError(Code.USAGE, f"--sha {args.sha[:80]!r} is not a full lowercase commit id")
         policy = _load(args.policy, args.root)
+        # Who signs the summaries is settled before anything is verified: a missing key is exit 2, not a verdict.
+        summaries = _summary_writer(policy, args.vsa, args.release_tag)
         if args.from_attestations:
             # PyGithub loads only for this gate: local verification never imports it.
             from ._attested import verify_attested
@@ -93,13 +96,28 @@ def run_verify(args: argparse.Namespace) -> int:
             write_output(args.json, decision.model_dump_json(indent=2).encode() + b"\n")
         if args.summary:
             write_output(args.summary, render_markdown(decision).encode(), append=True)
-        _text_stream(args.json, args.summary).write(terminal_safe(render_text(decision)))
+        if summaries is not None:
+            _write_summaries(summaries, summary_statements(verdict, policy, decision, release_tag=args.release_tag))
+        _text_stream(args.json, args.summary, args.vsa).write(terminal_safe(render_text(decision)))
         return EXIT_OK if decision.decision == "QUALIFIED" else EXIT_REJECTED
 
     return guarded(body)
 
 
-def _audit_one(policy: Policy, policy_path: str, folder: Path) -> AuditRun:
+def _summary_writer(policy: Policy, path: Path | None, release_tag: str | None) -> SummaryWriter | None:
+    if release_tag is not None and path is None:
+        raise QualificationError(Code.USAGE, "--release-tag names the resource of each summary: it needs --vsa FILE")
+    check_release_tag(release_tag)
+    return None if path is None else SummaryWriter.for_policy(policy, path)
+
+
+def _write_summaries(writer: SummaryWriter, statements: list[bytes]) -> None:
+    count = writer.write(statements)
+    print(f"wrote {writer.path}: {count} Verification Summary Attestation(s)", file=sys.stderr)
+
+
+def _audit_one(policy: Policy, policy_path: str, folder: Path,
+               summaries: list[bytes] | None = None) -> AuditRun:
     """One historical run; a folder that cannot be read is a rejected run, not the end of the audit."""
     notes = ["audit: candidate files not checked; head of main not required"]
     try:
@@ -109,7 +127,10 @@ def _audit_one(policy: Policy, policy_path: str, folder: Path) -> AuditRun:
             raise
         verdict = Verdict(Expectations.from_policy(policy), verifier_for(policy))
         verdict.findings.add(Code.EVIDENCE_MISSING, f"{folder}: {exc.message}")
-    return audit_run(folder, verdict, decide(verdict, policy, policy_path=policy_path, mode="audit", notes=notes))
+    decision = decide(verdict, policy, policy_path=policy_path, mode="audit", notes=notes)
+    if summaries is not None:
+        summaries += summary_statements(verdict, policy, decision)
+    return audit_run(folder, verdict, decision)
 
 
 def run_audit(args: argparse.Namespace) -> int:
@@ -120,11 +141,14 @@ def run_audit(args: argparse.Namespace) -> int:
             raise QualificationError(Code.USAGE, "nothing to audit: name --evidence folders, --bundle files, or both")
         require_inputs("--evidence", args.evidence, "folder")
         require_inputs("--bundle", args.bundle, "file")
-        distinct_outputs([("--json", args.json), ("--html", args.html), ("--markdown", args.markdown)])
+        distinct_outputs([("--json", args.json), ("--html", args.html), ("--markdown", args.markdown),
+                          ("--vsa", args.vsa)])
         policy = _load(args.policy, args.root)
-        runs = [_audit_one(policy, str(args.policy), folder) for folder in args.evidence]
+        writer = _summary_writer(policy, args.vsa, None)
+        statements: list[bytes] | None = [] if writer is not None else None
+        runs = [_audit_one(policy, str(args.policy), folder, statements) for folder in args.evidence]
         if args.bundle:
-            runs += audit_bundles(list(args.bundle), policy, progress=terminal_progress())
+            runs += audit_bundles(list(args.bundle), policy, progress=terminal_progress(), summaries=statements)
         report = audit_report(policy, str(args.policy), runs)
         if args.json:
             write_output(args.json, report.model_dump_json(indent=2).encode() + b"\n")
@@ -132,7 +156,9 @@ def run_audit(args: argparse.Namespace) -> int:
             write_output(args.html, render_audit_html(report).encode())
         if args.markdown:
             write_output(args.markdown, render_audit_markdown(report).encode())
-        _text_stream(args.json, args.html, args.markdown).write(terminal_safe(render_audit_text(report)))
+        if writer is not None and statements is not None:
+            _write_summaries(writer, statements)
+        _text_stream(args.json, args.html, args.markdown, args.vsa).write(terminal_safe(render_audit_text(report)))
         return EXIT_OK if report.decision == "QUALIFIED" else EXIT_REJECTED
 
     return guarded(body)

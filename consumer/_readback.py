@@ -15,7 +15,10 @@ layer and checks, from the bytes it received:
   the API (a tag moved after the gate: ``QE_SHA_MISMATCH``);
 - every asset's SHA-256 is a digest the bundle qualified, under the name the
   bundle gave it (an extra or swapped asset: ``QE_RELEASE_ASSET_UNQUALIFIED``);
-- every qualified artifact is there (``QE_RELEASE_ASSET_MISSING``).
+- every qualified artifact is there (``QE_RELEASE_ASSET_MISSING``);
+- a summaries asset (``*.intoto.jsonl``, the gate's Verification Summary
+  Attestations) holds only summaries signed by the policy's verifier identity,
+  PASSED under this policy, of artifacts the bundle qualified (``QE_VSA_*``).
 """
 
 from __future__ import annotations
@@ -27,13 +30,15 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import Code, ConsumerDecision, QualificationError, Reason
+from desktop_qualify.evidence_schemas import Code, ConsumerDecision, QualificationError, Reason, read_bounded
 from desktop_qualify.qualify_bundle import BUNDLE_SUFFIX, MAX_ARCHIVE_BYTES
 from desktop_qualify.qualify_github import AssetInfo, GitHubClient
 from desktop_qualify.qualify_policy import Policy, load_policy
 from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, guarded, require_inputs, terminal_safe
+from desktop_qualify.qualify_trust import vsa_verifier_for
 
 from ._bundles import anchor_for, audit_bundle
+from ._verify_vsa import MAX_VSA_FILE_BYTES, SUMMARIES_SUFFIX, check_release_summaries
 
 # An app bundle is tens of MiB; the cap keeps a hostile release page from filling the disk.
 MAX_ASSET_BYTES = 2 * 1024**3
@@ -98,8 +103,31 @@ def readback(policy: Policy, repository: str, tag: str, client: GitHubClient) ->
             return result
         _check_tag(result, result.bundle, client)
         qualified = _qualified(result.bundle)
-        _check_assets(result, [a for a in release.assets if a is not bundles[0]], qualified, client, work)
+        summaries = [a for a in release.assets if a.name.endswith(SUMMARIES_SUFFIX)]
+        _check_assets(result, [a for a in release.assets if a is not bundles[0] and a not in summaries], qualified,
+                      client, work)
+        for asset in summaries:
+            _check_summaries(result, asset, qualified, policy, client=client, work=work)
     return result
+
+
+def _check_summaries(result: Readback, asset: AssetInfo, qualified: dict[str, str], policy: Policy, *,
+                     client: GitHubClient, work: Path) -> None:
+    """The gate's Verification Summary Attestations beside the artifacts: each signed by the policy's verifier,
+    PASSED under this policy, for an artifact the bundle qualified; anything else is an unqualified asset."""
+    got = client.download_asset(asset, work / f"asset-{asset.id}", max_bytes=MAX_VSA_FILE_BYTES)
+    try:
+        data = read_bounded(got.path, max_bytes=MAX_VSA_FILE_BYTES, what=asset.name)
+        count = check_release_summaries(data, qualified, policy, vsa_verifier_for(policy), asset.name)
+    except QualificationError as exc:
+        if exc.exit_status == EXIT_USAGE:
+            raise
+        result.refuse(exc.code, exc.message)
+        return
+    finally:
+        got.path.unlink(missing_ok=True)
+    result.checked.append(f"{asset.name}: {count} verification summaries, signed by the policy's verifier, "
+                          "each PASSED for a qualified artifact")
 
 
 def _check_tag(result: Readback, bundle: ConsumerDecision, client: GitHubClient) -> None:

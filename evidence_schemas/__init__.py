@@ -110,8 +110,28 @@ from ._types import (
     TrustMode,
     utc_now,
 )
+from ._vsa import (
+    VSA_LEVELS,
+    VSA_PREDICATE_TYPE,
+    VSA_VERIFIER_ID,
+    VsaInput,
+    VsaPolicy,
+    VsaPredicate,
+    VsaStatement,
+    VsaVerifier,
+    parse_vsa_statement,
+)
 
 __all__ = [
+    "VSA_LEVELS",
+    "VSA_PREDICATE_TYPE",
+    "VSA_VERIFIER_ID",
+    "VsaInput",
+    "VsaPolicy",
+    "VsaPredicate",
+    "VsaStatement",
+    "VsaVerifier",
+    "parse_vsa_statement",
     "APP_CODE_PATTERN",
     "AppCode",
     "CONTRACT_VERSION",

@@ -20,6 +20,7 @@ from ._records import (
     SourceGateRecord,
 )
 from ._statement import AggregateStatement, DsseEnvelope, PlatformStatement
+from ._vsa import VsaStatement
 
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "dsse-envelope": DsseEnvelope,
@@ -39,6 +40,8 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "app-build-info": BuildInfo,
     "app-probe-record": AppProbeRecord,
     "app-journey-record": AppJourneyRecord,
+    # The release gate's SLSA Verification Summary Attestation (qualify verify --vsa).
+    "verification-summary": VsaStatement,
 }
 
 

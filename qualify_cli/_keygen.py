@@ -38,6 +38,9 @@ def ensure_local_keys(policy: Policy) -> list[str]:
         ("platform", policy.resolve(trust.platform_key), "platform"),
         ("aggregate", policy.resolve(trust.aggregate_key), "aggregate"),
     ]
+    # The release gate's key for its Verification Summary Attestations, where the policy names one.
+    if trust.verifier_key is not None:
+        wanted.append(("verifier", policy.resolve(trust.verifier_key), "verifier"))
     _inside_repository(policy, [("keyring", keyring), *((f"{name}_key", path) for name, path, _ in wanted)])
     # A damaged keyring is refused before any key is created: no orphan keys.
     if keyring.exists():

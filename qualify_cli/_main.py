@@ -71,6 +71,7 @@ def build_parser() -> ArgumentParser:
     consumer.build_audit_parser(sub.add_parser("audit", help="check historical runs offline"))
     consumer.build_bundle_parser(sub.add_parser("bundle", help="pack one run's evidence, policy and trust root"))
     consumer.build_readback_parser(sub.add_parser("readback", help="check a published release against its bundle"))
+    consumer.build_verify_vsa_parser(sub.add_parser("verify-vsa", help="check the gate's signed verification summary"))
     keygen = sub.add_parser("keygen", help="create this machine's local Ed25519 keys")
     keygen.add_argument("--policy", type=Path, required=True,
                         help="the local policy whose keyring and key paths are created (inside the repository only)")
@@ -95,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "audit": lambda: consumer.run_audit(args),
         "bundle": lambda: consumer.run_bundle(args),
         "readback": lambda: consumer.run_readback(args),
+        "verify-vsa": lambda: consumer.run_verify_vsa(args),
         "keygen": lambda: _keygen(args.policy, args.root),
         "schemas": lambda: _schemas(args.out, args.check),
     }

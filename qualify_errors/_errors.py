@@ -76,6 +76,11 @@ class Code(enum.StrEnum):
     # A kernel-refusal step refused by another layer than the policy's for its platform, by no layer, or by
     # one its worker did not report applied; or an ordinary step that names a refusing layer.
     STEP_WRONG_LAYER = "QE_STEP_WRONG_LAYER"
+    # Reading back a Verification Summary Attestation (qualify verify-vsa)
+    VSA_SIGNATURE = "QE_VSA_SIGNATURE"
+    VSA_SUBJECT = "QE_VSA_SUBJECT"
+    VSA_POLICY = "QE_VSA_POLICY"
+    VSA_FAILED = "QE_VSA_FAILED"
     # Configuration and environment (exit status 2)
     POLICY_INVALID = "QE_POLICY_INVALID"
     KEY_INVALID = "QE_KEY_INVALID"

@@ -16,7 +16,7 @@ from ._github_identity import GitHubIdentity
 from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, StatementVerifier, VerifiedStatement
 from ._keyring import Keyring, Role, add_to_keyring
 from ._keys import generate_private_key, load_private_key
-from ._policy_trust import signer_for, verifier_for
+from ._policy_trust import signer_for, verifier_for, vsa_verifier_for
 from ._sigstore_expected import cross_check_claims, same_run
 
 __all__ = [
@@ -35,4 +35,5 @@ __all__ = [
     "same_run",
     "signer_for",
     "verifier_for",
+    "vsa_verifier_for",
 ]

@@ -1,7 +1,8 @@
 """The keyring a policy names: which Ed25519 public keys are trusted, for which role.
 
-Roles keep a platform job's key from forging an aggregate: a key is trusted
-only for the roles listed beside it.
+Roles keep a platform job's key from forging an aggregate, and any job's key
+from signing the gate's verdict: a key is trusted only for the roles listed
+beside it.
 """
 
 from __future__ import annotations
@@ -29,14 +30,15 @@ from pydantic import Field
 
 from ._keys import keyid_of, raw_public_bytes
 
-Role = Literal["platform", "aggregate"]
+# 'verifier': the release gate's key for its Verification Summary Attestations; it signs no evidence.
+Role = Literal["platform", "aggregate", "verifier"]
 
 
 class _KeyEntry(Record):
     keyid: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     name: Annotated[str, Field(min_length=1, max_length=64)]
     public_key: Annotated[str, Field(min_length=44, max_length=44)]
-    roles: list[Role] = Field(min_length=1, max_length=2)
+    roles: list[Role] = Field(min_length=1, max_length=3)
 
 
 class _KeyringFile(Record):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.qualify_policy import Policy
 
 from ._interfaces import StatementSigner, StatementVerifier
@@ -32,6 +33,26 @@ def signer_for(policy: Policy, role: Role) -> StatementSigner:
 
         return SigstoreSigner()
     trust = policy.ed25519
+    keys = {"platform": trust.platform_key, "aggregate": trust.aggregate_key, "verifier": trust.verifier_key}
+    key_path = keys[role]
+    if key_path is None:
+        raise QualificationError(Code.POLICY_INVALID, f"{policy.path}: [trust] names no {role}_key",
+                                 hint="add verifier_key to [trust] (policies/local.toml shows it) and run "
+                                      "'qualify keygen --policy FILE'")
     keyring = Keyring.load(policy.resolve(trust.keyring))
-    key_path = trust.platform_key if role == "platform" else trust.aggregate_key
     return LocalSigner(load_private_key(policy.resolve(key_path)), keyring, role)
+
+
+def vsa_verifier_for(policy: Policy) -> StatementVerifier:
+    """Who may sign the gate's VSAs under the policy: the keyring's verifier role, or the [verifier] workflow.
+
+    Callers verify with ``role="verifier"``; the identity comes from the policy file only.
+    """
+    sigstore = policy.sigstore
+    if sigstore is None:
+        return verifier_for(policy)
+    from ._github_mode import SigstoreVerifier
+    from ._sigstore_root import load_pinned_trusted_root
+
+    root = load_pinned_trusted_root(policy.resolve_pinned(sigstore.trusted_root), sigstore.trusted_root_sha256)
+    return SigstoreVerifier(root, ExpectedWorkflow.verifier_from_policy(policy))

@@ -26,8 +26,8 @@ GITHUB_HOSTED = "github-hosted"
 # Git object names: SHA-1 (40 hex) or SHA-256 (64 hex) repositories.
 _GIT_SHA = re.compile(GIT_SHA_PATTERN)
 PLATFORM_SIGNERS = ("linux", "macos", "windows")
-#: which kind of statement a certificate is asked to sign: a platform's or the aggregate's
-SignerRole = Literal["platform", "aggregate"]
+#: which kind of statement a certificate is asked to sign: a platform's, the aggregate's, or the gate's VSA
+SignerRole = Literal["platform", "aggregate", "verifier"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,22 @@ class ExpectedWorkflow:
             owner_id=None if producer.owner_id is None else str(producer.owner_id),
         )
 
+    @classmethod
+    def verifier_from_policy(cls, policy: Policy) -> ExpectedWorkflow:
+        """The release gate's identity for its VSAs: the policy's [verifier] workflow, on main, in its repository.
+
+        The workflow is both the build config (.18) and the build signer (.9): no other workflow may call it.
+        """
+        producer = cls.from_policy(policy)
+        verifier = policy.file.verifier
+        if verifier is None:
+            raise QualificationError(Code.POLICY_INVALID, f"{policy.path}: names no [verifier] workflow, so no "
+                                                          "Verification Summary Attestation can be signed or checked")
+        return cls(issuer=producer.issuer, repository=producer.repository, workflow=verifier.workflow,
+                   ref=producer.ref, allowed_triggers=frozenset(verifier.allowed_triggers),
+                   runner_environment=producer.runner_environment, repository_id=producer.repository_id,
+                   owner_id=producer.owner_id)
+
     @property
     def repository_uri(self) -> str:
         return f"https://github.com/{self.repository}"
@@ -108,6 +124,9 @@ class ExpectedWorkflow:
 
     def signer_uris(self, role: SignerRole) -> frozenset[str]:
         """Every build signer URI a statement of ``role`` may carry before its payload says which platform."""
+        if role == "verifier":
+            # Only an identity built by verifier_from_policy (no producer signers) may sign a VSA.
+            return frozenset({self.workflow_uri}) if self.signers is None else frozenset()
         if role == "aggregate":
             return frozenset({self.signer_uri("aggregate")})
         return frozenset(self.signer_uri(p) for p in PLATFORM_SIGNERS)

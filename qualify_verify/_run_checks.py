@@ -226,8 +226,11 @@ def _hash_candidate(path: Path, max_bytes: int, findings: Findings) -> tuple[str
 
 def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatform], findings: Findings,
                           blocked: Mapping[str, Reason] | None = None, absence_cause: Reason | None = None, *,
-                          max_bytes: int) -> None:
+                          max_bytes: int) -> list[tuple[str, str]]:
     """Each candidate file's SHA-256 and size equal the evidence's; every evidenced artifact is presented.
+
+    Returns each presented file's name and the digest of the bytes hashed here (a file that could not be
+    hashed is left out): what the gate judged, for anyone who reports on it (the VSA).
 
     Each file is hashed once, through one open handle that must not change while
     it is read, so the decision speaks of exactly the bytes that were hashed. A
@@ -238,11 +241,13 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
     cause = next(iter((blocked or {}).values()), None) or absence_cause
     expected = {vp.statement.predicate.build.artifact.name: vp for vp in platforms}
     presented: set[str] = set()
+    judged: list[tuple[str, str]] = []
     for path in artifacts:
         hashed = _hash_candidate(path, max_bytes, findings)
         if hashed is None:
             continue
         digest, size = hashed
+        judged.append((path.name, digest))
         vp = expected.get(path.name)
         if vp is None:
             by_digest = [v for v in platforms if v.statement.predicate.build.artifact.sha256 == digest]
@@ -267,3 +272,4 @@ def check_candidate_files(artifacts: list[Path], platforms: list[VerifiedPlatfor
     for name, vp in expected.items():
         if name not in presented:
             findings.add(Code.ARTIFACT_MISSING, f"candidate file {name} was not presented (--artifact)", vp.platform)
+    return judged

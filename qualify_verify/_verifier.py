@@ -70,6 +70,8 @@ class Verdict:
     absence_cause: Reason | None = None
     # Whether candidate files were presented and checked (the auditor's check has none).
     candidates_checked: bool = False
+    # Each candidate file hashed, by name, with the digest of the bytes the gate read.
+    candidate_digests: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def qualified(self) -> bool:
@@ -189,6 +191,7 @@ def verify_release(policy: Policy, evidence: Sequence[EvidenceSource], artifacts
     # The auditor checks a historical bundle whose files may be long gone: None skips this step.
     if artifacts is not None:
         verdict.candidates_checked = True
-        check_candidate_files(artifacts, verdict.platforms, verdict.findings, verdict.blocked, verdict.absence_cause,
-                              max_bytes=verdict.expectations.max_candidate_bytes)
+        verdict.candidate_digests = check_candidate_files(
+            artifacts, verdict.platforms, verdict.findings, verdict.blocked, verdict.absence_cause,
+            max_bytes=verdict.expectations.max_candidate_bytes)
     return verdict

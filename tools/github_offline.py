@@ -14,8 +14,10 @@ store hands back (`qualify verify --from-attestations`).
 Writes OUT (default qualification-out-github/): evidence/, artifacts/, the instance's trusted_root.json,
 the policy the run was judged by (policies/release-test.toml, pinning ../trusted_root.json, so the run can be
 checked again offline: `qualify audit --policy OUT/policies/release-test.toml --evidence OUT/evidence`),
-signer-identity.json (the issuer and the exact certificate SAN demanded of each bundle), decision.json and
-summary.md. Everything is written into a staging folder beside OUT first; OUT (the last good run) is
+signer-identity.json (the issuer and the exact certificate SAN demanded of each bundle), decision.json,
+summary.md, and the gate's Verification Summary Attestations (verification-summary.intoto.jsonl, one bundle
+file each in summaries/, signed as release.yml and stored through the emulator's attestation API).
+Everything is written into a staging folder beside OUT first; OUT (the last good run) is
 replaced only when the new run is QUALIFIED, so a failed run loses nothing.
 Exits with the verdict's code (0 = QUALIFIED).
 """
@@ -38,12 +40,13 @@ sys.path.insert(0, str(ROOT))
 
 from desktop_qualify.qualify_github import GitHubClient, store_evidence  # noqa: E402
 from desktop_qualify.qualify_policy import load_policy  # noqa: E402
+from desktop_qualify.qualify_verify import verify_release  # noqa: E402
 from support.chain import make_app_repo  # noqa: E402
 from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy, platform_identity  # noqa: E402
 from support.github_emulator import Branch, GitHubEmulator  # noqa: E402
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance  # noqa: E402
 
-from desktop_qualify import aggregate, producer  # noqa: E402
+from desktop_qualify import aggregate, consumer, producer  # noqa: E402
 from tools.staging import staging_folder, swap_into_place  # noqa: E402
 
 RUN_ID = 4242
@@ -66,6 +69,40 @@ def _kept_policy(made: Path, out: Path, trusted_root: Path) -> Path:
              for line in made.read_text(encoding="utf-8").splitlines()]
     kept.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return kept
+
+
+# The release gate's own run: release.yml on main, dispatched by hand, as the policy's [verifier] names it.
+RELEASE_TAG = "v0.0.0-offline"
+
+
+def _summaries(chain: GitHubChain, out: Path, sha: str, env: dict[str, str]) -> dict[str, str]:
+    """The gate's VSAs, signed by release.yml's identity: written, checked with `qualify verify-vsa`, stored.
+
+    ``qualify verify --vsa`` signs with the job's OIDC token, which no offline run has: the same verdict is
+    taken here in-process and the same writer signs it with the test instance. Each summary is then checked
+    by the real CLI, split into one bundle file per summary (summaries/, for sigstore-js) and stored through
+    the emulator's attestation API as release.yml does. Returns each bundle file's certificate SAN.
+    """
+    gate = GitHubIdentity(repository=REPOSITORY, workflow=".github/workflows/release.yml", sha=sha,
+                          run_id=RUN_ID + 1, attempt=1, trigger="workflow_dispatch", workflow_name="release-gate")
+    verdict = verify_release(chain.policy, [chain.evidence], chain.artifacts, candidate_sha=sha)
+    decision = consumer.decide(verdict, chain.policy, policy_path=POLICY, mode="release-gate")
+    path = out / "verification-summary.intoto.jsonl"
+    consumer.SummaryWriter(path, chain.signer(gate)).write(
+        consumer.summary_statements(verdict, chain.policy, decision, release_tag=RELEASE_TAG))
+    for artifact in chain.artifacts:
+        subprocess.run([sys.executable, "-m", "desktop_qualify.qualify_cli", "verify-vsa", "--policy", POLICY,
+                        "--artifact", str(artifact.relative_to(out)), path.name], cwd=out, check=True)
+    folder = out / "summaries"
+    folder.mkdir()
+    names = {}
+    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+        (folder / f"summary-{number}.sigstore.json").write_bytes(line + b"\n")
+        names[f"summary-{number}.sigstore.json"] = gate.san_uri
+    subprocess.run([sys.executable, "-m", "desktop_qualify.qualify_github", "store-attestations", "--evidence",
+                    str(folder)], env={**env, "GITHUB_REPOSITORY": REPOSITORY}, check=True)
+    _log(f"gate signer {gate.san_uri}: {len(names)} verification summaries, stored as attestations")
+    return names
 
 
 def run(out: Path, work: Path) -> int:
@@ -122,9 +159,7 @@ def run(out: Path, work: Path) -> int:
         code = subprocess.run(args, env=env, cwd=out, check=False).returncode
         timings.append(("verify", time.monotonic() - started))
         if code == 0:
-            started = time.monotonic()
-            code = _gate_on_attestation_store(chain, env, out, sha)
-            timings.append(("store + verify", time.monotonic() - started))
+            code = _after_the_gate(chain, env, out, sha, sans, timings)
     finally:
         emulator.stop()
     for name, seconds in timings:
@@ -134,6 +169,22 @@ def run(out: Path, work: Path) -> int:
     else:
         _log(f"not qualified (exit {code}); see {out / 'summary.md'}")
     return code
+
+
+def _after_the_gate(chain: GitHubChain, env: dict[str, str], out: Path, sha: str, sans: dict[str, str],
+                    timings: list[tuple[str, float]]) -> int:
+    """Once the gate passed: the same gate on what the attestation store hands back, then the gate's VSAs."""
+    started = time.monotonic()
+    code = _gate_on_attestation_store(chain, env, out, sha)
+    timings.append(("store + verify", time.monotonic() - started))
+    if code != 0:
+        return code
+    started = time.monotonic()
+    sans.update(_summaries(chain, out, sha, env))
+    (out / "signer-identity.json").write_text(json.dumps(
+        {"issuer": chain.identity.issuer, "subjectAlternativeNames": sans}, indent=2) + "\n", encoding="utf-8")
+    timings.append(("vsa", time.monotonic() - started))
+    return 0
 
 
 def _gate_on_attestation_store(chain: GitHubChain, env: dict[str, str], out: Path, sha: str) -> int:

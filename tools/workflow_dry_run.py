@@ -83,6 +83,8 @@ def _fill(word: str, previous: str, local: Local) -> list[str]:
         ("--sha", "$GITHUB_SHA"): [local.sha],
         ("--sha", "$CANDIDATE_SHA"): [local.sha],
         ("--summary", "$GITHUB_STEP_SUMMARY"): [str(local.out / "summary.md")],
+        ("--vsa", "verification-summary.intoto.jsonl"): [str(local.out / "verification-summary.intoto.jsonl")],
+        ("--release-tag", "$TAG"): ["dry-run"],
     }
     if (previous, word) in values:
         return values[(previous, word)]

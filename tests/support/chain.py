@@ -64,6 +64,8 @@ def write_policy(root: Path, app_source: Path, *, name: str = "policy.toml", **o
             f'platform_key = "{(keys / "platform.pem").as_posix()}"',
         'aggregate_key = "../.qualify/keys/aggregate.ed25519.pem"':
             f'aggregate_key = "{(keys / "aggregate.pem").as_posix()}"',
+        'verifier_key = "../.qualify/keys/verifier.ed25519.pem"':
+            f'verifier_key = "{(keys / "verifier.pem").as_posix()}"',
         'source = "../reference_app"': f'source = "{app_source.as_posix()}"',
         **overrides,
     }

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import Code
+from desktop_qualify.qualify_trust import add_to_keyring, generate_private_key
 from support.bundles import rewritten
 from support.evidence_factory import REPOSITORY, Evidence, make_evidence
 from support.github_emulator import DEFAULT_TOKEN, Asset, GitHubEmulator, Release
@@ -210,4 +211,56 @@ def test_a_hostile_bundle_is_a_read_back_rejection_not_an_environment_error(row:
     done = _readback(qualify, ev)
     assert done.status == 1, done.text
     assert code.value in done.out
+    assert "READBACK FAILED" in done.out
+
+
+# -- the gate's Verification Summary Attestations published beside the artifacts ---------------------------------
+
+
+def _summaries(tmp_path: Path, qualify: Any, ev: Evidence, *, artifact: Path | None = None) -> bytes:
+    """What release.yml attaches: `qualify verify --vsa` of the run, signed by the keyring's verifier key."""
+    key_path = ev.keys.keyring.parent / "keys" / "verifier.ed25519.pem"
+    if not key_path.exists():
+        add_to_keyring(ev.keys.keyring, "local-verifier", generate_private_key(key_path).public_key(), ["verifier"])
+    # The policy names the key by a path of its own; the bundle's policy must stay the auditor's, byte for byte.
+    text = ev.policy_path.read_text(encoding="utf-8")
+    if "verifier_key" not in text:
+        ev.policy_path.write_text(text.replace("\n[source]", f'verifier_key = "{key_path.as_posix()}"\n\n[source]'),
+                                  encoding="utf-8")
+        ev.write_aggregate()
+    out = tmp_path / "verification-summary.intoto.jsonl"
+    argv = ev.verify_argv("--vsa", str(out), artifacts=[artifact] if artifact else None)
+    qualify(argv)
+    return out.read_bytes()
+
+
+def test_a_release_with_the_gates_summaries_reads_back(tmp_path: Path, qualify: Any,
+                                                       emulator: GitHubEmulator) -> None:
+    ev = make_evidence(tmp_path / "run", committed_layout=True)
+    summaries = _summaries(tmp_path, qualify, ev)
+    bundle = tmp_path / "run.qualify-bundle.zip"
+    assert qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
+                    "--out", str(bundle)]).status == 0
+    _publish(emulator, [*_good_assets(ev, bundle), ("verification-summary.intoto.jsonl", summaries)],
+             tag_commit=ev.sha)
+    done = _readback(qualify, ev)
+    assert done.status == 0, done.text
+    assert "verification-summary.intoto.jsonl: 1 verification summaries" in done.out
+
+
+def test_a_failed_summary_published_beside_the_artifacts_is_refused(tmp_path: Path, qualify: Any,
+                                                                    emulator: GitHubEmulator) -> None:
+    ev = make_evidence(tmp_path / "run", committed_layout=True)
+    spoilt = tmp_path / ev.artifact_paths[0].name
+    spoilt.write_bytes(ev.artifact_paths[0].read_bytes() + b"\0")
+    summaries = _summaries(tmp_path, qualify, ev, artifact=spoilt)
+    bundle = tmp_path / "run.qualify-bundle.zip"
+    assert qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
+                    "--out", str(bundle)]).status == 0
+    _publish(emulator, [*_good_assets(ev, bundle), ("verification-summary.intoto.jsonl", summaries)],
+             tag_commit=ev.sha)
+    done = _readback(qualify, ev)
+    assert done.status == 1
+    # The FAILED summary names bytes the bundle never qualified: refused before its result is even read.
+    assert "QE_VSA_SUBJECT" in done.out
     assert "READBACK FAILED" in done.out

@@ -128,7 +128,14 @@ CHANGES: list[tuple[str, str, Change]] = [
     ("release only verifies, publishes, reads back", "publish without the read-back",
      lambda w, p: _job(w, "release.yml", "gate")["steps"].pop()),
     ("release only verifies, publishes, reads back", "no bundle attached",
-     lambda w, p: _job(w, "release.yml", "gate")["steps"].pop(-3)),
+     lambda w, p: _job(w, "release.yml", "gate")["steps"].remove(
+         _step(w, "release.yml", "gate", 'upload "$TAG" "evidence-bundle/'))),
+    ("release only verifies, publishes, reads back", "no summaries attached",
+     lambda w, p: _job(w, "release.yml", "gate")["steps"].remove(
+         _step(w, "release.yml", "gate", 'upload "$TAG" verification-summary'))),
+    ("release only verifies, publishes, reads back", "the gate's verify writes no summaries",
+     lambda w, p: _set(_step(w, "release.yml", "gate", "--vsa"), "run",
+                       _step(w, "release.yml", "gate", "--vsa")["run"].replace("--vsa", "--json"))),
     ("release only verifies, publishes, reads back", "no qualify readback after publishing",
      lambda w, p: _set(_job(w, "release.yml", "gate")["steps"][-1], "run",
                        _job(w, "release.yml", "gate")["steps"][-1]["run"].replace("qualify readback", "true"))),

@@ -31,8 +31,8 @@ LEAST: dict[tuple[str, str], dict[str, str]] = {
     **{("qualify.yml", p): {"contents": "read", "id-token": "write"} for p in PLATFORMS},
     # attestations: write on the aggregate job alone: it stores the statements it verified.
     ("qualify.yml", "aggregate"): {"contents": "read", "id-token": "write", "attestations": "write"},
-    # attestations: read for the read-back, which finds the published assets' statements by digest.
-    ("release.yml", "gate"): {"contents": "write", "actions": "read", "attestations": "read"},
+    # attestations: write for the gate's own VSAs (the read-back reads the store too); id-token: write to sign them.
+    ("release.yml", "gate"): {"contents": "write", "actions": "read", "attestations": "write", "id-token": "write"},
     ("ci.yml", "tests"): {"contents": "read"},
 }
 TRIGGERS = {
@@ -50,6 +50,8 @@ _EXPRESSION = re.compile(r"\$\{\{")
 _QUALIFY = re.compile(r"\bqualify\s+(produce|aggregate|verify|audit|keygen|schemas|bundle|readback)\b")
 # The one write besides publishing: the run's bundle, attached to the draft once it verified.
 ATTACH_BUNDLE = 'gh release upload "$TAG" "evidence-bundle/qualification-$CANDIDATE_SHA.qualify-bundle.zip"'
+# ... and the gate's signed Verification Summary Attestations, written by that verify.
+ATTACH_SUMMARIES = 'gh release upload "$TAG" verification-summary.intoto.jsonl'
 _POLICY_ARG = re.compile(r"--policy(?:\s+|=)(\S+)")
 
 
@@ -185,7 +187,8 @@ def release_only_verifies_publishes_reads_back(workflows: Workflows, _: Policy) 
     lines = [line for _, _, line in runs(workflows, "release.yml")]
     bad = [f"release.yml: runs qualify {m}" for line in lines for m in _QUALIFY.findall(line)
            if m not in ("verify", "readback")]
-    bad += [f"release.yml: writes with {line[:80]!r}" for line in lines if line != ATTACH_BUNDLE and
+    allowed = (ATTACH_BUNDLE, ATTACH_SUMMARIES)
+    bad += [f"release.yml: writes with {line[:80]!r}" for line in lines if line not in allowed and
             re.search(r"\bgh\s+(api|release\s+(create|upload|delete)|workflow|secret|variable)\b|\bgit\s+push\b",
                       line)]
     edits = [i for i, line in enumerate(lines) if re.search(r"\bgh\s+release\s+edit\b", line)]
@@ -197,6 +200,10 @@ def release_only_verifies_publishes_reads_back(workflows: Workflows, _: Policy) 
         bad.append("release.yml: publishes before it verifies")
     if len(attaches) != 1 or not verifies or not verifies[0] < attaches[0] < edits[0]:
         bad.append("release.yml: the run's bundle is attached once, after the verify and before the publish")
+    summaries = [i for i, line in enumerate(lines) if line == ATTACH_SUMMARIES]
+    writes_them = [i for i in verifies if "--vsa verification-summary.intoto.jsonl" in lines[i]]
+    if len(summaries) != 1 or not writes_them or not writes_them[0] < summaries[0] < edits[0]:
+        bad.append("release.yml: the gate's summaries are written by the verify and attached once before publishing")
     after = lines[edits[0] + 1:]
     if not (any("gh release download" in line for line in after) and any("qualify verify" in line for line in after)):
         bad.append("release.yml: does not read the published release back and verify it")

@@ -54,7 +54,8 @@ const policy = (who, from) => ({ subjectAlternativeName: exactly(who), extension
 // a shorter one, another repository, a tag ref, another OIDC issuer.
 // Every other job's identity too: no job's bundle passes for another's (one signer per platform).
 const othersFor = (san) => [
-  ['another workflow', policy(san.replace(/\/[^/@]+@/, '/release.yml@'), issuer)],
+  ['another workflow', policy(san.replace(/\/[^/@]+@/, san.includes('/release.yml@') ? '/qualify.yml@'
+    : '/release.yml@'), issuer)],
   ['SAN with a suffix', policy(`${san}-evil`, issuer)],
   ['SAN prefix only', policy(san.slice(0, san.lastIndexOf('@')), issuer)],
   ['another repository', policy(san.replace(/^(https:\/\/github\.com\/[^/]+\/[^/]+)/, '$1-evil'), issuer)],
