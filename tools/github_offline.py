@@ -159,7 +159,7 @@ def run(out: Path, work: Path) -> int:
         code = subprocess.run(args, env=env, cwd=out, check=False).returncode
         timings.append(("verify", time.monotonic() - started))
         if code == 0:
-            code = _after_the_gate(chain, env, out, sha, sans, timings)
+            code = _after_the_gate(chain, env, out, sha, sans=sans, timings=timings)
     finally:
         emulator.stop()
     for name, seconds in timings:
@@ -171,7 +171,7 @@ def run(out: Path, work: Path) -> int:
     return code
 
 
-def _after_the_gate(chain: GitHubChain, env: dict[str, str], out: Path, sha: str, sans: dict[str, str],
+def _after_the_gate(chain: GitHubChain, env: dict[str, str], out: Path, sha: str, *, sans: dict[str, str],
                     timings: list[tuple[str, float]]) -> int:
     """Once the gate passed: the same gate on what the attestation store hands back, then the gate's VSAs."""
     started = time.monotonic()
