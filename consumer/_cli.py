@@ -41,6 +41,7 @@ from ._freshness import check_candidate_is_main_head
 from ._html import render_audit_html
 from ._markdown import render_audit_markdown
 from ._render import render_audit_text, render_markdown, render_text
+from ._source_digest import check_source_digest
 
 _SHA = re.compile(GIT_SHA_PATTERN)
 # A keyring made now holds new keys: it can never verify evidence signed earlier, so keygen is no advice here.
@@ -84,6 +85,7 @@ def run_verify(args: argparse.Namespace) -> int:
             verdict, notes = verify_attested(policy, list(args.artifact), args.sha, os.environ)
         else:
             verdict, notes = _verify(policy, [args.evidence], list(args.artifact), args.sha), []
+        notes.append(check_source_digest(policy, verdict))
         notes.append(check_candidate_is_main_head(policy, verdict.sha, os.environ, verdict.findings))
         mode: Mode = "release-gate" if policy.sigstore is not None else "local-check"
         decision = decide(verdict, policy, policy_path=str(args.policy), mode=mode, notes=notes)
@@ -108,6 +110,7 @@ def _audit_one(policy: Policy, policy_path: str, folder: Path) -> AuditRun:
             raise
         verdict = Verdict(Expectations.from_policy(policy), verifier_for(policy))
         verdict.findings.add(Code.EVIDENCE_MISSING, f"{folder}: {exc.message}")
+    notes.append(check_source_digest(policy, verdict))
     return audit_run(folder, verdict, decide(verdict, policy, policy_path=policy_path, mode="audit", notes=notes))
 
 

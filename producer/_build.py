@@ -9,14 +9,11 @@ matches under an empty folder of the producer's (docs/app-contract.md).
 
 from __future__ import annotations
 
-import io
 import os
 import platform as _platform
 import re
 import shutil
-import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,14 +31,13 @@ from desktop_qualify.evidence_schemas import (
     installer_suffix,
     utc_now,
 )
-from desktop_qualify.qualify_archive import manifest_sha256, tree_manifest
+from desktop_qualify.qualify_archive import app_relative_path, export_committed_tree, tree_sha256
 from desktop_qualify.qualify_files import file_sha256, write_atomic
 
 from ._output_signing import sign_output
 from ._platform_signing import PlatformSigner, SigningOutcome
 from ._process import excerpt, run_bounded
 
-_MAX_SOURCE_ARCHIVE = 256 * 1024 * 1024
 _TOOL_TIMEOUT = 30
 _PLACEHOLDER = re.compile(r"\{([a-z]+)\}")
 
@@ -89,24 +85,10 @@ def expand(argv: Sequence[str], values: Mapping[str, str]) -> list[str]:
 def export_committed_source(repo: Path, sha: str, app_source: Path, dest: Path) -> Path:
     """Extract the app folder as committed at ``sha`` into ``dest``; return the app folder there."""
     try:
-        relative = app_source.resolve().relative_to(repo.resolve()).as_posix()
-    except ValueError as exc:
-        raise QualificationError(Code.BUILD_FAILED, f"{app_source} is outside the repository {repo}") from exc
-    done = subprocess.run(
-        ["git", "-C", str(repo), "archive", "--format=tar", sha, "--", relative],
-        capture_output=True, timeout=300, check=False, shell=False,
-    )
-    if done.returncode != 0 or len(done.stdout) > _MAX_SOURCE_ARCHIVE:
-        raise QualificationError(
-            Code.BUILD_FAILED, f"git archive of {relative} at {sha[:12]} failed: {excerpt(done.stderr, 300)}",
-            hint="the app source must be committed; the build never reads the work tree",
-        )
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tf:
-        tf.extractall(dest, filter="data")
-    app_dir = dest / relative
-    if not app_dir.is_dir():
-        raise QualificationError(Code.BUILD_FAILED, f"{relative} is not in commit {sha[:12]}")
-    return app_dir
+        relative = app_relative_path(repo, app_source)
+    except QualificationError as exc:
+        raise QualificationError(Code.BUILD_FAILED, exc.message) from exc
+    return export_committed_tree(repo, sha, relative, dest, code=Code.BUILD_FAILED)
 
 
 def build_environment(job_env: Mapping[str, str], build_info: Path, extra: Sequence[str] = (),
@@ -181,7 +163,7 @@ def build(*, repo: Path, sha: str, ref: str, app_source: Path, plan: BuildPlan, 
     started = time.monotonic()
     source_root = work / "source"
     app_dir = export_committed_source(repo, sha, app_source, source_root)
-    source_digest = manifest_sha256(tree_manifest(app_dir))
+    source_digest = tree_sha256(app_dir)
     build_info = work / "build_info.json"
     info = BuildInfo(build_sha=sha, built_at=started_at, source_ref=ref, platform=platform)
     write_atomic(build_info, info.model_dump_json().encode("utf-8") + b"\n")

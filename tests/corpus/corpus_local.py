@@ -22,6 +22,7 @@ from desktop_qualify.qualify_policy import host_platform
 from desktop_qualify.qualify_trust._dsse import pae
 from desktop_qualify.qualify_trust._envelope import sign_artifact_digest, sign_envelope
 from desktop_qualify.qualify_trust._keys import keyid_of
+from support.checkout import at_real_commit
 from support.evidence_factory import (
     OTHER_SHA,
     BytesEdit,
@@ -697,6 +698,20 @@ def artifact_signed_by(choice: str, *, over: str | None = None) -> Build:
         ev.write_platform(PlatformSpec(host(), edit=set_("signature", keyid=keyid_of(key.public_key()),
                                                           signature=sign_artifact_digest(signed, key))))
         rebind(ev)
+        return ev.verify_argv()
+
+    return build
+
+
+def at_commit_with_checkout(edit: PredicateEdit) -> Build:
+    """Single-platform evidence of a real commit, the policy inside its checkout, with ``edit`` re-signed.
+
+    The release gate recomputes the source digest from ``git archive`` of that commit in the checkout.
+    """
+
+    def build(tmp_path: Path) -> list[str]:
+        ev = make_evidence(tmp_path, committed_layout=True)
+        at_real_commit(ev, edit)
         return ev.verify_argv()
 
     return build

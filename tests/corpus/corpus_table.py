@@ -59,6 +59,7 @@ from corpus_local import (
     artifact_signed_by,
     artifact_unknown_file,
     at,
+    at_commit_with_checkout,
     big_payload_under_large_limit,
     candidate_other_sha,
     check,
@@ -752,6 +753,9 @@ CORPUS: list[Row] = [
     Row("arch-claims-arm64-of-an-x86-64-artifact", one(put("arch", "arm64")), C.BUILD_FAILED),
     Row("source-digest-differs-between-platforms",
         in_macos_of_three(put("build.source_digest", "a" * 64)), C.SHA_MISMATCH),
+    # One platform has nothing to compare its source digest with; the checkout the gate runs in does.
+    Row("source-digest-changed-one-platform-with-checkout",
+        at_commit_with_checkout(put("build.source_digest", "a" * 64)), C.SOURCE_DIGEST_MISMATCH),
     Row("build-passed-false", one(set_("build", passed=False)), C.BUILD_FAILED),
     Row("build-artifact-empty", one(put("build.artifact.size", 0)), C.BUILD_FAILED),
     Row("build-artifact-named-for-another-platform",
