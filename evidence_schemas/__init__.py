@@ -61,6 +61,8 @@ from ._predicates import AggregatedPlatform, AggregatePredicate, PlatformPredica
 from ._records import (
     ArtifactRef,
     BuildRecord,
+    BuildReproduction,
+    BuildVariation,
     InstalledFile,
     InstallRecord,
     JourneyRecord,
@@ -140,6 +142,8 @@ __all__ = [
     "AuditRun",
     "AuditTotals",
     "BuildRecord",
+    "BuildReproduction",
+    "BuildVariation",
     "Cell",
     "Check",
     "CheckCell",

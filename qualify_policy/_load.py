@@ -91,6 +91,12 @@ class Policy:
         return None
 
     @property
+    def reproducible_platforms(self) -> frozenset[Platform]:
+        """The platforms whose build the policy requires to reproduce (``host`` resolved to this machine's)."""
+        return frozenset(host_platform() if choice == "host" else choice
+                         for choice in self.file.reproducible.required)
+
+    @property
     def ed25519(self) -> Ed25519Trust:
         trust = self.file.trust
         if not isinstance(trust, Ed25519Trust):

@@ -89,6 +89,13 @@ class PlatformPolicy(Record):
     required: list[PlatformChoice] = Field(min_length=1, max_length=3)
 
 
+class ReproduciblePolicy(Record):
+    """Platforms whose build must reproduce: the producer builds twice under varied conditions (another folder,
+    ``TMPDIR``, ``HOME``, umask, locale, time zone, a later time) and both builds must give one digest."""
+
+    required: list[PlatformChoice] = Field(default_factory=list, max_length=3)
+
+
 class StepExpectation(Record):
     """What one required journey step must show: the policy's, never the app's, idea of the step.
 
@@ -166,6 +173,8 @@ class PolicyFile(Record):
     isolation: IsolationPolicy | None = None
     signing: SigningPolicy
     limits: LimitsPolicy
+    # Optional: without it no platform's build is required to reproduce.
+    reproducible: ReproduciblePolicy = Field(default_factory=ReproduciblePolicy)
 
     @model_validator(mode="after")
     def _codes_match_the_apps_pattern(self) -> PolicyFile:

@@ -39,6 +39,8 @@ class Expectations:
     probe_checks: tuple[str, ...]
     displays: Mapping[str, DisplayKind]
     code_pattern: str
+    # The platforms whose build must reproduce ([reproducible] required, host resolved).
+    reproducible: frozenset[str] = frozenset()
 
     @property
     def mode(self) -> Literal["local", "github"]:
@@ -86,4 +88,5 @@ class Expectations:
             probe_checks=tuple(app.probe.require),
             displays=MappingProxyType({p: app.display.kind(p) for p in platforms}),
             code_pattern=app.codes.pattern,
+            reproducible=frozenset(policy.reproducible_platforms),
         )

@@ -715,3 +715,30 @@ def at_commit_with_checkout(edit: PredicateEdit) -> Build:
         return ev.verify_argv()
 
     return build
+
+
+def reproduced_as(*, first: str | None = None, second: str | None = None, reproduced: bool = True) -> PredicateEdit:
+    """A second build in the build record: both digests the artifact's unless given, and its ``reproduced`` flag."""
+
+    def apply(pred: dict[str, Any]) -> None:
+        digest = pred["build"]["artifact"]["sha256"]
+        pred["build"]["reproduction"] = {
+            "first_sha256": first or digest, "second_sha256": second or digest, "second_size": 1,
+            "variations": [{"name": "umask", "first": "0022", "second": "0002"},
+                           {"name": "locale", "first": "C.UTF-8", "second": "fr_CH.UTF-8"}],
+            "reproduced": reproduced, "duration_ms": 1}
+
+    return apply
+
+
+def reproducible_required(edit: PredicateEdit | None) -> Build:
+    """The host chain under a policy whose [reproducible] requires the host's build to reproduce."""
+
+    def build(tmp_path: Path) -> list[str]:
+        ev = make_evidence(tmp_path, platforms=[PlatformSpec(host(), edit=edit)])
+        with ev.policy_path.open("a", encoding="utf-8") as policy:
+            policy.write('\n[reproducible]\nrequired = ["host"]\n')
+        ev.write_aggregate()  # bound to the policy as it now is
+        return ev.verify_argv()
+
+    return build
