@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._cli import main, run_audit, run_bundle, run_verify
     from ._decide import decide
     from ._readback import run_readback
+    from ._rebuild_input import QualifiedRun, qualified_run
 
 _LAZY = {
     "decide": "._decide",
@@ -25,10 +26,14 @@ _LAZY = {
     # Read-back reaches GitHub: PyGithub loads for it alone.
     "run_readback": "._readback",
     "run_verify": "._cli",
+    # qualify rebuild: the verified run it rebuilds.
+    "QualifiedRun": "._rebuild_input",
+    "qualified_run": "._rebuild_input",
 }
 
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
-__all__ = ["build_audit_parser", "build_bundle_parser", "build_readback_parser", "build_verify_parser", "decide",
-           "main", "run_audit", "run_bundle", "run_readback", "run_verify"]
+__all__ = ["QualifiedRun", "build_audit_parser", "build_bundle_parser", "build_readback_parser",
+           "build_verify_parser", "decide", "main", "qualified_run", "run_audit", "run_bundle", "run_readback",
+           "run_verify"]

@@ -8,6 +8,7 @@ statement again at that commit, with the source digest the commit really has unl
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -21,17 +22,22 @@ _GIT = ["git", "-c", "user.name=qualify-tests", "-c", "user.email=tests@desktop-
         "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
 
 
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run([*_GIT, "-C", str(root), *args], capture_output=True, text=True, check=True)
+def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run([*_GIT, "-C", str(root), *args], capture_output=True, text=True, check=True,
+                          env={**os.environ, **(env or {})})
     return done.stdout.strip()
 
 
-def commit_all(root: Path, message: str = "app") -> str:
-    """Commit everything under ``root`` (a repository made on first use); return the commit."""
+def commit_all(root: Path, message: str = "app", *, date: str | None = None) -> str:
+    """Commit everything under ``root`` (a repository made on first use); return the commit.
+
+    ``date``: the commit's time (git's date format), for two commits of one time.
+    """
     if not (root / ".git").exists():
         git(root, "init", "-q")
     git(root, "add", "-A")
-    git(root, "commit", "-q", "--allow-empty", "-m", message)
+    dated = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else None
+    git(root, "commit", "-q", "--allow-empty", "-m", message, env=dated)
     return git(root, "rev-parse", "HEAD")
 
 
