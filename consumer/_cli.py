@@ -40,6 +40,7 @@ from ._decide import Mode, decide
 from ._freshness import check_candidate_is_main_head
 from ._html import render_audit_html
 from ._markdown import render_audit_markdown
+from ._rebuilds import attach_rebuilds
 from ._render import render_audit_text, render_markdown, render_text
 from ._source_digest import check_source_digest
 
@@ -121,12 +122,16 @@ def run_audit(args: argparse.Namespace) -> int:
             raise QualificationError(Code.USAGE, "nothing to audit: name --evidence folders, --bundle files, or both")
         require_inputs("--evidence", args.evidence, "folder")
         require_inputs("--bundle", args.bundle, "file")
+        require_inputs("--rebuild", args.rebuild, "file")
         distinct_outputs([("--json", args.json), ("--html", args.html), ("--markdown", args.markdown)])
         policy = _load(args.policy, args.root)
         runs = [_audit_one(policy, str(args.policy), folder) for folder in args.evidence]
         if args.bundle:
             runs += audit_bundles(list(args.bundle), policy, progress=terminal_progress())
+        runs, rebuild_notes = attach_rebuilds(runs, list(args.rebuild))
         report = audit_report(policy, str(args.policy), runs)
+        if rebuild_notes:
+            report = report.model_copy(update={"notes": [*report.notes, *rebuild_notes]})
         if args.json:
             write_output(args.json, report.model_dump_json(indent=2).encode() + b"\n")
         if args.html:

@@ -58,6 +58,7 @@ from ._naming import (
 )
 from ._parse import parse_envelope, parse_statement, validate_model
 from ._predicates import AggregatedPlatform, AggregatePredicate, PlatformPredicate, RunIdentity
+from ._rebuild import REBUILD_PREDICATE_TYPE, RebuildPredicate, RebuildSeen, RebuildStatement
 from ._records import (
     ArtifactRef,
     BuildRecord,
@@ -116,6 +117,10 @@ __all__ = [
     "DisplayKind",
     "InstallerKind",
     "AGGREGATE_PREDICATE_TYPE",
+    "REBUILD_PREDICATE_TYPE",
+    "RebuildPredicate",
+    "RebuildSeen",
+    "RebuildStatement",
     "IN_TOTO_PAYLOAD_TYPE",
     "IN_TOTO_STATEMENT_TYPE",
     "GIT_SHA_PATTERN",

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from ._limits import MAX_AUDIT_RUNS, MAX_LIST
 from ._predicates import RunIdentity
+from ._rebuild import RebuildSeen
 from ._records import ArtifactRef
 from ._types import (
     AppCode,
@@ -172,6 +173,9 @@ class AuditRun(LateRecord):
     evidence_policy_sha256: Sha256Hex | None
     platforms: list[PlatformChecks] = Field(max_length=8)
     decision: ConsumerDecision
+    # Rebuild attestations (qualify audit --rebuild) whose commit, run and artifact are this run's: shown beside
+    # it, signed by their rebuilder's key; they never change the decision.
+    rebuilds: list[RebuildSeen] = Field(default_factory=list, max_length=MAX_LIST)
 
 
 class AuditReport(LateRecord):

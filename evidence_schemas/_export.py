@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from ._app_contract import AppJourneyRecord, AppProbeRecord, BuildInfo
 from ._bundle import BundleManifest
 from ._decision import AuditReport, ConsumerDecision
+from ._rebuild import RebuildStatement
 from ._records import (
     BuildRecord,
     InstallRecord,
@@ -32,6 +33,8 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "install-record": InstallRecord,
     "launch-probe-record": LaunchProbeRecord,
     "journey-record": JourneyRecord,
+    # qualify rebuild --attest: the rebuilder's signed statement.
+    "rebuild-statement": RebuildStatement,
     # The app contract (docs/app-contract.md): what an app reads and writes.
     "app-build-info": BuildInfo,
     "app-probe-record": AppProbeRecord,

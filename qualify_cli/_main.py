@@ -91,6 +91,10 @@ def build_parser() -> ArgumentParser:
                          help="the qualified artifact file, to name the first differing member (default: "
                               "artifacts/ beside the evidence folder)")
     rebuild.add_argument("--keep", type=Path, help="copy the rebuilt output into this folder")
+    rebuild.add_argument("--attest", type=Path,
+                         help="write the result as a rebuild attestation (a statement signed by --key) to this file, "
+                              "replacing it; - for standard output")
+    rebuild.add_argument("--key", type=Path, help="the rebuilder's own Ed25519 private key (PEM) that signs --attest")
     keygen = sub.add_parser("keygen", help="create this machine's local Ed25519 keys")
     keygen.add_argument("--policy", type=Path, required=True,
                         help="the local policy whose keyring and key paths are created (inside the repository only)")

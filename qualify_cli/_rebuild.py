@@ -18,6 +18,10 @@ first differing member is named, ``QE_REBUILD_MISMATCH``), the checkout's
 source is not the one the build used (``QE_SOURCE_DIGEST_MISMATCH``), or the
 evidence does not qualify. Exit 2: the build cannot run here (another
 platform, a missing tool, no unsigned digest to compare with).
+
+``--attest FILE --key PEM`` writes the result as a signed statement of its
+own (a rebuild attestation, by the rebuilder's local Ed25519 key), which
+``qualify audit --rebuild FILE`` shows beside the run it rebuilt.
 """
 
 from __future__ import annotations
@@ -28,9 +32,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import Code, PlatformPredicate, QualificationError
+from desktop_qualify.evidence_schemas import (
+    IN_TOTO_STATEMENT_TYPE,
+    REBUILD_PREDICATE_TYPE,
+    Code,
+    DigestSet,
+    PlatformPredicate,
+    QualificationError,
+    RebuildPredicate,
+    RebuildStatement,
+    Subject,
+    canonical_bytes,
+    utc_now,
+)
 from desktop_qualify.qualify_archive import first_difference
-from desktop_qualify.qualify_files import file_sha256
+from desktop_qualify.qualify_files import file_sha256, write_output
 from desktop_qualify.qualify_policy import host_platform, load_policy
 from desktop_qualify.qualify_runtime import (
     EXIT_OK,
@@ -39,6 +55,7 @@ from desktop_qualify.qualify_runtime import (
     require_inputs,
     terminal_safe,
 )
+from desktop_qualify.qualify_trust import load_private_key, public_key_text, sign_self_signed
 
 from desktop_qualify import consumer, producer
 
@@ -77,6 +94,10 @@ def run_rebuild(args: argparse.Namespace) -> int:
         require_inputs("--evidence", [args.evidence], "folder")
         require_inputs("--bundle", [args.bundle], "file")
         require_inputs("--artifact", [args.artifact], "file")
+        require_inputs("--key", [args.key], "file")
+        if (args.attest is None) != (args.key is None):
+            raise QualificationError(Code.USAGE, "--attest FILE and --key PEM go together: the attestation is "
+                                                 "signed by the rebuilder's own key")
         policy = load_policy(args.policy, args.root)
         with consumer.qualified_run(policy, evidence=args.evidence, bundle=args.bundle) as run:
             return _rebuild(args, run)
@@ -96,27 +117,43 @@ def _rebuild(args: argparse.Namespace, run: consumer.QualifiedRun) -> int:
     if not mine:
         built = ", ".join(vp.platform for vp in verdict.platforms)
         raise QualificationError(Code.ENVIRONMENT, f"the run has no {here} build to rebuild here (it built {built})")
-    statement = mine[0].statement
-    record = statement.predicate.build
-    expected, what = compared_digest(statement.predicate)
+    predicate = mine[0].statement.predicate
+    record = predicate.build
+    expected, what = compared_digest(predicate)
+    key = load_private_key(args.key) if args.key is not None else None  # a bad key fails before the build
     _say(f"rebuilding {record.artifact.name} of {verdict.sha} from {run.app_source} ...")
+    difference: str | None = None
     with tempfile.TemporaryDirectory(prefix="qualify-rebuild-") as scratch:
         rebuilt = producer.rebuild(run.policy, app_source=run.app_source, sha=verdict.sha,
-                                   ref=statement.predicate.source_gate.ref, platform=here, work=Path(scratch))
+                                   ref=predicate.source_gate.ref, platform=here, work=Path(scratch))
         if args.keep is not None:
             args.keep.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(rebuilt.output, args.keep / rebuilt.output.name)
         if rebuilt.source_digest != record.source_digest:
-            _say(f"{Code.SOURCE_DIGEST_MISMATCH.value}: git archive of the checkout at {verdict.sha[:12]} gives "
-                 f"source digest {rebuilt.source_digest}, the build recorded {record.source_digest}")
-            return EXIT_REJECTED
+            difference = (f"{Code.SOURCE_DIGEST_MISMATCH.value}: git archive of the checkout at {verdict.sha[:12]} "
+                          f"gives source digest {rebuilt.source_digest}, the build recorded {record.source_digest}")
+        elif rebuilt.sha256 != expected:
+            qualified = _qualified_file(args.artifact, run, record.artifact.name, record.artifact.sha256)
+            where = (first_difference(qualified, rebuilt.output) if qualified is not None else
+                     "not named: give --artifact, the qualified artifact file, to compare member by member")
+            difference = (f"{Code.REBUILD_MISMATCH.value}: the rebuilt output sha256 {rebuilt.sha256} is not {what} "
+                          f"({expected}); first difference: {where}")
+    if difference is None:
         _say(f"source digest {rebuilt.source_digest}: the build's")
-        if rebuilt.sha256 == expected:
-            _say(f"REBUILT: {rebuilt.output.name} sha256 {rebuilt.sha256} is {what}")
-            return EXIT_OK
-        qualified = _qualified_file(args.artifact, run, record.artifact.name, record.artifact.sha256)
-        where = (first_difference(qualified, rebuilt.output) if qualified is not None else
-                 "not named: give --artifact, the qualified artifact file, to compare member by member")
-    _say(f"{Code.REBUILD_MISMATCH.value}: the rebuilt output sha256 {rebuilt.sha256} is not {what} ({expected}); "
-         f"first difference: {where}")
-    return EXIT_REJECTED
+        _say(f"REBUILT: {rebuilt.output.name} sha256 {rebuilt.sha256} is {what}")
+    else:
+        _say(difference)
+    if args.attest is not None and key is not None:
+        statement = RebuildStatement(
+            type_=IN_TOTO_STATEMENT_TYPE,
+            subject=[Subject(name=record.artifact.name, digest=DigestSet(sha256=record.artifact.sha256))],
+            predicateType=REBUILD_PREDICATE_TYPE,
+            predicate=RebuildPredicate(
+                commit=verdict.sha, platform=here, run_id=predicate.run.run_id, attempt=predicate.run.attempt,
+                artifact=record.artifact, expected_sha256=expected, rebuilt_sha256=rebuilt.sha256,
+                rebuilt_size=rebuilt.size, source_digest=rebuilt.source_digest, matches=difference is None,
+                first_difference=None if difference is None else difference[:4000], tools=rebuilt.tools,
+                rebuilt_at=utc_now(), rebuilder_public_key=public_key_text(key)))
+        write_output(args.attest, sign_self_signed(canonical_bytes(statement), key))
+        _say(f"wrote the rebuild attestation {args.attest}")
+    return EXIT_OK if difference is None else EXIT_REJECTED

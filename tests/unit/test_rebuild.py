@@ -8,6 +8,8 @@ built other source than it claims would sign) is refused, and the member that di
 
 from __future__ import annotations
 
+import base64
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,8 @@ from desktop_qualify.producer._build import BuildPlan, build
 from desktop_qualify.producer._platform_signing import NoPlatformSigner
 from desktop_qualify.qualify_cli._rebuild import compared_digest
 from desktop_qualify.qualify_policy import host_platform
+from desktop_qualify.qualify_trust import generate_private_key, verify_rebuild_attestation
+from desktop_qualify.qualify_trust._keys import keyid_of
 from support.checkout import commit_all, git
 from support.evidence_factory import Evidence, PlatformSpec, artifact_name, make_evidence
 
@@ -180,3 +184,40 @@ def test_an_os_signed_artifact_is_compared_by_its_unsigned_build_digest(
     reproduced = signed.model_copy(update={"build": signed.build.model_copy(update={"reproduction": repro})})
     assert compared_digest(reproduced) == (first, "the qualified build's output before OS signing")
     assert compared_digest(predicate)[0] == predicate.build.artifact.sha256
+
+
+def test_the_result_as_a_signed_attestation_shown_by_audit_beside_the_run(
+        qualified: tuple[Evidence, Path, str], qualify: Any, tmp_path: Path) -> None:
+    ev, _, sha = qualified
+    key = generate_private_key(tmp_path / "rebuilder.pem")
+    attestation = tmp_path / "rebuild.dsse.json"
+    result = _rebuild(qualify, ev, "--attest", str(attestation), "--key", str(tmp_path / "rebuilder.pem"))
+    assert result.status == 0, result.text
+    statement, keyid = verify_rebuild_attestation(attestation.read_bytes(), what="attestation")
+    assert keyid == keyid_of(key.public_key())
+    assert (statement.predicate.commit, statement.predicate.matches) == (sha, True)
+    assert statement.subject[0].digest.sha256 == ev.platforms[0].predicate.build.artifact.sha256  # type: ignore[union-attr]
+
+    # A byte changed in the signed payload: the signature no longer verifies, and the audit says so.
+    envelope = json.loads(attestation.read_text())
+    payload = base64.b64decode(envelope["payload"])
+    envelope["payload"] = base64.b64encode(payload.replace(b'"rebuilt_size":', b'"rebuilt_size":1')).decode()
+    forged = tmp_path / "forged.dsse.json"
+    forged.write_text(json.dumps(envelope))
+    report = tmp_path / "audit.json"
+    audit = qualify(["audit", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
+                     "--rebuild", str(attestation), str(forged), "--json", str(report)])
+    assert audit.status == 0, audit.text
+    assert f"rebuild attestation {attestation} by key {keyid[:16]} (the rebuilder's own key" in audit.text
+    assert "the rebuilt bytes equal the qualified ones" in audit.text
+    data = json.loads(report.read_text())
+    (seen,) = data["runs"][0]["rebuilds"]
+    assert (seen["rebuilder_keyid"], seen["matches"], seen["commit"]) == (keyid, True, sha)
+    assert any(note.startswith(f"rebuild attestation {forged} refused: QE_SIGNATURE_INVALID") for note in data["notes"])
+
+
+def test_attest_needs_the_rebuilders_key(qualified: tuple[Evidence, Path, str], qualify: Any, tmp_path: Path) -> None:
+    ev, _, _ = qualified
+    result = _rebuild(qualify, ev, "--attest", str(tmp_path / "a.json"))
+    assert result.status == 2
+    assert "QE_USAGE" in result.text
