@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ._cli import main, run_audit, run_bundle, run_verify
     from ._decide import decide
     from ._readback import run_readback
+    from ._rebuild_input import QualifiedRun, qualified_run
     from ._verify_vsa import run_verify_vsa
     from ._vsa import SummaryWriter, summary_statements
 
@@ -37,11 +38,14 @@ _LAZY = {
     "run_readback": "._readback",
     "run_verify": "._cli",
     "run_verify_vsa": "._verify_vsa",
+    # qualify rebuild: the verified run it rebuilds.
+    "QualifiedRun": "._rebuild_input",
+    "qualified_run": "._rebuild_input",
 }
 
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
-__all__ = ["SummaryWriter", "build_audit_parser", "build_bundle_parser", "build_readback_parser", "build_verify_parser",
-           "build_verify_vsa_parser", "decide", "main", "run_audit", "run_bundle", "run_readback", "run_verify",
-           "run_verify_vsa", "summary_statements"]
+__all__ = ["QualifiedRun", "SummaryWriter", "build_audit_parser", "build_bundle_parser", "build_readback_parser",
+           "build_verify_parser", "build_verify_vsa_parser", "decide", "main", "qualified_run", "run_audit",
+           "run_bundle", "run_readback", "run_verify", "run_verify_vsa", "summary_statements"]

@@ -49,6 +49,9 @@ def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argpars
     parser.add_argument("--evidence", type=Path, nargs="+", default=[], help="one folder per run (one or more)")
     parser.add_argument("--bundle", type=Path, nargs="+", default=[],
                         help="qualification bundles (*.qualify-bundle.zip), each judged under its own policy")
+    parser.add_argument("--rebuild", type=Path, nargs="+", default=[],
+                        help="rebuild attestations (qualify rebuild --attest), each shown beside the run it rebuilt "
+                             "once its signature verifies; they never change a decision")
     parser.add_argument("--json", type=Path, help=_OUT.format("the audit report (JSON)"))
     parser.add_argument("--html", type=Path,
                         help=_OUT.format("the report as one self-contained HTML page"))

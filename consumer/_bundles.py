@@ -14,15 +14,16 @@ read is a rejected run, never the end of the audit.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
 from desktop_qualify.evidence_schemas import AuditRun, Code, QualificationError
-from desktop_qualify.qualify_bundle import open_bundle
+from desktop_qualify.qualify_bundle import OpenedBundle, open_bundle
 from desktop_qualify.qualify_policy import Policy, load_policy
 from desktop_qualify.qualify_trust import Keyring, verifier_for
 from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
@@ -32,7 +33,7 @@ from ._audit import audit_run
 from ._decide import decide
 from ._vsa import summary_statements
 
-__all__ = ["Anchor", "anchor_for", "audit_bundle", "audit_bundles", "terminal_progress"]
+__all__ = ["Anchor", "anchor_for", "audit_bundle", "audit_bundles", "terminal_progress", "verified_bundle"]
 
 
 def _run_commit(verdict: Verdict) -> str | None:
@@ -62,7 +63,13 @@ def audit_bundle_summarised(source: Path, anchor: Anchor, workspace: Path, *,
         raise
 
 
-def _audit_bundle(source: Path, anchor: Anchor, workspace: Path, summarise: bool) -> tuple[AuditRun, list[bytes]]:
+@contextlib.contextmanager
+def verified_bundle(source: Path, anchor: Anchor, workspace: Path) -> Iterator[tuple[OpenedBundle, Policy, Verdict,
+                                                                                      list[str]]]:
+    """The bundle opened, its own policy anchored to the auditor's, its evidence verified under it, and notes.
+
+    Shared by the audit and ``qualify rebuild``: a bundle is believed no further than this anchors it.
+    """
     notes = [f"audit of bundle {source}: its own policy and trust root, anchored to the auditor's; "
              "candidate files not checked; head of main not required"]
     with open_bundle(source, workspace) as opened:
@@ -75,17 +82,21 @@ def _audit_bundle(source: Path, anchor: Anchor, workspace: Path, summarise: bool
                                                                     f"{policy.file.trust.mode}")
         verdict = verify_release(policy, [opened.evidence_dir], None)
         # Anchored only now: the commit whose policy counts is the one the verified statements name.
-        # The commit whose history anchored the bundle's policy: the summary's policy URI may name it.
-        committed_at = None
         if is_auditors(policy, anchor):
             notes.append("policy anchored: byte-identical to the auditor's --policy")
         else:
             notes.append(check_policy_at(policy, anchor, source, _run_commit(verdict)))
-            committed_at = _run_commit(verdict)
         keyids = (frozenset(Keyring.load(policy.resolve(policy.ed25519.keyring)).keys)
                   if policy.sigstore is None else None)
         notes.append(differences(policy, anchor, keyids))
         notes.append(f"bundle sha256 {opened.sha256}")
+        yield opened, policy, verdict, notes
+
+
+def _audit_bundle(source: Path, anchor: Anchor, workspace: Path, summarise: bool) -> tuple[AuditRun, list[bytes]]:
+    with verified_bundle(source, anchor, workspace) as (opened, policy, verdict, notes):
+        # The commit whose history anchored the bundle's policy: the summary's policy URI may name it.
+        committed_at = None if is_auditors(policy, anchor) else _run_commit(verdict)
         # Resolved as policy.resolve() resolves: a temp folder behind a symlink (macOS /var) must still match.
         root = opened.root.resolve()
 

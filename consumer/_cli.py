@@ -40,7 +40,9 @@ from ._decide import Mode, decide
 from ._freshness import check_candidate_is_main_head
 from ._html import render_audit_html
 from ._markdown import render_audit_markdown
+from ._rebuilds import attach_rebuilds
 from ._render import render_audit_text, render_markdown, render_text
+from ._source_digest import check_source_digest
 from ._vsa import SummaryWriter, check_release_tag, summary_statements
 
 _SHA = re.compile(GIT_SHA_PATTERN)
@@ -88,6 +90,7 @@ def run_verify(args: argparse.Namespace) -> int:
             verdict, notes = verify_attested(policy, list(args.artifact), args.sha, os.environ)
         else:
             verdict, notes = _verify(policy, [args.evidence], list(args.artifact), args.sha), []
+        notes.append(check_source_digest(policy, verdict))
         notes.append(check_candidate_is_main_head(policy, verdict.sha, os.environ, verdict.findings))
         mode: Mode = "release-gate" if policy.sigstore is not None else "local-check"
         decision = decide(verdict, policy, policy_path=str(args.policy), mode=mode, notes=notes)
@@ -127,6 +130,7 @@ def _audit_one(policy: Policy, policy_path: str, folder: Path,
             raise
         verdict = Verdict(Expectations.from_policy(policy), verifier_for(policy))
         verdict.findings.add(Code.EVIDENCE_MISSING, f"{folder}: {exc.message}")
+    notes.append(check_source_digest(policy, verdict))
     decision = decide(verdict, policy, policy_path=policy_path, mode="audit", notes=notes)
     if summaries is not None:
         summaries += summary_statements(verdict, policy, decision)
@@ -141,6 +145,7 @@ def run_audit(args: argparse.Namespace) -> int:
             raise QualificationError(Code.USAGE, "nothing to audit: name --evidence folders, --bundle files, or both")
         require_inputs("--evidence", args.evidence, "folder")
         require_inputs("--bundle", args.bundle, "file")
+        require_inputs("--rebuild", args.rebuild, "file")
         distinct_outputs([("--json", args.json), ("--html", args.html), ("--markdown", args.markdown),
                           ("--vsa", args.vsa)])
         policy = _load(args.policy, args.root)
@@ -149,7 +154,10 @@ def run_audit(args: argparse.Namespace) -> int:
         runs = [_audit_one(policy, str(args.policy), folder, statements) for folder in args.evidence]
         if args.bundle:
             runs += audit_bundles(list(args.bundle), policy, progress=terminal_progress(), summaries=statements)
+        runs, rebuild_notes = attach_rebuilds(runs, list(args.rebuild))
         report = audit_report(policy, str(args.policy), runs)
+        if rebuild_notes:
+            report = report.model_copy(update={"notes": [*report.notes, *rebuild_notes]})
         if args.json:
             write_output(args.json, report.model_dump_json(indent=2).encode() + b"\n")
         if args.html:

@@ -17,6 +17,7 @@ from html import escape
 
 from desktop_qualify.evidence_schemas import AuditReport, AuditRun, Cell, PlatformChecks
 
+from ._rebuilds import rebuild_line
 from ._render import (
     CHECK_LABELS,
     SUMMARY_COLUMNS,
@@ -180,6 +181,7 @@ def _run(n: int, run: AuditRun) -> list[str]:
            "<h3>Artifacts</h3>", *_artifacts(run.platforms),
            f"<h3>Reasons ({_e(', '.join(reason_codes(d)) or 'none')})</h3>", *_reasons(run)]
     out += [f"<p class='meta'>Note: {_e(note)}</p>" for note in d.notes]
+    out += [f"<p class='meta'>{_e(rebuild_line(seen))}</p>" for seen in run.rebuilds]
     return [*out, "</section>"]
 
 

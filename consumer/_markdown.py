@@ -10,6 +10,7 @@ from desktop_qualify.evidence_schemas import AuditReport, AuditRun, CheckCell, P
 
 from ._escape import md_code as _code
 from ._escape import md_text as _md
+from ._rebuilds import rebuild_line
 from ._render import (
     CHECK_LABELS,
     SUMMARY_COLUMNS,
@@ -83,6 +84,7 @@ def _run(n: int, run: AuditRun) -> list[str]:
         line = f"{_code(r.code.value)}{f' ({r.platform})' if r.platform else ''}: {_md(r.message)}"
         out.append(f"- {line}" if r.cause == "root" else f"  - which leaves {line}")
     out += [f"- note: {_md(note)}" for note in d.notes]
+    out += [f"- {_md(rebuild_line(seen))}" for seen in run.rebuilds]
     return [*out, ""]
 
 

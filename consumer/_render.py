@@ -23,6 +23,7 @@ from desktop_qualify.evidence_schemas import (
 )
 
 from ._escape import md_code, md_text, terminal_field
+from ._rebuilds import rebuild_line
 
 _STAGES = ("gate", "build", "signature", "install", "probe", "journey", "candidate")
 _COLUMNS = ("platform", "artifact", "sha256", *_STAGES)
@@ -124,7 +125,9 @@ def render_audit_text(report: AuditReport) -> str:
     summary = _aligned([["#", *SUMMARY_COLUMNS], *([str(n), *map(_t, summary_cells(run))]
                                                   for n, run in enumerate(report.runs, 1))])
     parts = ["runs, by run time:\n", *(f"{line}\n" for line in summary), "\n"]
-    parts += [f"== {_t(run.evidence)}\n{render_text(run.decision)}" for run in report.runs]
+    for run in report.runs:
+        parts.append(f"== {_t(run.evidence)}\n{render_text(run.decision)}")
+        parts += [f"{_t(rebuild_line(seen))}\n" for seen in run.rebuilds]
     parts.append(totals_line(report) + "\n")
     parts += [f"note: {_t(note)}\n" for note in report.notes]
     return "".join(parts)

@@ -69,9 +69,12 @@ from ._provenance import (
     local_builder_id,
     provenance_statement,
 )
+from ._rebuild import REBUILD_PREDICATE_TYPE, RebuildPredicate, RebuildSeen, RebuildStatement
 from ._records import (
     ArtifactRef,
     BuildRecord,
+    BuildReproduction,
+    BuildVariation,
     InstalledFile,
     InstallRecord,
     JourneyRecord,
@@ -145,6 +148,10 @@ __all__ = [
     "DisplayKind",
     "InstallerKind",
     "AGGREGATE_PREDICATE_TYPE",
+    "REBUILD_PREDICATE_TYPE",
+    "RebuildPredicate",
+    "RebuildSeen",
+    "RebuildStatement",
     "IN_TOTO_PAYLOAD_TYPE",
     "IN_TOTO_STATEMENT_TYPE",
     "GIT_SHA_PATTERN",
@@ -171,6 +178,8 @@ __all__ = [
     "AuditRun",
     "AuditTotals",
     "BuildRecord",
+    "BuildReproduction",
+    "BuildVariation",
     "Cell",
     "Check",
     "CheckCell",

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from ._limits import MAX_AUDIT_RUNS, MAX_LIST
 from ._predicates import RunIdentity
+from ._rebuild import RebuildSeen
 from ._records import ArtifactRef
 from ._types import (
     AppCode,
@@ -247,6 +248,9 @@ class AuditRun(LateRecord):
     """The run's matrix: one column per platform."""
     decision: ConsumerDecision
     """The decision on the run, as the consumer writes it."""
+    # Rebuild attestations (qualify audit --rebuild) whose commit, run and artifact are this run's: shown beside
+    # it, signed by their rebuilder's key; they never change the decision.
+    rebuilds: list[RebuildSeen] = Field(default_factory=list, max_length=MAX_LIST)
 
 
 class AuditReport(LateRecord):

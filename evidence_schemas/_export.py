@@ -11,6 +11,7 @@ from ._bundle import BundleManifest
 from ._decision import AuditReport, ConsumerDecision
 from ._field_docs import DescribedFields
 from ._provenance import ProvenanceStatement
+from ._rebuild import RebuildStatement
 from ._records import (
     BuildRecord,
     InstallRecord,
@@ -36,6 +37,8 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "install-record": InstallRecord,
     "launch-probe-record": LaunchProbeRecord,
     "journey-record": JourneyRecord,
+    # qualify rebuild --attest: the rebuilder's signed statement.
+    "rebuild-statement": RebuildStatement,
     # The app contract (docs/app-contract.md): what an app reads and writes.
     "app-build-info": BuildInfo,
     "app-probe-record": AppProbeRecord,

@@ -87,6 +87,35 @@ class ArtifactRef(Record):
     """The SHA-256 of its bytes."""
 
 
+# What the second build of a reproducibility check changed (reprotest's variations that apply to a build run
+# by the producer): the source's folder, TMPDIR, HOME, the umask, the locale, the time zone, and the time.
+VariationName = Literal["build-path", "tmpdir", "home", "umask", "locale", "timezone", "time"]
+
+
+class BuildVariation(Record):
+    """One condition the second build ran under differently, with both values (for people; the digests decide)."""
+
+    name: VariationName
+    first: ShortText
+    second: ShortText
+
+
+class BuildReproduction(Record):
+    """The second build of the same commit under varied conditions, and its output's digest beside the first's.
+
+    Both digests are of the build's own output file, before operating-system code signing (a signature carries
+    a time and a certificate of its own); for an unsigned artifact the first is the artifact's digest. The
+    verifier re-derives ``reproduced`` from the two digests and refuses a record whose flag contradicts them.
+    """
+
+    first_sha256: Sha256Hex
+    second_sha256: Sha256Hex
+    second_size: Count
+    variations: list[BuildVariation] = Field(min_length=1, max_length=16)
+    reproduced: bool
+    duration_ms: Millis
+
+
 class BuildRecord(Record):
     """The build stage's record: the artifact built from the gated commit's exported source, and how."""
 
@@ -111,6 +140,8 @@ class BuildRecord(Record):
     """How long the stage took, in milliseconds."""
     passed: bool
     """The producer's verdict on the stage: a claim the verifier re-derives from the facts and the policy."""
+    # The second build, when the policy requires this platform's build to reproduce ([reproducible]).
+    reproduction: BuildReproduction | None = None
 
 
 class NotarizationRecord(Record):

@@ -16,10 +16,14 @@ if TYPE_CHECKING:
     from ._cli import main, run
     from ._gate_cli import run_gate
     from ._pipeline import ProduceResult, produce
+    from ._rebuild import Rebuilt, rebuild
 
 _LAZY = {
     "ProduceResult": "._pipeline",
     "produce": "._pipeline",
+    # qualify rebuild: the producer's build of a qualified commit, run again here.
+    "Rebuilt": "._rebuild",
+    "rebuild": "._rebuild",
     "main": "._cli",
     "run": "._cli",
     "run_gate": "._gate_cli",
@@ -28,4 +32,5 @@ _LAZY = {
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
-__all__ = ["ProduceResult", "build_gate_parser", "build_parser", "main", "produce", "run", "run_gate"]
+__all__ = ["ProduceResult", "Rebuilt", "build_gate_parser", "build_parser", "main", "produce", "rebuild", "run",
+           "run_gate"]

@@ -9,14 +9,12 @@ matches under an empty folder of the producer's (docs/app-contract.md).
 
 from __future__ import annotations
 
-import io
+import datetime as _dt
 import os
 import platform as _platform
 import re
 import shutil
-import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,14 +32,14 @@ from desktop_qualify.evidence_schemas import (
     installer_suffix,
     utc_now,
 )
-from desktop_qualify.qualify_archive import manifest_sha256, tree_manifest
+from desktop_qualify.qualify_archive import app_relative_path, commit_epoch, export_committed_tree, tree_sha256
 from desktop_qualify.qualify_files import file_sha256, write_atomic
 
 from ._output_signing import sign_output
 from ._platform_signing import PlatformSigner, SigningOutcome
 from ._process import excerpt, run_bounded
+from ._reproduce import second_build
 
-_MAX_SOURCE_ARCHIVE = 256 * 1024 * 1024
 _TOOL_TIMEOUT = 30
 _PLACEHOLDER = re.compile(r"\{([a-z]+)\}")
 
@@ -62,6 +60,8 @@ class BuildOutput:
     record: BuildRecord
     archive: Path
     signing: SigningOutcome
+    # Where a reproducibility check's two builds differ, for people (None when they did not, or no check ran).
+    difference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,24 +89,10 @@ def expand(argv: Sequence[str], values: Mapping[str, str]) -> list[str]:
 def export_committed_source(repo: Path, sha: str, app_source: Path, dest: Path) -> Path:
     """Extract the app folder as committed at ``sha`` into ``dest``; return the app folder there."""
     try:
-        relative = app_source.resolve().relative_to(repo.resolve()).as_posix()
-    except ValueError as exc:
-        raise QualificationError(Code.BUILD_FAILED, f"{app_source} is outside the repository {repo}") from exc
-    done = subprocess.run(
-        ["git", "-C", str(repo), "archive", "--format=tar", sha, "--", relative],
-        capture_output=True, timeout=300, check=False, shell=False,
-    )
-    if done.returncode != 0 or len(done.stdout) > _MAX_SOURCE_ARCHIVE:
-        raise QualificationError(
-            Code.BUILD_FAILED, f"git archive of {relative} at {sha[:12]} failed: {excerpt(done.stderr, 300)}",
-            hint="the app source must be committed; the build never reads the work tree",
-        )
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tf:
-        tf.extractall(dest, filter="data")
-    app_dir = dest / relative
-    if not app_dir.is_dir():
-        raise QualificationError(Code.BUILD_FAILED, f"{relative} is not in commit {sha[:12]}")
-    return app_dir
+        relative = app_relative_path(repo, app_source)
+    except QualificationError as exc:
+        raise QualificationError(Code.BUILD_FAILED, exc.message) from exc
+    return export_committed_tree(repo, sha, relative, dest, code=Code.BUILD_FAILED)
 
 
 def build_environment(job_env: Mapping[str, str], build_info: Path, extra: Sequence[str] = (),
@@ -173,33 +159,72 @@ def _copy_into(source: Path, archive: Path) -> None:
                                                    f"({exc.strerror or exc})") from exc
 
 
-def build(*, repo: Path, sha: str, ref: str, app_source: Path, plan: BuildPlan, app_name: str,
-          platform: Platform, arch: str, work: Path, artifacts: Path, signer: PlatformSigner, timeout: int,
-          environ: Mapping[str, str] | None = None) -> BuildOutput:
-    """Build, OS-sign and name the artifact; ``environ`` (default: this process's) is filtered for the build."""
-    started_at = utc_now()
-    started = time.monotonic()
-    source_root = work / "source"
-    app_dir = export_committed_source(repo, sha, app_source, source_root)
-    source_digest = manifest_sha256(tree_manifest(app_dir))
-    build_info = work / "build_info.json"
-    info = BuildInfo(build_sha=sha, built_at=started_at, source_ref=ref, platform=platform)
-    write_atomic(build_info, info.model_dump_json().encode("utf-8") + b"\n")
-    out, temp = work / "out", work / "build-tmp"
-    out.mkdir()
-    temp.mkdir()
-    env = build_environment(os.environ if environ is None else environ, build_info, plan.env_names, temp)
+@dataclass(frozen=True)
+class BuildRun:
+    """One run of the policy's build command: where it ran and the one output file it left."""
+
+    app_dir: Path
+    output: Path
+    suffix: str
+    env: dict[str, str]
+    values: dict[str, str]
+
+
+def run_build(*, repo: Path, sha: str, app_source: Path, plan: BuildPlan, root: Path, build_info: Path,
+              environ: Mapping[str, str], timeout: int, epoch: int, overrides: Mapping[str, str] | None = None,
+              umask: int | None = None) -> BuildRun:
+    """Export the commit under ``root`` and run the build there (source/, out/, build-tmp/ inside ``root``).
+
+    ``overrides`` and ``umask``: the varied conditions of a reproducibility check's second build.
+    """
+    app_dir = export_committed_source(repo, sha, app_source, root / "source")
+    out, temp = root / "out", root / "build-tmp"
+    out.mkdir(parents=True)
+    temp.mkdir(parents=True)
+    env = build_environment(environ, build_info, plan.env_names, temp)
+    # reproducible-builds.org's SOURCE_DATE_EPOCH: the commit's time, so every build of it embeds the same time.
+    env["SOURCE_DATE_EPOCH"] = str(epoch)
+    env.update(overrides or {})
     values = {"python": sys.executable, "out": str(out), "source": str(app_dir)}
     result = run_bounded(expand(plan.argv, values), timeout=timeout, cwd=app_dir, env=env,
-                         stdout_cap=16 * 1024, stderr_cap=32 * 1024)
+                         stdout_cap=16 * 1024, stderr_cap=32 * 1024, umask=umask)
     if result.timed_out or result.exit_code != 0:
         why = "timed out" if result.timed_out else f"exit {result.exit_code}"
         raise QualificationError(Code.BUILD_FAILED, f"the build command {why}: {excerpt(result.stderr, 800)}")
-    tools = tool_versions(plan.tools, values=values, cwd=app_dir, env=env)
     output, suffix = find_output(out, plan.output_glob, plan.kind)
+    return BuildRun(app_dir, output, suffix, env, values)
+
+
+def build(*, repo: Path, sha: str, ref: str, app_source: Path, plan: BuildPlan, app_name: str,
+          platform: Platform, arch: str, work: Path, artifacts: Path, signer: PlatformSigner, timeout: int,
+          environ: Mapping[str, str] | None = None, reproduce: bool = False) -> BuildOutput:
+    """Build, OS-sign and name the artifact; ``environ`` (default: this process's) is filtered for the build.
+
+    ``reproduce``: build the commit a second time under varied conditions (``_reproduce``) and record both
+    outputs' digests; the verifier decides from them whether the build reproduced.
+    """
+    started_at = utc_now()
+    started = time.monotonic()
+    job_env = os.environ if environ is None else environ
+    epoch = commit_epoch(repo, sha, code=Code.BUILD_FAILED)
+    build_info = work / "build_info.json"
+    # built_at is the commit's time, not the clock's: the app embeds it, and a rebuild must embed the same bytes.
+    info = BuildInfo(build_sha=sha, built_at=epoch_timestamp(epoch), source_ref=ref, platform=platform)
+    write_atomic(build_info, info.model_dump_json().encode("utf-8") + b"\n")
+    first = run_build(repo=repo, sha=sha, app_source=app_source, plan=plan, root=work, build_info=build_info,
+                      environ=job_env, timeout=timeout, epoch=epoch)
+    source_digest = tree_sha256(first.app_dir)
+    tools = tool_versions(plan.tools, values=first.values, cwd=first.app_dir, env=first.env)
+    reproduction, difference = None, None
+    if reproduce:
+        reproduction, difference = second_build(
+            first=first.output, first_started_at=started_at, first_env=first.env, work=work,
+            run=lambda root, overrides, umask: run_build(
+                repo=repo, sha=sha, app_source=app_source, plan=plan, root=root, build_info=build_info,
+                environ=job_env, timeout=timeout, epoch=epoch, overrides=overrides, umask=umask))
     # OS code signing runs here, in the producer, after the build has exited: the identity never reaches it.
-    signed, signing = sign_output(plan.kind, output, signer, plan.executable, work / "signing")
-    archive = artifacts / artifact_file_name(app_name, sha, platform, arch, suffix)
+    signed, signing = sign_output(plan.kind, first.output, signer, plan.executable, work / "signing")
+    archive = artifacts / artifact_file_name(app_name, sha, platform, arch, first.suffix)
     _copy_into(signed, archive)
     shutil.rmtree(work / "signing", ignore_errors=True)
     record = BuildRecord(
@@ -211,5 +236,11 @@ def build(*, repo: Path, sha: str, ref: str, app_source: Path, plan: BuildPlan, 
         started_at=started_at,
         duration_ms=int((time.monotonic() - started) * 1000),
         passed=True,
+        reproduction=reproduction,
     )
-    return BuildOutput(record, archive, signing)
+    return BuildOutput(record, archive, signing, difference)
+
+
+def epoch_timestamp(epoch: int) -> str:
+    """Seconds since the epoch in the evidence's timestamp format."""
+    return _dt.datetime.fromtimestamp(epoch, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

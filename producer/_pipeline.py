@@ -45,6 +45,7 @@ from ._launch import RunPlan, journey, launch_probe
 from ._platform_signing import platform_signer_from_env
 from ._progress import Progress
 from ._publish import Staged, publish, staging_folder
+from ._reproduce import SUMMARY_NAME
 from ._sign import sign_artifact
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -192,10 +193,18 @@ def _build(job: _Job, gate_record: SourceGateRecord) -> BuildOutput:
                       app_source=app_source, plan=plan, app_name=app.name, platform=job.platform, arch=job.arch,
                       work=job.work_dir, artifacts=job.artifacts_dir,
                       signer=platform_signer_from_env(job.platform, job.env), environ=job.env,
-                      timeout=job.policy.file.limits.build_timeout_seconds)
+                      timeout=job.policy.file.limits.build_timeout_seconds,
+                      reproduce=job.platform in job.policy.reproducible_platforms)
         artifact = built.record.artifact
         said.append(f"{artifact.name} {artifact.size} bytes sha256={artifact.sha256[:16]}")
+        repro = built.record.reproduction
+        if repro is not None:
+            said.append(f"second build {'reproduced' if repro.reproduced else 'DIFFERS'} "
+                        f"({len(repro.variations)} variations, {repro.duration_ms / 1000:.1f}s)")
     job.record("build", built.record)
+    if built.difference is not None:
+        # For people, beside the records: where the two builds differ. The verifier decides from the digests.
+        write_atomic(job.records_dir / SUMMARY_NAME, built.difference.encode("utf-8"))
     return built
 
 
@@ -291,6 +300,9 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     statement, archive = publish(Staged(job.out, job.staging, platform, policy.file.app.name, emitted.statement,
                                         built.archive, aggregate_file_name(job.signer.file_suffix),
                                         emitted.provenance))
-    failures = [name for name, ok in (("signature", signature.passed), ("install", installed.passed),
+    repro = built.record.reproduction
+    reproduced = repro is None or repro.reproduced  # None: the policy did not ask for a second build
+    failures = [name for name, ok in (("build reproduction", reproduced),
+                                      ("signature", signature.passed), ("install", installed.passed),
                                       ("launch probe", probe.passed), ("journey", walked.passed)) if not ok]
     return ProduceResult(statement, archive, not failures, failures)

@@ -159,7 +159,9 @@ def run_bounded(
     env: Mapping[str, str] | None = None,
     stdout_cap: int = 64 * 1024,
     stderr_cap: int = 16 * 1024,
+    umask: int | None = None,
 ) -> ProcessResult:
+    """``umask``: the child's umask on POSIX (a reproducibility check's varied condition); ignored on Windows."""
     started = time.monotonic()
     # A new process group on Windows, a new session on POSIX: the whole tree can be killed as one.
     creationflags = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if sys.platform == "win32" else 0
@@ -182,6 +184,7 @@ def run_bounded(
                 shell=False,
                 creationflags=creationflags,
                 start_new_session=sys.platform != "win32",
+                umask=umask if umask is not None and sys.platform != "win32" else -1,
             )
         except BaseException:
             if guard is not None:

@@ -28,10 +28,19 @@ what the tool wrote (``_audit``).
 
 Layout: ``_pack`` and ``_unpack`` (with ``_tar``, ``_zip`` and the per-member
 ``_members``), the rules they share in ``_names`` and ``_links``, the caps in
-``_limits``, and the folder walk and manifest in ``_tree``.
+``_limits``, the folder walk and manifest in ``_tree``, and ``git archive`` of the app's committed source
+with its digest in ``_git_source``; where two builds' archives first differ in ``_compare``.
 """
 
 from ._audit import audit_tree
+from ._compare import first_difference
+from ._git_source import (
+    app_relative_path,
+    commit_epoch,
+    committed_source_digest,
+    export_committed_tree,
+    tree_sha256,
+)
 from ._limits import MAX_MEMBERS, MAX_UNPACKED_BYTES
 from ._pack import pack
 from ._tar import audit_tar_listing
@@ -39,6 +48,7 @@ from ._tree import TreeEntry, manifest_sha256, read_link, tree_manifest, walk_tr
 from ._unpack import unpack
 
 __all__ = [
-    "MAX_MEMBERS", "MAX_UNPACKED_BYTES", "TreeEntry", "audit_tar_listing", "audit_tree", "manifest_sha256", "pack",
-    "read_link", "tree_manifest", "unpack", "walk_tree",
+    "MAX_MEMBERS", "MAX_UNPACKED_BYTES", "TreeEntry", "app_relative_path", "audit_tar_listing", "audit_tree",
+    "commit_epoch", "committed_source_digest", "export_committed_tree", "first_difference", "manifest_sha256",
+    "pack", "read_link", "tree_manifest", "tree_sha256", "unpack", "walk_tree",
 ]

@@ -6,6 +6,7 @@ other (docs/design.md §6.2).
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +31,12 @@ def _keygen(policy: Path, root: Path | None) -> int:
         return EXIT_OK
 
     return guarded(body)
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    from ._rebuild import run_rebuild
+
+    return run_rebuild(args)
 
 
 def _schemas(out: Path | None, check: bool) -> int:
@@ -72,6 +79,23 @@ def build_parser() -> ArgumentParser:
     consumer.build_bundle_parser(sub.add_parser("bundle", help="pack one run's evidence, policy and trust root"))
     consumer.build_readback_parser(sub.add_parser("readback", help="check a published release against its bundle"))
     consumer.build_verify_vsa_parser(sub.add_parser("verify-vsa", help="check the gate's signed verification summary"))
+    rebuild = sub.add_parser("rebuild", help="rebuild a qualified commit here and compare it with the artifact")
+    rebuild.add_argument("--policy", type=Path, required=True,
+                         help="the policy of the run (an evidence folder), or the anchor of a bundle's own policy")
+    rebuild.add_argument("--root", type=Path,
+                         help="the checkout holding the qualified commit (default: the git work tree holding the "
+                              "policy); its app folder is exported with git archive, never read as it is")
+    rebuild_source = rebuild.add_mutually_exclusive_group(required=True)
+    rebuild_source.add_argument("--evidence", type=Path, help="the evidence folder of the qualified run")
+    rebuild_source.add_argument("--bundle", type=Path, help="the run's qualification bundle (.qualify-bundle.zip)")
+    rebuild.add_argument("--artifact", type=Path,
+                         help="the qualified artifact file, to name the first differing member (default: "
+                              "artifacts/ beside the evidence folder)")
+    rebuild.add_argument("--keep", type=Path, help="copy the rebuilt output into this folder")
+    rebuild.add_argument("--attest", type=Path,
+                         help="write the result as a rebuild attestation (a statement signed by --key) to this file, "
+                              "replacing it; - for standard output")
+    rebuild.add_argument("--key", type=Path, help="the rebuilder's own Ed25519 private key (PEM) that signs --attest")
     keygen = sub.add_parser("keygen", help="create this machine's local Ed25519 keys")
     keygen.add_argument("--policy", type=Path, required=True,
                         help="the local policy whose keyring and key paths are created (inside the repository only)")
@@ -97,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "bundle": lambda: consumer.run_bundle(args),
         "readback": lambda: consumer.run_readback(args),
         "verify-vsa": lambda: consumer.run_verify_vsa(args),
+        "rebuild": lambda: _rebuild(args),
         "keygen": lambda: _keygen(args.policy, args.root),
         "schemas": lambda: _schemas(args.out, args.check),
     }

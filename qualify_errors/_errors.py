@@ -35,6 +35,8 @@ class Code(enum.StrEnum):
     MODE_MISMATCH = "QE_MODE_MISMATCH"
     REF_NOT_MAIN = "QE_REF_NOT_MAIN"
     SHA_MISMATCH = "QE_SHA_MISMATCH"
+    # The build's source digest is not the digest of `git archive` of the commit, recomputed from a checkout.
+    SOURCE_DIGEST_MISMATCH = "QE_SOURCE_DIGEST_MISMATCH"
     NOT_MAIN_HEAD = "QE_NOT_MAIN_HEAD"
     MAIN_UNPROTECTED = "QE_MAIN_UNPROTECTED"
     WORKTREE_DIRTY = "QE_WORKTREE_DIRTY"
@@ -68,6 +70,11 @@ class Code(enum.StrEnum):
     # Stage outcomes
     SOURCE_GATE_FAILED = "QE_SOURCE_GATE_FAILED"
     BUILD_FAILED = "QE_BUILD_FAILED"
+    # A build the policy requires to reproduce: its two builds' digests differ, or its `reproduced` flag
+    # contradicts them.
+    BUILD_NOT_REPRODUCED = "QE_BUILD_NOT_REPRODUCED"
+    # `qualify rebuild`: the rebuilt artifact's digest is not the qualified one.
+    REBUILD_MISMATCH = "QE_REBUILD_MISMATCH"
     ARTIFACT_SIGNATURE_FAILED = "QE_ARTIFACT_SIGNATURE_FAILED"
     PLATFORM_SIGNING_UNACCEPTED = "QE_PLATFORM_SIGNING_UNACCEPTED"
     INSTALL_FAILED = "QE_INSTALL_FAILED"

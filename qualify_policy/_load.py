@@ -123,6 +123,12 @@ class Policy:
         return None
 
     @property
+    def reproducible_platforms(self) -> frozenset[Platform]:
+        """The platforms whose build the policy requires to reproduce (``host`` resolved to this machine's)."""
+        return frozenset(host_platform() if choice == "host" else choice
+                         for choice in self.file.reproducible.required)
+
+    @property
     def ed25519(self) -> Ed25519Trust:
         """The local trust section; QE_POLICY_INVALID when the policy is GitHub mode."""
         trust = self.file.trust

@@ -116,6 +116,13 @@ class StepLayers(Record):
         return {"linux": self.linux, "macos": self.macos, "windows": self.windows}.get(platform)
 
 
+class ReproduciblePolicy(Record):
+    """Platforms whose build must reproduce: the producer builds twice under varied conditions (another folder,
+    ``TMPDIR``, ``HOME``, umask, locale, time zone, a later time) and both builds must give one digest."""
+
+    required: list[PlatformChoice] = Field(default_factory=list, max_length=3)
+
+
 class StepExpectation(Record):
     """What one required journey step must show: the policy's, never the app's, idea of the step.
 
@@ -224,6 +231,8 @@ class PolicyFile(Record):
     isolation: IsolationPolicy | None = None
     signing: SigningPolicy
     limits: LimitsPolicy
+    # Optional: without it no platform's build is required to reproduce.
+    reproducible: ReproduciblePolicy = Field(default_factory=ReproduciblePolicy)
 
     @model_validator(mode="after")
     def _codes_match_the_apps_pattern(self) -> PolicyFile:

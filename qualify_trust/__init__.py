@@ -17,6 +17,7 @@ from ._interfaces import ArtifactSignature, SignerIdentity, StatementSigner, Sta
 from ._keyring import Keyring, Role, add_to_keyring
 from ._keys import generate_private_key, load_private_key
 from ._policy_trust import signer_for, verifier_for, vsa_verifier_for
+from ._self_signed import public_key_text, sign_self_signed, verify_rebuild_attestation
 from ._sigstore_expected import cross_check_claims, same_run
 
 __all__ = [
@@ -32,8 +33,11 @@ __all__ = [
     "cross_check_claims",
     "generate_private_key",
     "load_private_key",
+    "public_key_text",
     "same_run",
+    "sign_self_signed",
     "signer_for",
     "verifier_for",
     "vsa_verifier_for",
+    "verify_rebuild_attestation",
 ]

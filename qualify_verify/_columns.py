@@ -15,7 +15,7 @@ from desktop_qualify.evidence_schemas import Code
 COLUMN_CODES: Mapping[str, frozenset[Code]] = MappingProxyType({
     "gate": frozenset({Code.REF_NOT_MAIN, Code.NOT_MAIN_HEAD, Code.MAIN_UNPROTECTED, Code.WORKTREE_DIRTY,
                        Code.CLAIM_UNOBSERVABLE}),
-    "build": frozenset({Code.BUILD_FAILED}),
+    "build": frozenset({Code.BUILD_FAILED, Code.SOURCE_DIGEST_MISMATCH, Code.BUILD_NOT_REPRODUCED}),
     "signature": frozenset({Code.ARTIFACT_SIGNATURE_FAILED, Code.PLATFORM_SIGNING_UNACCEPTED}),
     "install": frozenset({Code.INSTALL_FAILED}),
     "probe": frozenset({Code.PROBE_FAILED}),

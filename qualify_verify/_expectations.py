@@ -147,6 +147,11 @@ class Expectations:
         return tuple(self.policy.file.app.probe.require)
 
     @property
+    def reproducible(self) -> frozenset[str]:
+        """The platforms whose build must reproduce ([reproducible] required, host resolved)."""
+        return frozenset(self.policy.reproducible_platforms)
+
+    @property
     def code_pattern(self) -> str:
         """The pattern the app's refusal codes must match."""
         return self.policy.file.app.codes.pattern

@@ -25,6 +25,11 @@ PLATFORM_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
     "predicate.build.tools.*": "tool versions, for reproducing the build",
     "predicate.build.started_at": "the producer's clock",
     "predicate.build.duration_ms": "a duration",
+    "predicate.build.reproduction.duration_ms": "a duration",
+    "predicate.build.reproduction.second_size": "the second output's size, for people; its digest is checked",
+    "predicate.build.reproduction.variations.*.name": "what the second build varied, for people; the digests decide",
+    "predicate.build.reproduction.variations.*.first": "a condition of the first build, for people",
+    "predicate.build.reproduction.variations.*.second": "the condition the second build ran under, for people",
     "predicate.install.duration_ms": "a duration",
     # What the producer's unpack counted and hashed. The verifier holds the archive's digest (and checks the
     # candidate file against it) but does not unpack the archive again, so beyond "something was installed"

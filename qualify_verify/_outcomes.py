@@ -113,6 +113,36 @@ def assess_build(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     return out.done()
 
 
+# -- reproduction -------------------------------------------------------------------------------------------
+
+
+def assess_reproduction(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
+    """The second build: ``reproduced`` re-derived from the two digests, and required where the policy says.
+
+    A record whose flag contradicts its digests is refused whether or not the policy requires the check (a
+    record is never believed over its facts). For an unsigned artifact the first build's output is the
+    artifact itself, so its digest must be the artifact's: a reproduction of some other build proves nothing.
+    """
+    out = _Collect("reproduction", Code.BUILD_NOT_REPRODUCED)
+    repro = p.build.reproduction
+    required = p.platform in exp.reproducible
+    if repro is None:
+        if required:
+            out.fail(f"the policy requires the {p.platform} build to reproduce; the build record has no second "
+                     "build")
+        return out.done()
+    same = repro.first_sha256 == repro.second_sha256
+    out.claim("reproduced", repro.reproduced, same)
+    if p.signature.platform_signing_state == "unsigned" and repro.first_sha256 != p.build.artifact.sha256:
+        out.fail(f"the first build's output {repro.first_sha256[:16]}... is not the unsigned artifact "
+                 f"{p.build.artifact.sha256[:16]}...")
+    if required and not same:
+        names = ", ".join(v.name for v in repro.variations)
+        out.fail(f"the second build (varied: {names}) gave {repro.second_sha256[:16]}..., the first "
+                 f"{repro.first_sha256[:16]}...: the build does not reproduce")
+    return out.done()
+
+
 # -- signature ----------------------------------------------------------------------------------------------
 
 

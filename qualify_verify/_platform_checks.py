@@ -46,6 +46,7 @@ from ._outcomes import (
     assess_install,
     assess_journey,
     assess_probe,
+    assess_reproduction,
     assess_signature,
     assess_source_gate,
 )
@@ -189,6 +190,7 @@ def stage_outcomes(vp: VerifiedPlatform, exp: Expectations, verifier: StatementV
     return [
         assess_source_gate(p, exp),
         assess_build(p, exp),
+        assess_reproduction(p, exp),
         assess_signature(p, exp, signature_verifies=check_artifact_signer(vp, verifier, findings)),
         assess_install(p, exp),
         assess_probe(p, exp),

@@ -24,6 +24,7 @@ from desktop_qualify.qualify_trust import add_to_keyring
 from desktop_qualify.qualify_trust._dsse import pae
 from desktop_qualify.qualify_trust._envelope import sign_artifact_digest, sign_envelope
 from desktop_qualify.qualify_trust._keys import keyid_of
+from support.checkout import at_real_commit
 from support.evidence_factory import (
     OTHER_SHA,
     BytesEdit,
@@ -770,6 +771,20 @@ def provenance_payload(change: BytesEdit) -> Build:
     return build
 
 
+def at_commit_with_checkout(edit: PredicateEdit) -> Build:
+    """Single-platform evidence of a real commit, the policy inside its checkout, with ``edit`` re-signed.
+
+    The release gate recomputes the source digest from ``git archive`` of that commit in the checkout.
+    """
+
+    def build(tmp_path: Path) -> list[str]:
+        ev = make_evidence(tmp_path, committed_layout=True)
+        at_real_commit(ev, edit)
+        return ev.verify_argv()
+
+    return build
+
+
 def provenance_for_platform_not_required(tmp_path: Path) -> list[str]:
     """A second, valid provenance (another platform's) beside this run's: it has no platform statement."""
     ev = make_evidence(tmp_path)
@@ -792,3 +807,28 @@ def provenance_signed_by_second_platform_key(tmp_path: Path) -> list[str]:
     ev.platforms = [replace(w, provenance=signed) for w in ev.platforms]
     ev.write_aggregate()
     return ev.verify_argv()
+def reproduced_as(*, first: str | None = None, second: str | None = None, reproduced: bool = True) -> PredicateEdit:
+    """A second build in the build record: both digests the artifact's unless given, and its ``reproduced`` flag."""
+
+    def apply(pred: dict[str, Any]) -> None:
+        digest = pred["build"]["artifact"]["sha256"]
+        pred["build"]["reproduction"] = {
+            "first_sha256": first or digest, "second_sha256": second or digest, "second_size": 1,
+            "variations": [{"name": "umask", "first": "0022", "second": "0002"},
+                           {"name": "locale", "first": "C.UTF-8", "second": "fr_CH.UTF-8"}],
+            "reproduced": reproduced, "duration_ms": 1}
+
+    return apply
+
+
+def reproducible_required(edit: PredicateEdit | None) -> Build:
+    """The host chain under a policy whose [reproducible] requires the host's build to reproduce."""
+
+    def build(tmp_path: Path) -> list[str]:
+        ev = make_evidence(tmp_path, platforms=[PlatformSpec(host(), edit=edit)])
+        with ev.policy_path.open("a", encoding="utf-8") as policy:
+            policy.write('\n[reproducible]\nrequired = ["host"]\n')
+        ev.write_aggregate()  # bound to the policy as it now is
+        return ev.verify_argv()
+
+    return build

@@ -253,8 +253,9 @@ class _Resigner:
 
 
 # The app folder's digest is compared between the platform statements of one commit (qualify_verify's
-# check_one_commit); the verifier has no source to recompute it from. Under a policy that requires one platform
-# (a .deb is Linux only) nothing reads it, and this walk says so rather than hide it.
+# check_one_commit); the verifier itself has no source to recompute it from. Under a policy that requires one
+# platform (a .deb is Linux only) only the release gate and `qualify audit --root` read it, recomputing it from
+# git archive of the commit in their checkout (tests/unit/test_source_digest.py); this walk calls the verifier.
 _UNREAD_WITH_ONE_PLATFORM = {("predicate", "build", "source_digest")}
 
 

@@ -50,7 +50,9 @@ def test_summary_is_appended_not_replaced(tmp_path: Path, qualify) -> None:  # t
     assert text.startswith("## an earlier step\n")
     assert "Release qualification: QUALIFIED" in text
     parsed = ConsumerDecision.model_validate_json(decision.read_text())
-    assert parsed.notes == ["local mode: main's head on a protected remote was not observed"]
+    assert parsed.notes[-1] == "local mode: main's head on a protected remote was not observed"
+    # No checkout holds the factory's made-up commit: the decision says the source digest was not recomputed.
+    assert parsed.notes[0].startswith("source digest not recomputed")
 
 
 def test_audit_reports_an_empty_folder_and_carries_on(tmp_path: Path, qualify) -> None:  # type: ignore[no-untyped-def]

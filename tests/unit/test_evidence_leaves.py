@@ -155,6 +155,51 @@ def test_every_notarization_leaf_is_checked_or_informational(tmp_path_factory: p
     assert wrongly_listed == []
 
 
+# A build record with a second build (a reproducibility check): its leaves exist only there, so they are walked on it.
+def _reproduce(pred: dict[str, Any]) -> None:
+    digest = pred["build"]["artifact"]["sha256"]
+    pred["build"]["reproduction"] = {
+        "first_sha256": digest, "second_sha256": digest, "second_size": 1024, "reproduced": True, "duration_ms": 9,
+        "variations": [{"name": "umask", "first": "0022", "second": "0002"}]}
+
+
+def _reproduced_qualifies(tmp: Path, platform_edit: Any) -> bool:
+    def edit(pred: dict[str, Any]) -> None:
+        _reproduce(pred)
+        platform_edit(pred)
+
+    ev = make_evidence(tmp, platforms=[PlatformSpec("linux", edit=edit)], require_clean=True)
+    return verify_release(load_policy(ev.policy_path), [ev.evidence_dir], ev.artifact_paths).qualified
+
+
+def _reproduced_base(tmp: Path) -> dict[str, Any]:
+    ev = make_evidence(tmp, platforms=[PlatformSpec("linux", edit=_reproduce)])
+    written = ev.platforms[0]
+    assert written.predicate is not None
+    return {"predicate": written.predicate.model_dump(mode="json")}
+
+
+def test_every_reproduction_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
+    base = _reproduced_base(tmp_path_factory.mktemp("base"))
+    assert _reproduced_qualifies(tmp_path_factory.mktemp("untouched"), lambda pred: None)
+    escaped, wrongly_listed, seen = [], [], 0
+    for path, value in leaves(base):
+        if path[:3] != ("predicate", "build", "reproduction"):
+            continue
+        seen += 1
+        changed = mutation("platform", base, path, value)
+        if changed is ...:
+            continue
+        qualified = _reproduced_qualifies(tmp_path_factory.mktemp("leaf"),
+                                          lambda pred, p=path, c=changed: set_leaf(pred, p[1:], c))
+        if is_informational("platform", path) != qualified:
+            where = wrongly_listed if not qualified else escaped
+            where.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
+    assert seen == 8
+    assert escaped == []
+    assert wrongly_listed == []
+
+
 @pytest.mark.parametrize(("kind", "table"), [("platform", PLATFORM_INFORMATIONAL),
                                              ("aggregate", AGGREGATE_INFORMATIONAL),
                                              ("provenance", PROVENANCE_INFORMATIONAL)])
@@ -164,6 +209,7 @@ def test_every_informational_pattern_names_a_real_leaf(kind: str, table: Any, tm
     paths = [path for path, _ in leaves(base)]
     if kind == "platform":
         paths += [path for path, _ in leaves(_macos_base(tmp_path / "m"))]
+        paths += [path for path, _ in leaves(_reproduced_base(tmp_path / "r"))]
     stale = [pattern for pattern in table if not any(matches(pattern, path) for path in paths)]
     assert stale == []
 
