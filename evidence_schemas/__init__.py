@@ -99,8 +99,13 @@ from ._types import (
     TrustMode,
     utc_now,
 )
+from ._update import AppStateRecord, PreviousRelease, StateStep, UpdateRecord
 
 __all__ = [
+    "AppStateRecord",
+    "PreviousRelease",
+    "StateStep",
+    "UpdateRecord",
     "APP_CODE_PATTERN",
     "AppCode",
     "CONTRACT_VERSION",

@@ -18,6 +18,7 @@ from ._records import (
     SourceGateRecord,
 )
 from ._statement import AggregateStatement, DsseEnvelope, PlatformStatement
+from ._update import AppStateRecord, UpdateRecord
 
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "dsse-envelope": DsseEnvelope,
@@ -32,10 +33,12 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "install-record": InstallRecord,
     "launch-probe-record": LaunchProbeRecord,
     "journey-record": JourneyRecord,
+    "update-record": UpdateRecord,
     # The app contract (docs/app-contract.md): what an app reads and writes.
     "app-build-info": BuildInfo,
     "app-probe-record": AppProbeRecord,
     "app-journey-record": AppJourneyRecord,
+    "app-state-record": AppStateRecord,
 }
 
 

@@ -69,6 +69,10 @@ class Code(enum.StrEnum):
     INSTALL_FAILED = "QE_INSTALL_FAILED"
     PROBE_FAILED = "QE_PROBE_FAILED"
     JOURNEY_INCOMPLETE = "QE_JOURNEY_INCOMPLETE"
+    # The update journey: state lost on upgrade, a failed rollback, a downgrade rule broken, no journey at all.
+    UPDATE_FAILED = "QE_UPDATE_FAILED"
+    # The previous release an update journey starts from does not audit, or its artifact is not the audited one.
+    PREVIOUS_RELEASE_UNQUALIFIED = "QE_PREVIOUS_RELEASE_UNQUALIFIED"
     # Configuration and environment (exit status 2)
     POLICY_INVALID = "QE_POLICY_INVALID"
     KEY_INVALID = "QE_KEY_INVALID"

@@ -12,9 +12,14 @@ from ._findings import Findings
 from ._outcomes import JourneyFacts, ProbeFacts, journey_facts, platform_journey_facts, probe_facts
 from ._platform_checks import VerifiedPlatform
 from ._run_checks import RunRef, VerifiedAggregate
+from ._update_outcome import UpdateFacts, UpdateRules, step_claims, update_facts
 from ._verifier import EvidenceSource, Verdict, verify_platform_set, verify_release
 
 __all__ = [
+    "UpdateFacts",
+    "UpdateRules",
+    "step_claims",
+    "update_facts",
     "CandidateError",
     "COLUMN_CODES",
     "EvidenceFiles",

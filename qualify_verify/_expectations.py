@@ -12,6 +12,16 @@ from desktop_qualify.qualify_policy import InstallTarget, Policy, StepExpectatio
 
 
 @dataclass(frozen=True)
+class UpdateExpectations:
+    """The policy's [update] table with the app's state verbs (README, "The update journey")."""
+
+    state_write: tuple[str, ...]
+    state_check: tuple[str, ...]
+    downgrade: Literal["allow", "refuse"]
+    downgrade_code: str | None
+
+
+@dataclass(frozen=True)
 class Expectations:
     trust_mode: str
     repository: str
@@ -39,6 +49,8 @@ class Expectations:
     probe_checks: tuple[str, ...]
     displays: Mapping[str, DisplayKind]
     code_pattern: str
+    # None: the policy asks for no update journey (and a statement carrying one is refused).
+    update: UpdateExpectations | None = None
 
     @property
     def mode(self) -> Literal["local", "github"]:
@@ -86,4 +98,8 @@ class Expectations:
             probe_checks=tuple(app.probe.require),
             displays=MappingProxyType({p: app.display.kind(p) for p in platforms}),
             code_pattern=app.codes.pattern,
+            update=None if f.update is None or app.state is None else UpdateExpectations(
+                state_write=tuple(app.state.write), state_check=tuple(app.state.check),
+                downgrade="allow" if f.update.downgrade == "allow" else "refuse",
+                downgrade_code=f.update.downgrade_code),
         )
