@@ -283,7 +283,7 @@ def _audited_previous(job: _Job, given: PreviousInput | None) -> AuditedPrevious
 
 
 def _update(job: _Job, previous: AuditedPrevious, built: BuildOutput, installed: InstallRecord,
-            sha: str) -> UpdateRecord:
+            probed: LaunchProbeRecord, sha: str) -> UpdateRecord:
     app, policy = job.policy.file.app, job.policy.file
     _, target = _target(job)
     if app.state is None or policy.update is None:
@@ -295,7 +295,9 @@ def _update(job: _Job, previous: AuditedPrevious, built: BuildOutput, installed:
         executable=target.executable, state_write=tuple(app.state.write), state_check=tuple(app.state.check),
         downgrade="allow" if policy.update.downgrade == "allow" else "refuse",
         downgrade_code=policy.update.downgrade_code, probe_command=tuple(app.probe.argv),
-        display=app.display.kind(job.platform), probe_checks=tuple(app.probe.require), layers=_layers(job))
+        display=app.display.kind(job.platform), probe_checks=tuple(app.probe.require), layers=_layers(job),
+        candidate_layers=None if probed.report is None else
+        tuple((layer.name, layer.applied) for layer in probed.report.isolation_layers))
 
     def probe(prefix: Path, upgraded: InstallRecord, home: Path) -> LaunchProbeRecord:
         return launch_probe(prefix=prefix, install=upgraded, platform=job.platform, gate_sha=sha,
@@ -332,7 +334,7 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     installed = _install(job, built)
     probe = _probe(job, installed, gate_record.sha)
     walked = _journey(job, installed, gate_record.sha, probe)
-    updated = None if audited is None else _update(job, audited, built, installed, gate_record.sha)
+    updated = None if audited is None else _update(job, audited, built, installed, probe, gate_record.sha)
     predicate = PlatformPredicate(platform=platform, arch=job.arch, run=run, produced_at=utc_now(),
                                   source_gate=gate_record, build=built.record, signature=signature,
                                   install=installed, launch_probe=probe, journey=walked, update=updated)

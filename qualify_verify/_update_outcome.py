@@ -56,6 +56,8 @@ class UpdateRules:
     display: DisplayKind
     probe_checks: tuple[str, ...]
     layers: tuple[str, ...] | None
+    # The candidate's own launch probe's layers (name, applied): one build on one machine reports the same.
+    candidate_layers: tuple[tuple[str, bool], ...] | None
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ def _install_problems(inst: InstallRecord, rules: UpdateRules, *, artifact_sha25
     if inst.method != rules.installer or inst.executable != rules.executable:
         problems.append(f"installed by {inst.method} at {inst.executable!r}; the policy's installer is "
                         f"{rules.installer} at {rules.executable!r}")
-    if inst.file_count == 0 or _ZERO_DIGEST in (inst.executable_sha256, inst.manifest_sha256):
+    if inst.file_count == 0 or inst.total_bytes == 0 or _ZERO_DIGEST in (inst.executable_sha256,
+                                                                          inst.manifest_sha256):
         problems.append("nothing installed, or no digest of it recorded")
     elif executable_sha256 is not None and inst.executable_sha256 != executable_sha256:
         problems.append("the installed executable is not the one this version installs elsewhere")
@@ -122,8 +125,11 @@ def _state_problems(step: StateStep, rules: UpdateRules, *, verb: str, sha: str,
             problems.append("named no state digest")
         elif digest is not None and report.state_sha256 != digest:
             problems.append(f"found state {report.state_sha256[:16]}, the previous version wrote {digest[:16]}")
-    elif step.exit_code in (0, None):
-        problems.append(f"a refusal that exited {step.exit_code}")
+    else:
+        if step.exit_code in (0, None):
+            problems.append(f"a refusal that exited {step.exit_code}")
+        if report.state_sha256 is not None:
+            problems.append("a refusal that names a state digest")
     return problems
 
 
@@ -146,6 +152,9 @@ def _probe_problems(u: UpdateRecord, rules: UpdateRules) -> list[str]:
     if not facts.passed and not problems:
         problems.append(f"the probe exited {probe.exit_code}, timed out {probe.timed_out}, "
                         f"report {'present' if probe.report else 'absent'}")
+    reported = tuple((layer.name, layer.applied) for layer in probe.report.isolation_layers) if probe.report else None
+    if reported is not None and rules.candidate_layers is not None and reported != rules.candidate_layers:
+        problems.append("the probe after the upgrade reports other isolation layers than the candidate's own probe")
     if tuple(probe.command) != rules.probe_command or probe.display != rules.display:
         problems.append("the probe ran another command or display than the policy's")
     if probe.build_sha_matches != facts.build_sha_matches or \
@@ -209,7 +218,12 @@ def rules_for(p: PlatformPredicate, exp: Expectations) -> UpdateRules | None:
         executable=target.executable, state_write=exp.update.state_write, state_check=exp.update.state_check,
         downgrade=exp.update.downgrade, downgrade_code=exp.update.downgrade_code,
         probe_command=exp.probe_command, display=exp.display_for(p.platform), probe_checks=exp.probe_checks,
-        layers=exp.layers_for(p.platform))
+        layers=exp.layers_for(p.platform), candidate_layers=candidate_layers(p))
+
+
+def candidate_layers(p: PlatformPredicate) -> tuple[tuple[str, bool], ...] | None:
+    report = p.launch_probe.report
+    return None if report is None else tuple((layer.name, layer.applied) for layer in report.isolation_layers)
 
 
 def assess_update(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
