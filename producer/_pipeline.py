@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,27 +263,40 @@ def _journey(job: _Job, installed: InstallRecord, sha: str, probe: LaunchProbeRe
     return record
 
 
-def _audited_previous(job: _Job, given: PreviousInput | None) -> AuditedPrevious | None:
-    """The previous release, audited before the gate: a release that does not audit changes nothing."""
+def _audited_previous(job: _Job, given: PreviousInput | None, downloads: Path) -> AuditedPrevious | None:
+    """The previous release, audited before the gate: a release that does not audit changes nothing.
+
+    Given by path (``given``), or in GitHub mode without one, read from the repository's newest published
+    release into ``downloads`` (a folder that lives as long as the job).
+    """
     update = job.policy.file.update
     if update is None:
         if given is not None:
             raise QualificationError(Code.USAGE, f"policy {job.policy.file.name!r} asks for no update journey "
                                                  "([update]); --previous-bundle/--previous-artifact are for one")
         return None
-    if given is None:
+    if given is None and job.policy.sigstore is None:
         raise QualificationError(Code.USAGE, f"policy {job.policy.file.name!r} requires the update journey: give "
                                              "the last qualified release as --previous-bundle and --previous-artifact")
     anchor = job.policy
     if update.previous_policy is not None:
         anchor = load_policy(job.policy.resolve(update.previous_policy), job.policy.root)
     with job.progress.stage("previous release") as said:
-        audited = audit_previous(job.policy, anchor, given, job.platform)
+        if given is not None:
+            audited = audit_previous(job.policy, anchor, given, job.platform)
+        else:
+            # PyGithub loads only for this path (as for the GitHub gate).
+            from desktop_qualify.qualify_github import GitHubClient  # noqa: PLC0415
+
+            from ._previous_github import previous_from_release  # noqa: PLC0415
+
+            with GitHubClient.from_env(job.env) as client:
+                audited = previous_from_release(job.policy, anchor, client, job.platform, downloads)
         said.append(f"{audited.facts.artifact.name} of {audited.facts.sha[:12]} audits QUALIFIED")
     return audited
 
 
-def _update(job: _Job, previous: AuditedPrevious, built: BuildOutput, installed: InstallRecord,
+def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, installed: InstallRecord,
             probed: LaunchProbeRecord, sha: str) -> UpdateRecord:
     app, policy = job.policy.file.app, job.policy.file
     _, target = _target(job)
@@ -322,7 +336,12 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     ``previous`` is the last qualified release (bundle and artifact) when the policy requires the update journey.
     """
     job = _prepare(policy, platform, out, run_id=run_id, env=os.environ if env is None else env, signer=signer)
-    audited = _audited_previous(job, previous)
+    with tempfile.TemporaryDirectory(prefix="qualify-previous-") as downloads:
+        return _produce(job, _audited_previous(job, previous, Path(downloads)))
+
+
+def _produce(job: _Job, audited: AuditedPrevious | None) -> ProduceResult:
+    policy, platform = job.policy, job.platform
     gate, gate_record = _gate(job)
     run = _run_identity(job, gate_record)
     # Nothing on disk changes before the gate and the run identity were accepted (so the gate's own record
@@ -334,7 +353,8 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     installed = _install(job, built)
     probe = _probe(job, installed, gate_record.sha)
     walked = _journey(job, installed, gate_record.sha, probe)
-    updated = None if audited is None else _update(job, audited, built, installed, probe, gate_record.sha)
+    updated = None if audited is None else _update(job, audited, built=built, installed=installed, probed=probe,
+                                                   sha=gate_record.sha)
     predicate = PlatformPredicate(platform=platform, arch=job.arch, run=run, produced_at=utc_now(),
                                   source_gate=gate_record, build=built.record, signature=signature,
                                   install=installed, launch_probe=probe, journey=walked, update=updated)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
+    ArtifactRef,
     AuditReport,
     Code,
     JsonBounds,
@@ -51,7 +53,7 @@ class AuditedPrevious:
     artifact: Path
 
 
-def _unqualified(message: str) -> QualificationError:
+def unqualified(message: str) -> QualificationError:
     return QualificationError(Code.PREVIOUS_RELEASE_UNQUALIFIED, message[:2000],
                               hint="give the bundle and artifact of the last release this policy qualified")
 
@@ -70,7 +72,7 @@ def _run_audit(anchor: Policy, bundle: Path, work: Path) -> AuditReport:
     result = run_bounded(audit_command(anchor, bundle, report), timeout=AUDIT_TIMEOUT_SECONDS, cwd=work, env=env)
     said = excerpt(result.stdout, 1500).strip() or excerpt(result.stderr, 1500).strip()
     if result.timed_out or result.exit_code not in (0, 1) or not report.is_file():
-        raise _unqualified(f"the audit of {bundle.name} did not run to a report (exit {result.exit_code}): {said}")
+        raise unqualified(f"the audit of {bundle.name} did not run to a report (exit {result.exit_code}): {said}")
     data = report.read_bytes()
     # Bounded and strict JSON first (duplicate keys, depth, size); then the model from the same bytes (its
     # codes are enum values, which only JSON validation accepts as text).
@@ -78,10 +80,10 @@ def _run_audit(anchor: Policy, bundle: Path, work: Path) -> AuditReport:
     try:
         audited = AuditReport.model_validate_json(data)
     except ValidationError as exc:
-        raise _unqualified(f"the audit of {bundle.name} wrote a report that is not an audit report "
+        raise unqualified(f"the audit of {bundle.name} wrote a report that is not an audit report "
                            f"({exc.error_count()} errors)") from None
     if audited.decision != "QUALIFIED" or result.exit_code != 0:
-        raise _unqualified(f"the previous release's bundle {bundle.name} does not audit: {said}")
+        raise unqualified(f"the previous release's bundle {bundle.name} does not audit: {said}")
     return audited
 
 
@@ -92,26 +94,35 @@ def _path_with_git() -> str:
 
 
 def audit_previous(policy: Policy, anchor: Policy, given: PreviousInput, platform: Platform) -> AuditedPrevious:
-    """The audited facts of the previous release, or ``QE_PREVIOUS_RELEASE_UNQUALIFIED``."""
+    """Local mode: the release given by path; its audited facts, or ``QE_PREVIOUS_RELEASE_UNQUALIFIED``."""
     for what, path in (("bundle", given.bundle), ("artifact", given.artifact)):
         if not path.is_file():
             raise QualificationError(Code.USAGE, f"--previous-{what} {path}: not a file")
+    return audit_previous_bundle(policy, anchor, given.bundle, platform, lambda _artifact: given.artifact)
+
+
+def audit_previous_bundle(policy: Policy, anchor: Policy, bundle: Path, platform: Platform,
+                          artifact_for: Callable[[ArtifactRef], Path]) -> AuditedPrevious:
+    """Audit ``bundle``; then ``artifact_for`` hands over the file claiming to be its artifact for ``platform``
+    (a path given, or a release asset downloaded), which must be those bytes."""
+    given = PreviousInput(bundle=bundle, artifact=bundle)
     with tempfile.TemporaryDirectory(prefix="qualify-previous-") as tmp:
         audited = _run_audit(anchor, given.bundle.resolve(), Path(tmp))
     identity = audited.runs[0].identity if len(audited.runs) == 1 else None
     if identity is None:
-        raise _unqualified(f"{given.bundle.name}: the audit names {len(audited.runs)} runs, not one identified run")
+        raise unqualified(f"{given.bundle.name}: the audit names {len(audited.runs)} runs, not one identified run")
     run = audited.runs[0]
     if identity.repository != policy.file.producer.repository:
-        raise _unqualified(f"the previous release is of {identity.repository}, not "
+        raise unqualified(f"the previous release is of {identity.repository}, not "
                            f"{policy.file.producer.repository}")
     artifacts = [column.artifact for column in run.platforms if column.platform == platform]
     if len(artifacts) != 1 or artifacts[0] is None:
-        raise _unqualified(f"the previous release qualified no {platform} artifact")
+        raise unqualified(f"the previous release qualified no {platform} artifact")
     artifact = artifacts[0]
+    given = PreviousInput(bundle=bundle, artifact=artifact_for(artifact))
     digest = file_sha256(given.artifact)
     if digest != artifact.sha256 or given.artifact.stat().st_size != artifact.size:
-        raise _unqualified(f"--previous-artifact {given.artifact.name} (sha256 {digest[:16]}) is not the audited "
+        raise unqualified(f"the previous artifact {given.artifact.name} (sha256 {digest[:16]}) is not the audited "
                            f"{artifact.name} (sha256 {artifact.sha256[:16]})")
     facts = PreviousRelease(bundle_sha256=file_sha256(given.bundle), sha=identity.sha,
                             run_id=identity.run_id, artifact=artifact, policy_sha256=anchor.sha256,

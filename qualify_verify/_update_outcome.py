@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from desktop_qualify.evidence_schemas import (
     INSTALLER_SUFFIXES,
+    AppStateRecord,
     Code,
     DisplayKind,
     InstallRecord,
@@ -115,6 +116,13 @@ def _state_problems(step: StateStep, rules: UpdateRules, *, verb: str, sha: str,
         problems.append(f"the record is a {report.verb} on {report.platform}, not a {verb} on {rules.platform}")
     if report.build_sha != sha:
         problems.append(f"build {report.build_sha[:12]} ran it, not {sha[:12]}")
+    return problems + _outcome_problems(step, report, want=want, code=code, digest=digest)
+
+
+def _outcome_problems(step: StateStep, report: AppStateRecord, *, want: str, code: str | None,
+                      digest: str | None) -> list[str]:
+    """What the app observed against what the step must show, with the exit status and digest that go with it."""
+    problems = []
     if (report.observed, report.code) != (want, code):
         problems.append(f"observed {report.observed} {report.code or ''}".rstrip()
                         + f", the policy requires {want} {code or ''}".rstrip())

@@ -49,7 +49,7 @@ def test_write_refuses_an_existing_state(written):
 
 
 @pytest.mark.parametrize(("spoil", "code"), [
-    (lambda root: shutil.rmtree(root), "CC_SKILL_STATE_MISSING"),
+    (shutil.rmtree, "CC_SKILL_STATE_MISSING"),
     (lambda root: shutil.rmtree(root / "skills" / "user-greeter"), "CC_SKILL_STATE_MISSING"),
     (lambda root: (root / "skills" / "user-greeter" / "handler.py").write_text("def run(p, a):\n    return 1\n"),
      "CC_SKILL_DIGEST_DRIFT"),

@@ -28,8 +28,8 @@ from desktop_qualify.qualify_verify._informational import (
     matches,
 )
 from support.evidence_factory import PlatformSpec, make_evidence, predicate_data
-from support.update_evidence import evidence as update_evidence
 from support.leaves import Path_, leaves, mutation, set_leaf, walk_leaves
+from support.update_evidence import evidence as update_evidence
 
 THREE = ("linux", "macos", "windows")
 
@@ -128,7 +128,8 @@ def test_every_update_leaf_is_checked_or_informational(tmp_path_factory: pytest.
     """The update journey's record, walked like the rest: each leaf checked, or listed as informational."""
     ev = update_evidence(tmp_path_factory.mktemp("base"))
     written = ev.platforms[0]
-    assert written.predicate is not None and written.predicate.update is not None
+    assert written.predicate is not None
+    assert written.predicate.update is not None
     base = {"predicate": written.predicate.model_dump(mode="json")}
 
     escaped, wrongly_listed, seen = [], [], 0

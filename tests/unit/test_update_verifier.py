@@ -17,6 +17,7 @@ from support.cli import CliRun
 from support.evidence_factory import OTHER_SHA
 from support.update_evidence import NEWER, Edit, _sha, _state, evidence
 
+
 def _set(path: str, value: Any) -> Edit:
     def edit(update: dict[str, Any]) -> None:
         *parents, last = path.split(".")
