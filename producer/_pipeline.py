@@ -303,13 +303,15 @@ def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, install
     if app.state is None or policy.update is None:
         # The policy's loader requires both together; a hand-built policy object may not.
         raise QualificationError(Code.POLICY_INVALID, "[update] needs [app.state] write and check")
+    layers = _layers(job)
     rules = UpdateRules(
         platform=job.platform, candidate_sha=sha, candidate_artifact_sha256=built.record.artifact.sha256,
         candidate_executable_sha256=installed.executable_sha256, installer=target.kind,
         executable=target.executable, state_write=tuple(app.state.write), state_check=tuple(app.state.check),
         downgrade="allow" if policy.update.downgrade == "allow" else "refuse",
         downgrade_code=policy.update.downgrade_code, probe_command=tuple(app.probe.argv),
-        display=app.display.kind(job.platform), probe_checks=tuple(app.probe.require), layers=_layers(job),
+        display=app.display.kind(job.platform), probe_checks=tuple(app.probe.require),
+        layers=None if layers is None else tuple(layers),
         candidate_layers=None if probed.report is None else
         tuple((layer.name, layer.applied) for layer in probed.report.isolation_layers))
 

@@ -96,8 +96,8 @@ def run_update(plan: UpdatePlan, work: Path) -> UpdateRecord:
     _replace_tree(left, j.home)
     downgrade_check = j.state(rollback_install, "check")
     record = UpdateRecord(
-        previous=previous.facts, installer=rules.installer,  # type: ignore[arg-type]
-        downgrade=rules.downgrade, downgrade_code=rules.downgrade_code,  # type: ignore[arg-type]
+        previous=previous.facts, installer=rules.installer, downgrade=rules.downgrade,
+        downgrade_code=rules.downgrade_code,
         previous_install=prev_install, write_state=write, upgrade_install=upgrade_install,
         upgrade_check=upgrade_check, upgrade_probe=upgrade_probe, rollback_install=rollback_install,
         rollback_check=rollback_check, downgrade_check=downgrade_check, failed_steps=[], passed=False)

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from desktop_qualify.evidence_schemas import (
     INSTALLER_SUFFIXES,
     AppStateRecord,
     Code,
     DisplayKind,
+    InstallerKind,
     InstallRecord,
     PlatformPredicate,
     StateStep,
@@ -47,11 +49,11 @@ class UpdateRules:
     candidate_sha: str
     candidate_artifact_sha256: str
     candidate_executable_sha256: str
-    installer: str
+    installer: InstallerKind
     executable: str
     state_write: tuple[str, ...]
     state_check: tuple[str, ...]
-    downgrade: str
+    downgrade: Literal["allow", "refuse"]
     downgrade_code: str | None
     probe_command: tuple[str, ...]
     display: DisplayKind

@@ -75,7 +75,7 @@ def _version_key(version: str) -> tuple[int, ...] | None:
 
 def _state_digest(root: Path) -> str:
     """One digest of every state file (names and bytes), the profile marker excepted."""
-    entries = []
+    entries: list[list[str]] = []
     for path in sorted(root.rglob("*")):
         if path.is_symlink():
             raise SkillError("CC_SKILL_STATE_INVALID", "the user state holds a link")
