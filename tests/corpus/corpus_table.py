@@ -115,6 +115,7 @@ from corpus_local import (
     truncated,
     whole_older_run_under_new_aggregate,
 )
+from corpus_update import UPDATE_ROWS
 from desktop_qualify.evidence_schemas import AGGREGATE_PREDICATE_TYPE, PLATFORM_PREDICATE_TYPE, Code
 from support.evidence_factory import DEFAULT_SHA, DEFAULT_STEPS, OTHER_SHA, PlatformSpec, artifact_name
 
@@ -899,4 +900,6 @@ CORPUS: list[Row] = [
     GitHubRow("gh-journey-log-instead-of-steps", gh(edit=put("journey.steps", [])), C.JOURNEY_INCOMPLETE),
     GitHubRow("gh-os-signing-linux-signed", gh(edit=put("signature.platform_signing_state", "signed")),
               C.PLATFORM_SIGNING_UNACCEPTED),
+    # ======== the update journey (corpus_update.py): state lost, rollback failed, downgrade, previous release ========
+    *(Row(row_id, mutation, code) for row_id, mutation, code in UPDATE_ROWS),
 ]

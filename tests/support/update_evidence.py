@@ -23,14 +23,14 @@ STATE_CHECK = ["{executable}", "state", "check", "--record", "{record}"]
 NEWER = "CC_SKILL_STATE_NEWER"
 
 
-def _sha(text: str) -> str:
+def sha_of(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-STATE = _sha("the user state")
+STATE = sha_of("the user state")
 
 
-def _state(verb: str, sha: str, *, observed: str = "allow", code: str | None = None,
+def state_step(verb: str, sha: str, *, observed: str = "allow", code: str | None = None,
            digest: str | None = STATE) -> dict[str, Any]:
     report = {"kind": "qualify-state", "version": 1, "verb": verb, "app_version": "0.1.0", "build_sha": sha,
               "platform": host_platform(), "observed": observed, "code": code,
@@ -43,27 +43,27 @@ def _state(verb: str, sha: str, *, observed: str = "allow", code: str | None = N
 def update_record(pred: dict[str, Any], *, downgrade: str) -> dict[str, Any]:
     """A passing update journey for this predicate: the previous release is OTHER_SHA's build."""
     platform = pred["platform"]
-    prev_digest, prev_exe = _sha("previous artifact"), _sha("previous executable")
+    prev_digest, prev_exe = sha_of("previous artifact"), sha_of("previous executable")
     previous_install = {**copy.deepcopy(pred["install"]), "artifact_sha256": prev_digest,
                         "executable_sha256": prev_exe, "executable": EXECUTABLES[platform]}
     refused = downgrade == "refuse"
     return {
         "kind": "update", "version": 1,
-        "previous": {"bundle_sha256": _sha("bundle"), "sha": OTHER_SHA, "run_id": "local-previous",
+        "previous": {"bundle_sha256": sha_of("bundle"), "sha": OTHER_SHA, "run_id": "local-previous",
                      "artifact": {"name": pred["build"]["artifact"]["name"].replace(pred["run"]["sha"][:12],
                                                                                   OTHER_SHA[:12]),
                                   "size": 4096, "sha256": prev_digest},
-                     "policy_sha256": _sha("previous policy"), "audit_decision": "QUALIFIED"},
+                     "policy_sha256": sha_of("previous policy"), "audit_decision": "QUALIFIED"},
         "installer": "archive", "downgrade": downgrade, "downgrade_code": NEWER if refused else None,
         "previous_install": previous_install,
-        "write_state": _state("write", OTHER_SHA),
+        "write_state": state_step("write", OTHER_SHA),
         "upgrade_install": copy.deepcopy(pred["install"]),
-        "upgrade_check": _state("check", pred["run"]["sha"]),
+        "upgrade_check": state_step("check", pred["run"]["sha"]),
         "upgrade_probe": copy.deepcopy(pred["launch_probe"]),
         "rollback_install": copy.deepcopy(previous_install),
-        "rollback_check": _state("check", OTHER_SHA),
-        "downgrade_check": _state("check", OTHER_SHA, observed="reject", code=NEWER) if refused
-        else _state("check", OTHER_SHA),
+        "rollback_check": state_step("check", OTHER_SHA),
+        "downgrade_check": state_step("check", OTHER_SHA, observed="reject", code=NEWER) if refused
+        else state_step("check", OTHER_SHA),
         "failed_steps": [], "passed": True,
     }
 
