@@ -30,6 +30,8 @@ OUT = ROOT / "qualification-out"
 LOCAL_POLICY = "policies/local.toml"
 EXAMPLE_POLICY = "examples/qt-notes/policy.toml"
 EXAMPLE_OUT = ROOT / "qualification-out-example"
+UPDATE_POLICY = "policies/local-update.toml"
+UPDATE_OUT = ROOT / "qualification-out-update"
 
 
 def _host_platform() -> str:
@@ -157,7 +159,8 @@ def _source_gate_preconditions() -> str | None:
     return None
 
 
-def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[str, ...] = ("-e", ".")) -> None:
+def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[str, ...] = ("-e", "."),
+                 produce_extra: tuple[str, ...] = ()) -> None:
     """keygen, produce, aggregate, verify (writing its VSA) and verify-vsa under ``policy``, swapped into ``out``.
 
     A failed run loses nothing: the source gate's cheap preconditions are checked before anything is installed,
@@ -180,7 +183,8 @@ def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[st
         timings.append((name, time.monotonic() - started))
 
     step("keygen", "keygen", "--policy", policy)
-    step(f"produce {platform}", "produce", "--policy", policy, "--platform", platform, "--out", str(staging))
+    step(f"produce {platform}", "produce", "--policy", policy, "--platform", platform, "--out", str(staging),
+         *produce_extra)
     step("aggregate", "aggregate", "--policy", policy, "--evidence", str(evidence), "--out", str(evidence))
     candidate = [arg for path in sorted(artifacts.iterdir()) for arg in ("--artifact", str(path))]
     summaries = staging / "verification-summary.intoto.jsonl"
@@ -199,6 +203,29 @@ def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[st
 def qualify(session: nox.Session) -> None:
     """The full local qualification on this machine's platform (local Ed25519 keys)."""
     _local_chain(session, LOCAL_POLICY, OUT)
+
+
+@nox.session(name="qualify-update", reuse_venv=True)
+def qualify_update(session: nox.Session) -> None:
+    """The local chain with the update journey (policies/local-update.toml), from the last `nox -s qualify`.
+
+    The previous release is qualification-out: bundled here as an auditor receives it, then audited by the
+    producer, installed, given user state, upgraded to this commit's build, rolled back and downgraded.
+    """
+    artifacts = sorted((OUT / "artifacts").glob("*")) if (OUT / "artifacts").is_dir() else []
+    if len(artifacts) != 1 or not (OUT / "evidence").is_dir():
+        session.error(f"{OUT.name} holds no qualified run with one artifact: run `nox -s qualify` first")
+    _install_once(session, "-e", ".")
+    previous = Path(session.create_tmp()) / "previous"
+    shutil.rmtree(previous, ignore_errors=True)
+    previous.mkdir()
+    bundle, artifact = previous / "previous.qualify-bundle.zip", previous / artifacts[0].name
+    # Copies: the previous release must not change under the job when qualification-out is replaced.
+    shutil.copyfile(artifacts[0], artifact)
+    session.run("qualify", "bundle", "--policy", LOCAL_POLICY, "--evidence", str(OUT / "evidence"), "--out",
+                str(bundle))
+    _local_chain(session, UPDATE_POLICY, UPDATE_OUT,
+                 produce_extra=("--previous-bundle", str(bundle), "--previous-artifact", str(artifact)))
 
 
 @nox.session(name="qualify-example", reuse_venv=True)

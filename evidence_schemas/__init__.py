@@ -113,6 +113,7 @@ from ._types import (
     TrustMode,
     utc_now,
 )
+from ._update import AppStateRecord, PreviousRelease, StateStep, UpdateRecord
 from ._vsa import (
     VSA_LEVELS,
     VSA_PREDICATE_TYPE,
@@ -135,6 +136,10 @@ __all__ = [
     "VsaStatement",
     "VsaVerifier",
     "parse_vsa_statement",
+    "AppStateRecord",
+    "PreviousRelease",
+    "StateStep",
+    "UpdateRecord",
     "APP_CODE_PATTERN",
     "AppCode",
     "CONTRACT_VERSION",

@@ -21,6 +21,7 @@ from ._records import (
     SourceGateRecord,
 )
 from ._statement import AggregateStatement, DsseEnvelope, PlatformStatement
+from ._update import AppStateRecord, UpdateRecord
 from ._vsa import VsaStatement
 
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
@@ -39,12 +40,14 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "journey-record": JourneyRecord,
     # qualify rebuild --attest: the rebuilder's signed statement.
     "rebuild-statement": RebuildStatement,
+    "update-record": UpdateRecord,
     # The app contract (docs/app-contract.md): what an app reads and writes.
     "app-build-info": BuildInfo,
     "app-probe-record": AppProbeRecord,
     "app-journey-record": AppJourneyRecord,
     # The release gate's SLSA Verification Summary Attestation (qualify verify --vsa).
     "verification-summary": VsaStatement,
+    "app-state-record": AppStateRecord,
 }
 
 

@@ -16,6 +16,7 @@ from ._records import (
     SourceGateRecord,
 )
 from ._types import Count, GitSha, KeyId, Platform, Record, Sha256Hex, ShortText, Timestamp
+from ._update import UpdateRecord
 
 # The identity fields' shapes, the same in both modes: in GitHub mode the certificate fixes them; in local mode
 # nothing else does, and free text here (a newline, a Markdown heading) would reach every report as written.
@@ -81,6 +82,9 @@ class PlatformPredicate(Record):
     """The launch probe's record."""
     journey: JourneyRecord
     """The journey's record."""
+    # The upgrade, rollback and downgrade journey, when the policy asks for it ([update]).
+    update: UpdateRecord | None = None
+    """The update journey's record (upgrade, rollback, downgrade), when the policy asks for it; else None."""
 
 
 class AggregatedPlatform(Record):

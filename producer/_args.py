@@ -22,6 +22,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         help="output folder: evidence/, artifacts/, records/ and work/ are written under it")
     parser.add_argument("--run-id", help="local run id shared by every platform job of one run "
                         "(default: $QUALIFY_RUN_ID, else a new one)")
+    parser.add_argument("--previous-bundle", type=Path,
+                        help="the update journey ([update]): the last qualified release's qualification bundle, "
+                             "audited as `qualify audit --bundle` would before the job starts")
+    parser.add_argument("--previous-artifact", type=Path,
+                        help="the update journey: that release's artifact for this platform (the audited bytes)")
     return parser
 
 

@@ -5,17 +5,23 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.qualify_policy import load_policy
 from desktop_qualify.qualify_runtime import EXIT_OK, EXIT_REJECTED, guarded
 
 from ._args import build_parser
 from ._pipeline import produce
+from ._previous import PreviousInput
 
 
 def run(args: argparse.Namespace) -> int:
     """`qualify produce` on parsed arguments: one platform job; 0 only when every stage passed."""
     def body() -> int:
-        result = produce(load_policy(args.policy), args.platform, args.out, run_id=args.run_id)
+        if (args.previous_bundle is None) != (args.previous_artifact is None):
+            raise QualificationError(Code.USAGE, "--previous-bundle and --previous-artifact go together")
+        previous = (None if args.previous_bundle is None else
+                    PreviousInput(bundle=args.previous_bundle, artifact=args.previous_artifact))
+        result = produce(load_policy(args.policy), args.platform, args.out, run_id=args.run_id, previous=previous)
         if result.passed:
             print(f"produced {result.statement}")
             return EXIT_OK

@@ -63,6 +63,13 @@ def _private_copy(archive: Path, folder: Path) -> tuple[Path, str]:
 
 def install(*, archive: Path, build: BuildRecord, prefix: Path, kind: InstallerKind,
             executable: str) -> InstallRecord:
+    return install_expected(archive=archive, sha256=build.artifact.sha256, prefix=prefix, kind=kind,
+                            executable=executable, whose="the build's")
+
+
+def install_expected(*, archive: Path, sha256: str, prefix: Path, kind: InstallerKind,
+                     executable: str, whose: str) -> InstallRecord:
+    """Install ``archive`` only if its bytes have digest ``sha256`` (the build's, or an audited release's)."""
     started = time.monotonic()
     try:
         copy, digest = _private_copy(archive, prefix.parent)
@@ -70,20 +77,20 @@ def install(*, archive: Path, build: BuildRecord, prefix: Path, kind: InstallerK
         return _failed(digest=_ZERO, kind=kind, executable=executable, started=started,
                        why=f"artifact {archive.name} cannot be read into the install folder: {exc.strerror or exc}")
     try:
-        return _install_copy(copy, digest, build=build, prefix=prefix, kind=kind, executable=executable,
-                             started=started)
+        return _install_copy(copy, digest, expected=sha256, whose=whose, prefix=prefix, kind=kind,
+                             executable=executable, started=started)
     finally:
         copy.unlink(missing_ok=True)
 
 
-def _install_copy(copy: Path, digest: str, *, build: BuildRecord, prefix: Path, kind: InstallerKind,
+def _install_copy(copy: Path, digest: str, *, expected: str, whose: str, prefix: Path, kind: InstallerKind,
                   executable: str, started: float) -> InstallRecord:
     def failed(why: str) -> InstallRecord:
         return _failed(digest=digest, kind=kind, executable=executable, started=started, why=why)
 
-    # The bytes installed must be the bytes built and signed.
-    if digest != build.artifact.sha256:
-        return failed(f"artifact digest {digest[:16]} differs from the build's {build.artifact.sha256[:16]}")
+    # The bytes installed must be the bytes built and signed (or the audited previous release's).
+    if digest != expected:
+        return failed(f"artifact digest {digest[:16]} differs from {whose} {expected[:16]}")
     try:
         method = install_with(kind, copy, prefix)
         entries = tree_manifest(prefix)

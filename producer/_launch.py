@@ -21,6 +21,7 @@ from typing import Literal
 from desktop_qualify.evidence_schemas import (
     AppJourneyRecord,
     AppProbeRecord,
+    AppStateRecord,
     DisplayKind,
     InstallRecord,
     JourneyRecord,
@@ -29,6 +30,7 @@ from desktop_qualify.evidence_schemas import (
     Platform,
     ProbeReport,
     QualificationError,
+    StateStep,
 )
 from desktop_qualify.qualify_archive import manifest_sha256, tree_manifest
 from desktop_qualify.qualify_files import file_sha256
@@ -41,7 +43,7 @@ from ._build import expand
 from ._display import display_env
 from ._process import ProcessResult, excerpt, minimal_environment, run_bounded
 
-Stage = Literal["probe", "journey"]
+Stage = Literal["probe", "journey", "state"]
 _RECORD_NAME = "record.json"
 
 
@@ -94,14 +96,18 @@ def _installed_problem(prefix: Path, install: InstallRecord) -> str | None:
     return None
 
 
-def _run_installed(prefix: Path, install: InstallRecord, stage: Stage, plan: RunPlan) -> _Ran | str:
+def _run_installed(prefix: Path, install: InstallRecord, stage: Stage, plan: RunPlan,
+                   kept_home: Path | None = None) -> _Ran | str:
+    """Run the stage's command on the installed app; ``kept_home`` is a user home that outlives the run
+    (the update journey's, holding the user state), else the run gets a fresh one that is removed after."""
     work = prefix.parent
     # The app's home, the record's folder and a runner's source live in the job's work folder, beside the
     # prefix: a killed job's rerun removes them.
-    home, records, source = work / f"home-{stage}", work / f"record-{stage}", work / f"source-{stage}"
+    home, records, source = kept_home or work / f"home-{stage}", work / f"record-{stage}", work / f"source-{stage}"
     try:
         cwd = exported = home
-        _fresh(home)
+        if kept_home is None:
+            _fresh(home)
         _fresh(records)
         if plan.needs_source:
             shutil.rmtree(source, ignore_errors=True)
@@ -121,7 +127,8 @@ def _run_installed(prefix: Path, install: InstallRecord, stage: Stage, plan: Run
     except QualificationError as exc:
         return f"not run: {exc.message}"[:2000]
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        if kept_home is None:
+            shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(source, ignore_errors=True)
 
 
@@ -136,8 +143,9 @@ def _excerpt(*parts: str) -> str:
 
 
 def launch_probe(*, prefix: Path, install: InstallRecord, platform: Platform, gate_sha: str, plan: RunPlan,
-                 required_checks: Sequence[str], required_layers: Sequence[str] | None) -> LaunchProbeRecord:
-    ran = _run_installed(prefix, install, "probe", plan)
+                 required_checks: Sequence[str], required_layers: Sequence[str] | None,
+                 kept_home: Path | None = None) -> LaunchProbeRecord:
+    ran = _run_installed(prefix, install, "probe", plan, kept_home)
     if isinstance(ran, str):
         return LaunchProbeRecord(command=list(plan.argv), display=plan.display, exit_code=None, timed_out=False,
                                  duration_ms=0, report=None, build_sha_matches=False,
@@ -199,3 +207,23 @@ def journey(*, prefix: Path, install: InstallRecord, platform: Platform, gate_sh
         required_steps=list(facts.required), missing_steps=list(facts.missing), failed_steps=list(facts.failed),
         isolation_layers=layers, stderr_excerpt=_excerpt(problem, _logs(result)), passed=facts.passed,
     )
+
+
+def state_verb(*, prefix: Path, install: InstallRecord, verb: Literal["write", "check"], plan: RunPlan,
+               home: Path) -> StateStep:
+    """One state verb of the installed app against the kept ``home``; its record read as untrusted input.
+
+    ``passed`` is provisional here: only the whole update journey can judge a step (``update_facts``).
+    """
+    ran = _run_installed(prefix, install, "state", plan, home)
+    if isinstance(ran, str):
+        return StateStep(verb=verb, command=list(plan.argv), exit_code=None, timed_out=False, report=None,
+                         stderr_excerpt=ran, passed=False)
+    result, report, problem = ran.result, None, ""
+    if not result.timed_out:
+        try:
+            report = load_app_record(AppStateRecord, ran.record, what=f"state {verb} record")
+        except QualificationError as exc:
+            problem = exc.diagnostics()
+    return StateStep(verb=verb, command=list(plan.argv), exit_code=result.exit_code, timed_out=result.timed_out,
+                     report=report, stderr_excerpt=_excerpt(problem, _logs(result)), passed=False)

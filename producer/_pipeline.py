@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +28,15 @@ from desktop_qualify.evidence_schemas import (
     RunIdentity,
     SignatureRecord,
     SourceGateRecord,
+    UpdateRecord,
     aggregate_file_name,
     utc_now,
 )
 from desktop_qualify.qualify_files import write_atomic
-from desktop_qualify.qualify_policy import InstallTarget, Policy, host_arch, host_platform
+from desktop_qualify.qualify_policy import InstallTarget, Policy, host_arch, host_platform, load_policy
 from desktop_qualify.qualify_trust import StatementSigner, StatementVerifier, verifier_for
 from desktop_qualify.qualify_trust import signer_for as statement_signer_for
+from desktop_qualify.qualify_verify import UpdateRules
 from pydantic import BaseModel
 
 from ._build import BuildOutput, BuildPlan, build, export_committed_source
@@ -43,10 +46,12 @@ from ._gate_github import GitHubGate, github_run_identity
 from ._install import install
 from ._launch import RunPlan, journey, launch_probe
 from ._platform_signing import platform_signer_from_env
+from ._previous import AuditedPrevious, PreviousInput, audit_previous
 from ._progress import Progress
 from ._publish import Staged, publish, staging_folder
 from ._reproduce import SUMMARY_NAME
 from ._sign import sign_artifact
+from ._update import UpdatePlan, run_update
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -274,10 +279,87 @@ def _journey(job: _Job, installed: InstallRecord, sha: str, probe: LaunchProbeRe
     return record
 
 
+def _audited_previous(job: _Job, given: PreviousInput | None, downloads: Path) -> AuditedPrevious | None:
+    """The previous release, audited before the gate: a release that does not audit changes nothing.
+
+    Given by path (``given``), or in GitHub mode without one, read from the repository's newest published
+    release into ``downloads`` (a folder that lives as long as the job).
+    """
+    update = job.policy.file.update
+    if update is None:
+        if given is not None:
+            raise QualificationError(Code.USAGE, f"policy {job.policy.file.name!r} asks for no update journey "
+                                                 "([update]); --previous-bundle/--previous-artifact are for one")
+        return None
+    if given is None and job.policy.sigstore is None:
+        raise QualificationError(Code.USAGE, f"policy {job.policy.file.name!r} requires the update journey: give "
+                                             "the last qualified release as --previous-bundle and --previous-artifact")
+    anchor = job.policy
+    if update.previous_policy is not None:
+        anchor = load_policy(job.policy.resolve(update.previous_policy), job.policy.root)
+    with job.progress.stage("previous release") as said:
+        if given is not None:
+            audited = audit_previous(job.policy, anchor, given, job.platform)
+        else:
+            # PyGithub loads only for this path (as for the GitHub gate).
+            from desktop_qualify.qualify_github import GitHubClient  # noqa: PLC0415
+
+            from ._previous_github import previous_from_release  # noqa: PLC0415
+
+            with GitHubClient.from_env(job.env) as client:
+                audited = previous_from_release(job.policy, anchor, client, job.platform, downloads)
+        said.append(f"{audited.facts.artifact.name} of {audited.facts.sha[:12]} audits QUALIFIED")
+    return audited
+
+
+def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, installed: InstallRecord,
+            probed: LaunchProbeRecord, sha: str) -> UpdateRecord:
+    app, policy = job.policy.file.app, job.policy.file
+    _, target = _target(job)
+    if app.state is None or policy.update is None:
+        # The policy's loader requires both together; a hand-built policy object may not.
+        raise QualificationError(Code.POLICY_INVALID, "[update] needs [app.state] write and check")
+    layers = _layers(job)
+    rules = UpdateRules(
+        platform=job.platform, candidate_sha=sha, candidate_artifact_sha256=built.record.artifact.sha256,
+        candidate_executable_sha256=installed.executable_sha256, installer=target.kind,
+        executable=target.executable, state_write=tuple(app.state.write), state_check=tuple(app.state.check),
+        downgrade="allow" if policy.update.downgrade == "allow" else "refuse",
+        downgrade_code=policy.update.downgrade_code, probe_command=tuple(app.probe.argv),
+        display=app.display.kind(job.platform), probe_checks=tuple(app.probe.require),
+        layers=None if layers is None else tuple(layers),
+        candidate_layers=None if probed.report is None else
+        tuple((layer.name, layer.applied) for layer in probed.report.isolation_layers))
+
+    def probe(prefix: Path, upgraded: InstallRecord, home: Path) -> LaunchProbeRecord:
+        return launch_probe(prefix=prefix, install=upgraded, platform=job.platform, gate_sha=sha,
+                            plan=_run_plan(job, sha, app.probe.argv, policy.limits.probe_timeout_seconds),
+                            required_checks=app.probe.require, required_layers=_layers(job), kept_home=home)
+
+    plan = UpdatePlan(previous=previous, candidate_archive=built.archive, rules=rules,
+                      plan_for=lambda argv, timeout: _run_plan(job, sha, argv, timeout), probe=probe,
+                      state_timeout=policy.limits.probe_timeout_seconds)
+    with job.progress.stage("update journey") as said:
+        record = run_update(plan, job.work_dir / "update")
+        said.append(f"failed={','.join(record.failed_steps) or 'none'} passed={record.passed}")
+    job.record("update", record)
+    return record
+
+
 def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None = None,
-            env: Mapping[str, str] | None = None, signer: StatementSigner | None = None) -> ProduceResult:
-    """Run one producer job. ``env`` defaults to the process environment; ``signer`` to the policy's."""
+            env: Mapping[str, str] | None = None, signer: StatementSigner | None = None,
+            previous: PreviousInput | None = None) -> ProduceResult:
+    """Run one producer job. ``env`` defaults to the process environment; ``signer`` to the policy's.
+
+    ``previous`` is the last qualified release (bundle and artifact) when the policy requires the update journey.
+    """
     job = _prepare(policy, platform, out, run_id=run_id, env=os.environ if env is None else env, signer=signer)
+    with tempfile.TemporaryDirectory(prefix="qualify-previous-") as downloads:
+        return _produce(job, _audited_previous(job, previous, Path(downloads)))
+
+
+def _produce(job: _Job, audited: AuditedPrevious | None) -> ProduceResult:
+    policy, platform = job.policy, job.platform
     gate, gate_record = _gate(job)
     run = _run_identity(job, gate_record)
     # Nothing on disk changes before the gate and the run identity were accepted (so the gate's own record
@@ -289,9 +371,11 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     installed = _install(job, built)
     probe = _probe(job, installed, gate_record.sha)
     walked = _journey(job, installed, gate_record.sha, probe)
+    updated = None if audited is None else _update(job, audited, built=built, installed=installed, probed=probe,
+                                                   sha=gate_record.sha)
     predicate = PlatformPredicate(platform=platform, arch=job.arch, run=run, produced_at=utc_now(),
                                   source_gate=gate_record, build=built.record, signature=signature,
-                                  install=installed, launch_probe=probe, journey=walked)
+                                  install=installed, launch_probe=probe, journey=walked, update=updated)
     with job.progress.stage("emit") as said:
         emitted = emit(predicate=predicate, archive=built.archive, gate=gate, signer=job.signer,
                        verifier=job.verifier, policy=policy, evidence_dir=job.evidence_dir)
@@ -304,5 +388,6 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     reproduced = repro is None or repro.reproduced  # None: the policy did not ask for a second build
     failures = [name for name, ok in (("build reproduction", reproduced),
                                       ("signature", signature.passed), ("install", installed.passed),
-                                      ("launch probe", probe.passed), ("journey", walked.passed)) if not ok]
+                                      ("launch probe", probe.passed), ("journey", walked.passed),
+                                      ("update", updated is None or updated.passed)) if not ok]
     return ProduceResult(statement, archive, not failures, failures)

@@ -88,6 +88,10 @@ class Code(enum.StrEnum):
     VSA_SUBJECT = "QE_VSA_SUBJECT"
     VSA_POLICY = "QE_VSA_POLICY"
     VSA_FAILED = "QE_VSA_FAILED"
+    # The update journey: state lost on upgrade, a failed rollback, a downgrade rule broken, no journey at all.
+    UPDATE_FAILED = "QE_UPDATE_FAILED"
+    # The previous release an update journey starts from does not audit, or its artifact is not the audited one.
+    PREVIOUS_RELEASE_UNQUALIFIED = "QE_PREVIOUS_RELEASE_UNQUALIFIED"
     # Configuration and environment (exit status 2)
     POLICY_INVALID = "QE_POLICY_INVALID"
     KEY_INVALID = "QE_KEY_INVALID"

@@ -142,6 +142,17 @@ class JourneyCommand(Record):
         return self.argv[0] != "{executable}"
 
 
+class StatePolicy(Record):
+    """The optional state verbs (docs/app-contract.md): write a known user state, and check it.
+
+    Each runs like the probe (the installed executable's subcommand, or a runner from the exported
+    source), against the update journey's user home, and writes a ``qualify-state`` record to {record}.
+    """
+
+    write: RunArgv
+    check: RunArgv
+
+
 class DisplayPolicy(PerPlatform[DisplayKind]):
     @model_validator(mode="after")
     def _xvfb_is_linux_only(self) -> DisplayPolicy:
@@ -186,6 +197,8 @@ class AppPolicy(Record):
     probe: ProbePolicy
     journey: JourneyCommand
     display: DisplayPolicy = Field(default_factory=DisplayPolicy)
+    # Only an app with state verbs can be put through the update journey ([update]).
+    state: StatePolicy | None = None
     codes: CodesPolicy = Field(default_factory=CodesPolicy)
 
     def missing_for(self, platform: Platform) -> list[str]:
@@ -199,4 +212,4 @@ class AppPolicy(Record):
 
 
 __all__ = ["AppPolicy", "BuildPolicy", "CodesPolicy", "DisplayPolicy", "InstallTarget", "JourneyCommand",
-           "ProbePolicy"]
+           "ProbePolicy", "StatePolicy"]

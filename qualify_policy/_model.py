@@ -156,6 +156,27 @@ class JourneyPolicy(Record):
     steps: dict[_StepId, StepExpectation] = Field(min_length=1, max_length=64)
 
 
+class DowngradeRefusal(Record):
+    # The code the previous version must refuse the candidate's state with (the policy's [app.codes] pattern).
+    refuse: AppCode
+
+
+class UpdatePolicy(Record):
+    """The update journey (README, "The update journey"): required when this section is present.
+
+    The producer starts from the last qualified release, given as its bundle and artifact, audited as
+    ``qualify audit --bundle`` would under ``previous_policy`` (default: this policy file).
+    """
+
+    previous_policy: _RelPath | None = None
+    # What the previous version does with the state the candidate left: opens it, or refuses it with a code.
+    downgrade: Literal["allow"] | DowngradeRefusal
+
+    @property
+    def downgrade_code(self) -> str | None:
+        return None if self.downgrade == "allow" else self.downgrade.refuse
+
+
 class IsolationPolicy(Record):
     """The worker sandbox layers each platform's probe and journey must report as applied (fail closed)."""
 
@@ -233,6 +254,7 @@ class PolicyFile(Record):
     limits: LimitsPolicy
     # Optional: without it no platform's build is required to reproduce.
     reproducible: ReproduciblePolicy = Field(default_factory=ReproduciblePolicy)
+    update: UpdatePolicy | None = None
 
     @model_validator(mode="after")
     def _codes_match_the_apps_pattern(self) -> PolicyFile:
@@ -263,6 +285,18 @@ class PolicyFile(Record):
                 if refusals is not None and not set(refusals.get(name, ())) & set(want.errno or ()):
                     raise ValueError(f"step {step} must be refused by {name!r} on {platform}, which refuses with "
                                      f"none of the step's errno names")
+        return self
+
+    @model_validator(mode="after")
+    def _update_needs_state_verbs(self) -> PolicyFile:
+        if self.update is None:
+            return self
+        if self.app.state is None:
+            raise ValueError("[update] needs the app's state verbs: [app.state] write and check")
+        code = self.update.downgrade_code
+        if code is not None and not self.app.codes.compiled.fullmatch(code):
+            raise ValueError(f"[update] downgrade refuse code {code!r} is outside [app.codes] pattern "
+                             f"{self.app.codes.pattern!r}")
         return self
 
     @model_validator(mode="after")

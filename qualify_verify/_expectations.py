@@ -17,6 +17,16 @@ from desktop_qualify.qualify_policy import InstallTarget, Policy, StepExpectatio
 
 
 @dataclass(frozen=True)
+class UpdateExpectations:
+    """The policy's [update] table with the app's state verbs (docs/update.md)."""
+
+    state_write: tuple[str, ...]
+    state_check: tuple[str, ...]
+    downgrade: Literal["allow", "refuse"]
+    downgrade_code: str | None
+
+
+@dataclass(frozen=True)
 class Expectations:
     """The verifier's view of a loaded policy: properties and per-platform methods over ``policy``."""
 
@@ -150,6 +160,16 @@ class Expectations:
     def reproducible(self) -> frozenset[str]:
         """The platforms whose build must reproduce ([reproducible] required, host resolved)."""
         return frozenset(self.policy.reproducible_platforms)
+
+    @property
+    def update(self) -> UpdateExpectations | None:
+        """The [update] table with the app's state verbs; None when the policy asks for no update journey."""
+        f = self.policy.file
+        if f.update is None or f.app.state is None:
+            return None
+        return UpdateExpectations(state_write=tuple(f.app.state.write), state_check=tuple(f.app.state.check),
+                                  downgrade="allow" if f.update.downgrade == "allow" else "refuse",
+                                  downgrade_code=f.update.downgrade_code)
 
     @property
     def code_pattern(self) -> str:

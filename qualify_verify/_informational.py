@@ -52,6 +52,27 @@ PLATFORM_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
     "predicate.signature.notarization.stapled": "whether the ticket is stapled (Gatekeeper checks online if not); "
                                                 "the state is 'notarized' either way",
     "predicate.signature.notarization.detail": "bounded free text from the hook",
+    # The update journey ([update]). What the producer's audit of the previous release's bundle established
+    # beyond its commit and artifact digest (both checked): the verifier does not hold that bundle.
+    "predicate.update.previous.bundle_sha256": "the previous bundle's digest, to find it again; the producer "
+                                               "audited it before the job (QE_PREVIOUS_RELEASE_UNQUALIFIED)",
+    "predicate.update.previous.run_id": "the previous run's id, for people; its commit is checked",
+    "predicate.update.previous.policy_sha256": "the policy the previous bundle was anchored to, for people",
+    "predicate.update.previous.artifact.size": "the previous artifact's size; its digest is checked",
+    # Each install of the journey: as the candidate's own install, counted by the producer's unpack.
+    "predicate.update.*.file_count": "counted by the producer's unpack; checked only to be non-zero",
+    "predicate.update.*.total_bytes": "counted by the producer's unpack; checked only to be non-zero",
+    "predicate.update.*.manifest_sha256": "the producer's manifest digest; checked only to be present (non-zero)",
+    "predicate.update.*.duration_ms": "a duration",
+    "predicate.update.*.stderr_excerpt": "bounded free text from the app; logs are never evidence",
+    "predicate.update.*.report.app_version": "the app's version string; the build SHA identifies the build",
+    "predicate.update.*.report.detail": "bounded free text from the app about its state",
+    "predicate.update.upgrade_probe.report.checks.*.detail": "bounded free text from the app about one named check",
+    "predicate.update.upgrade_probe.report.isolation_layers.*.detail": "why a sandbox layer was or was not "
+                                                                      "applied, for people",
+    # A refusal's exit status is the app's own: checked to be non-zero (an allowed check's is checked to be 0).
+    "predicate.update.downgrade_check.exit_code": "the app's refusal status, checked non-zero under a refusing "
+                                                  "policy",
 })
 
 AGGREGATE_INFORMATIONAL: Mapping[str, str] = MappingProxyType({

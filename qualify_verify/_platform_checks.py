@@ -50,6 +50,7 @@ from ._outcomes import (
     assess_signature,
     assess_source_gate,
 )
+from ._update_outcome import assess_update
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,7 @@ def stage_outcomes(vp: VerifiedPlatform, exp: Expectations, verifier: StatementV
         assess_install(p, exp),
         assess_probe(p, exp),
         assess_journey(p, exp),
+        assess_update(p, exp),
     ]
 
 

@@ -56,7 +56,7 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message or "help requested")
 
     def print_help(self, file: SupportsWrite[str] | None = None) -> NoReturn:
-        raise _UsageError("usage: skillhost {probe,journey,worker,sign-skill,keygen,run-skill}")
+        raise _UsageError("usage: skillhost {probe,journey,state,worker,sign-skill,keygen,run-skill}")
 
 
 def _parser() -> _Parser:
@@ -66,6 +66,9 @@ def _parser() -> _Parser:
     for name in ("probe", "journey"):
         # --record: where the app contract's record goes (also QUALIFY_RECORD); stdout gets the same line.
         sub.add_parser(name, add_help=False).add_argument("--record")
+    st = sub.add_parser("state", add_help=False)
+    st.add_argument("verb", choices=("write", "check"))
+    st.add_argument("--record")
     w = sub.add_parser("worker", add_help=False)
     w.add_argument("--self-test", action="store_true")
     s = sub.add_parser("sign-skill", add_help=False)
@@ -163,6 +166,14 @@ def _dispatch(ns: argparse.Namespace) -> tuple[Report, int]:
         if (path := _record_path(ns)) is not None:
             write_record(path, journey)
         return journey, rc
+    if ns.cmd == "state":
+        from skillhost._user_state import check_state, write_state
+
+        state = write_state() if ns.verb == "write" else check_state()
+        if (path := _record_path(ns)) is not None:
+            write_record(path, state)
+        # A refusal is an observation the record carries; the exit status says the app refused.
+        return state, 0 if state["observed"] == "allow" else EXIT_REFUSED
     if ns.cmd == "keygen":
         import base64
 

@@ -127,6 +127,7 @@ from corpus_local import (
     truncated,
     whole_older_run_under_new_aggregate,
 )
+from corpus_update import UPDATE_ROWS
 from desktop_qualify.evidence_schemas import (
     AGGREGATE_PREDICATE_TYPE,
     PLATFORM_PREDICATE_TYPE,
@@ -1029,4 +1030,6 @@ CORPUS: list[Row] = [
               C.PROVENANCE_MISMATCH),
     GitHubRow("gh-aggregate-binds-another-provenance",
               gh(aggregate_edit=gh_aggregate_entry(provenance_sha256="0" * 64)), C.PROVENANCE_MISMATCH),
+    # ======== the update journey (corpus_update.py): state lost, rollback failed, downgrade, previous release ========
+    *(Row(row_id, mutation, code) for row_id, mutation, code in UPDATE_ROWS),
 ]

@@ -32,6 +32,7 @@ from desktop_qualify.qualify_verify._informational import (
 )
 from support.evidence_factory import PlatformSpec, make_evidence, predicate_data
 from support.leaves import Path_, leaves, mutation, set_leaf, walk_leaves
+from support.update_evidence import evidence as update_evidence
 
 THREE = ("linux", "macos", "windows")
 
@@ -200,6 +201,35 @@ def test_every_reproduction_leaf_is_checked_or_informational(tmp_path_factory: p
     assert wrongly_listed == []
 
 
+def test_every_update_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The update journey's record, walked like the rest: each leaf checked, or listed as informational."""
+    ev = update_evidence(tmp_path_factory.mktemp("base"))
+    written = ev.platforms[0]
+    assert written.predicate is not None
+    assert written.predicate.update is not None
+    base = {"predicate": written.predicate.model_dump(mode="json")}
+
+    escaped, wrongly_listed, seen = [], [], 0
+    for path, value in leaves(base):
+        if path[:2] != ("predicate", "update"):
+            continue
+        seen += 1
+        changed = mutation("platform", base, path, value)
+        if changed is ...:
+            continue
+        spoiled = update_evidence(tmp_path_factory.mktemp("leaf"),
+                                  edit=lambda update, p=path, c=changed: set_leaf(update, p[2:], c))
+        qualified = verify_release(load_policy(spoiled.policy_path), [spoiled.evidence_dir],
+                                   spoiled.artifact_paths).qualified
+        if is_informational("platform", path) != qualified:
+            where = wrongly_listed if not qualified else escaped
+            where.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
+    print(f"update record leaves: {seen}")
+    assert seen > 100
+    assert escaped == []
+    assert wrongly_listed == []
+
+
 @pytest.mark.parametrize(("kind", "table"), [("platform", PLATFORM_INFORMATIONAL),
                                              ("aggregate", AGGREGATE_INFORMATIONAL),
                                              ("provenance", PROVENANCE_INFORMATIONAL)])
@@ -210,6 +240,9 @@ def test_every_informational_pattern_names_a_real_leaf(kind: str, table: Any, tm
     if kind == "platform":
         paths += [path for path, _ in leaves(_macos_base(tmp_path / "m"))]
         paths += [path for path, _ in leaves(_reproduced_base(tmp_path / "r"))]
+        updated = update_evidence(tmp_path / "u").platforms[0].predicate
+        assert updated is not None
+        paths += [path for path, _ in leaves({"predicate": updated.model_dump(mode="json")})]
     stale = [pattern for pattern in table if not any(matches(pattern, path) for path in paths)]
     assert stale == []
 
@@ -220,4 +253,6 @@ def test_the_walk_sees_every_record(tmp_path: Path) -> None:
                           run_id="r", attempt=1, key=make_evidence(tmp_path / "k").keys.platform,
                           required_steps=("catalog-verified",))
     tops = {path[0] for path, _ in leaves(data)}
-    assert tops == set(PlatformPredicate.model_fields)
+    # The update journey's record is optional (only a policy with [update] asks for it): its leaves are walked
+    # on a statement that carries one (test_every_update_leaf_is_checked_or_informational).
+    assert tops | {"update"} == set(PlatformPredicate.model_fields)
