@@ -101,6 +101,9 @@ def _inputs(verdict: Verdict) -> list[dict[str, object]]:
     """Every statement that verified, by the SHA-256 of its signed bytes (what survives any transport)."""
     inputs: list[dict[str, object]] = [{"uri": vp.file_name, "digest": {"sha256": vp.signed.payload_sha256}}
                                        for vp in verdict.platforms]
+    # Each platform's SLSA provenance that verified against its statement is an input of the decision too.
+    inputs += [{"uri": vp.file_name, "digest": {"sha256": vp.signed.payload_sha256}}
+               for _, vp in sorted(verdict.provenance.items())]
     if verdict.aggregate_signed is not None:
         inputs.append({"uri": f"aggregate{verdict.verifier.file_suffix}",
                        "digest": {"sha256": verdict.aggregate_signed.payload_sha256}})

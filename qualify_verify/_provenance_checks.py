@@ -47,6 +47,8 @@ from ._platform_checks import VerifiedPlatform
 
 @dataclass(frozen=True)
 class VerifiedProvenance:
+    """A platform's SLSA provenance that verified: its file name, the parsed statement and its signature."""
+
     file_name: str
     statement: ProvenanceStatement
     signed: VerifiedStatement

@@ -22,11 +22,10 @@ import re
 from pathlib import Path
 from typing import TypedDict
 
-from skillhost import __version__
 from skillhost._errors import SkillError
-from skillhost._package import discover, sign_package, verify_for_execution
 from skillhost._runtime import build_info, platform_name
-from skillhost._signing import TrustStore, new_key
+from skillhost._version import __version__
+from skillhost.packaging import TrustStore, discover, new_key, sign_package, verify_for_execution
 
 STATE_FOLDER = ".skillhost-user"
 PROFILE = "profile.json"

@@ -828,7 +828,8 @@ def reproducible_required(edit: PredicateEdit | None) -> Build:
         ev = make_evidence(tmp_path, platforms=[PlatformSpec(host(), edit=edit)])
         with ev.policy_path.open("a", encoding="utf-8") as policy:
             policy.write('\n[reproducible]\nrequired = ["host"]\n')
-        ev.write_aggregate()  # bound to the policy as it now is
+        ev.rebind_provenance()  # the provenance and the aggregate are bound to the policy as it now is
+        ev.write_aggregate()
         return ev.verify_argv()
 
     return build

@@ -33,7 +33,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -473,6 +473,21 @@ class Evidence:
                                   provenance)
         self.platforms = [w for w in self.platforms if w.path != path] + [written]
         return written
+
+    def rebind_provenance(self) -> None:
+        """Sign each platform's provenance again under the policy as it now is (it names the policy's digest).
+
+        For a test that edits the policy after the chain was made; the aggregate, which binds both the policy
+        and the provenance, must be written again after this.
+        """
+        rebound = []
+        for written in self.platforms:
+            if written.provenance is not None and written.predicate is not None:
+                key = self.keys.pick(written.spec.key)
+                envelope = self.write_provenance(written.spec, written.predicate, _payload_of(written.envelope), key)
+                written = replace(written, provenance=envelope)
+            rebound.append(written)
+        self.platforms = rebound
 
     def provenance_file(self, platform: str) -> Path:
         return self.evidence_dir / f"provenance-{platform}.dsse.json"

@@ -227,6 +227,7 @@ def _summaries(tmp_path: Path, qualify: Any, ev: Evidence, *, artifact: Path | N
     if "verifier_key" not in text:
         ev.policy_path.write_text(text.replace("\n[source]", f'verifier_key = "{key_path.as_posix()}"\n\n[source]'),
                                   encoding="utf-8")
+        ev.rebind_provenance()
         ev.write_aggregate()
     out = tmp_path / "verification-summary.intoto.jsonl"
     argv = ev.verify_argv("--vsa", str(out), artifacts=[artifact] if artifact else None)

@@ -151,7 +151,8 @@ def test_a_missing_tool_exits_2(qualified: tuple[Evidence, Path, str], qualify: 
     ev.policy_path.write_text(text.replace("[app.build]\n", '[app.build]\ntools = { packer = ['
                                                              '"{python}", "-m", "no_such_packer", "--version"] }\n'),
                               encoding="utf-8")
-    ev.write_aggregate()  # bound to the policy as it now is
+    ev.rebind_provenance()  # the provenance and the aggregate are bound to the policy as it now is
+    ev.write_aggregate()
     result = _rebuild(qualify, ev)
     assert result.status == 2, result.text
     assert "QE_ENVIRONMENT" in result.text

@@ -42,7 +42,8 @@ def _with_verifier_key(evidence: Evidence) -> Ed25519PrivateKey:
     text = evidence.policy_path.read_text(encoding="utf-8")
     line = f"verifier_key = {json.dumps(str(path))}\n"
     evidence.policy_path.write_text(text.replace("\n[source]", f"{line}\n[source]", 1), encoding="utf-8")
-    # The aggregate binds the policy's digest: made again under the policy that names the key.
+    # The provenance and the aggregate bind the policy's digest: made again under the policy that names the key.
+    evidence.rebind_provenance()
     evidence.write_aggregate()
     return key
 
@@ -90,7 +91,7 @@ def test_the_gate_writes_one_signed_summary_per_artifact_and_verify_vsa_accepts_
     assert predicate["policy"]["digest"] == {"sha256": chain.policy.sha256}
     assert predicate["verificationResult"] == "PASSED"
     assert predicate["verifiedLevels"] == ["DESKTOP_QUALIFIED_LOCAL_CHECK"]
-    # Every statement that verified, by the digest of its signed bytes: the platform's and the aggregate's.
+    # Every statement that verified, by the digest of its signed bytes: the platform's, its provenance, the aggregate.
     assert {item["uri"] for item in predicate["inputAttestations"]} == {p.name for p in chain.evidence_dir.iterdir()}
     for item in predicate["inputAttestations"]:
         signed = base64.b64decode(json.loads((chain.evidence_dir / item["uri"]).read_bytes())["payload"])
