@@ -482,11 +482,12 @@ class Evidence:
         """
         rebound = []
         for written in self.platforms:
-            if written.provenance is not None and written.predicate is not None:
-                key = self.keys.pick(written.spec.key)
-                envelope = self.write_provenance(written.spec, written.predicate, _payload_of(written.envelope), key)
-                written = replace(written, provenance=envelope)
-            rebound.append(written)
+            if written.provenance is None or written.predicate is None:
+                rebound.append(written)
+                continue
+            key = self.keys.pick(written.spec.key)
+            envelope = self.write_provenance(written.spec, written.predicate, _payload_of(written.envelope), key)
+            rebound.append(replace(written, provenance=envelope))
         self.platforms = rebound
 
     def provenance_file(self, platform: str) -> Path:
