@@ -219,7 +219,7 @@ def step_claims(u: UpdateRecord) -> dict[str, bool]:
 
 def rules_for(p: PlatformPredicate, exp: Expectations) -> UpdateRules | None:
     """The policy's rules for this statement's update journey; None when the policy asks for none."""
-    target = exp.install.get(p.platform)
+    target = exp.install_for(p.platform)
     if exp.update is None or target is None:
         return None
     return UpdateRules(
