@@ -326,7 +326,7 @@ def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, install
         executable=target.executable, state_write=tuple(app.state.write), state_check=tuple(app.state.check),
         downgrade="allow" if policy.update.downgrade == "allow" else "refuse",
         downgrade_code=policy.update.downgrade_code, probe_command=tuple(app.probe.argv),
-        display=app.display.kind(job.platform), probe_checks=tuple(app.probe.require),
+        display=job.policy.display(job.platform), probe_checks=tuple(app.probe.require),
         layers=None if layers is None else tuple(layers),
         candidate_layers=None if probed.report is None else
         tuple((layer.name, layer.applied) for layer in probed.report.isolation_layers))

@@ -105,12 +105,11 @@ def audit_previous_bundle(policy: Policy, anchor: Policy, bundle: Path, platform
                           artifact_for: Callable[[ArtifactRef], Path]) -> AuditedPrevious:
     """Audit ``bundle``; then ``artifact_for`` hands over the file claiming to be its artifact for ``platform``
     (a path given, or a release asset downloaded), which must be those bytes."""
-    given = PreviousInput(bundle=bundle, artifact=bundle)
     with tempfile.TemporaryDirectory(prefix="qualify-previous-") as tmp:
-        audited = _run_audit(anchor, given.bundle.resolve(), Path(tmp))
+        audited = _run_audit(anchor, bundle.resolve(), Path(tmp))
     identity = audited.runs[0].identity if len(audited.runs) == 1 else None
     if identity is None:
-        raise unqualified(f"{given.bundle.name}: the audit names {len(audited.runs)} runs, not one identified run")
+        raise unqualified(f"{bundle.name}: the audit names {len(audited.runs)} runs, not one identified run")
     run = audited.runs[0]
     if identity.repository != policy.file.producer.repository:
         raise unqualified(f"the previous release is of {identity.repository}, not "
@@ -119,12 +118,12 @@ def audit_previous_bundle(policy: Policy, anchor: Policy, bundle: Path, platform
     if len(artifacts) != 1 or artifacts[0] is None:
         raise unqualified(f"the previous release qualified no {platform} artifact")
     artifact = artifacts[0]
-    given = PreviousInput(bundle=bundle, artifact=artifact_for(artifact))
-    digest = file_sha256(given.artifact)
-    if digest != artifact.sha256 or given.artifact.stat().st_size != artifact.size:
-        raise unqualified(f"the previous artifact {given.artifact.name} (sha256 {digest[:16]}) is not the audited "
-                           f"{artifact.name} (sha256 {artifact.sha256[:16]})")
-    facts = PreviousRelease(bundle_sha256=file_sha256(given.bundle), sha=identity.sha,
+    path = artifact_for(artifact)
+    digest = file_sha256(path)
+    if digest != artifact.sha256 or path.stat().st_size != artifact.size:
+        raise unqualified(f"the previous artifact {path.name} (sha256 {digest[:16]}) is not the audited "
+                          f"{artifact.name} (sha256 {artifact.sha256[:16]})")
+    facts = PreviousRelease(bundle_sha256=file_sha256(bundle), sha=identity.sha,
                             run_id=identity.run_id, artifact=artifact, policy_sha256=anchor.sha256,
                             audit_decision=audited.decision)
-    return AuditedPrevious(facts, given.artifact.resolve())
+    return AuditedPrevious(facts, path.resolve())

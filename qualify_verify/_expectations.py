@@ -18,7 +18,7 @@ from desktop_qualify.qualify_policy import InstallTarget, Policy, StepExpectatio
 
 @dataclass(frozen=True)
 class UpdateExpectations:
-    """The policy's [update] table with the app's state verbs (docs/update.md)."""
+    """The policy's [update] table with the app's state verbs (docs/update-journey.md)."""
 
     state_write: tuple[str, ...]
     state_check: tuple[str, ...]
