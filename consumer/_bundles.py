@@ -16,6 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import os
+import posixpath
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -31,6 +32,7 @@ from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
 from ._anchor import Anchor, anchor_for, check_keys, check_policy_at, differences, is_auditors, precheck_policy
 from ._audit import audit_run
 from ._decide import decide
+from ._source_digest import check_source_digest_at
 from ._vsa import summary_statements
 
 __all__ = ["Anchor", "anchor_for", "audit_bundle", "audit_bundles", "terminal_progress", "verified_bundle"]
@@ -93,8 +95,19 @@ def verified_bundle(source: Path, anchor: Anchor, workspace: Path) -> Iterator[t
         yield opened, policy, verdict, notes
 
 
+def _bundle_source_digest(policy: Policy, anchor: Anchor, verdict: Verdict) -> str:
+    """The source digest recomputed in the auditor's checkout (the one the policy history is read from)."""
+    if anchor.repository is None or anchor.relative is None:
+        return f"source digest not recomputed: no checkout at hand ({anchor.no_history or 'none given'})"
+    relative = posixpath.normpath(posixpath.join(posixpath.dirname(anchor.relative), policy.file.app.source))
+    if relative.startswith("..") or posixpath.isabs(relative):
+        return f"source digest not recomputed: [app] source {policy.file.app.source!r} leaves the checkout"
+    return check_source_digest_at(Path(anchor.repository), relative, verdict)
+
+
 def _audit_bundle(source: Path, anchor: Anchor, workspace: Path, summarise: bool) -> tuple[AuditRun, list[bytes]]:
     with verified_bundle(source, anchor, workspace) as (opened, policy, verdict, notes):
+        notes.append(_bundle_source_digest(policy, anchor, verdict))
         # The commit whose history anchored the bundle's policy: the summary's policy URI may name it.
         committed_at = None if is_auditors(policy, anchor) else _run_commit(verdict)
         # Resolved as policy.resolve() resolves: a temp folder behind a symlink (macOS /var) must still match.

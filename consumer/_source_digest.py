@@ -12,6 +12,8 @@ decision says that the digest was not recomputed.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.qualify_archive import app_relative_path, committed_source_digest
 from desktop_qualify.qualify_policy import Policy
@@ -20,14 +22,22 @@ from desktop_qualify.qualify_verify import Verdict
 
 def check_source_digest(policy: Policy, verdict: Verdict) -> str:
     """Add ``QE_SOURCE_DIGEST_MISMATCH`` for each platform whose source digest is not the commit's; return a note."""
-    if not verdict.platforms or verdict.sha is None:
-        return "source digest not recomputed: no verified statement named one commit"
     repo = policy.repository_root()
     if repo is None:
         return (f"source digest not recomputed: the policy {policy.path} is not in a git checkout "
                 "(give --root with a checkout holding the commit)")
     try:
         relative = app_relative_path(repo, policy.resolve(policy.file.app.source))
+    except QualificationError as exc:
+        return f"source digest not recomputed: {exc.message}"[:2000]
+    return check_source_digest_at(repo, relative, verdict)
+
+
+def check_source_digest_at(repo: Path, relative: str, verdict: Verdict) -> str:
+    """The same check with the checkout and the app folder's path in it given (a bundle's audit)."""
+    if not verdict.platforms or verdict.sha is None:
+        return "source digest not recomputed: no verified statement named one commit"
+    try:
         recomputed = committed_source_digest(repo, verdict.sha, relative)
     except QualificationError as exc:
         return f"source digest not recomputed from {repo}: {exc.message}"[:2000]

@@ -222,3 +222,17 @@ def test_attest_needs_the_rebuilders_key(qualified: tuple[Evidence, Path, str], 
     result = _rebuild(qualify, ev, "--attest", str(tmp_path / "a.json"))
     assert result.status == 2
     assert "QE_USAGE" in result.text
+
+
+def test_a_bundle_is_anchored_and_rebuilt_from_the_checkout(qualified: tuple[Evidence, Path, str], qualify: Any,
+                                                            tmp_path: Path) -> None:
+    ev, _, _ = qualified
+    bundle = tmp_path / "run.qualify-bundle.zip"
+    made = qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
+                    "--out", str(bundle)])
+    assert made.status == 0, made.text
+    artifact = next(ev.artifacts_dir.iterdir())
+    result = qualify(["rebuild", "--policy", str(ev.policy_path), "--root", str(ev.root), "--bundle", str(bundle),
+                      "--artifact", str(artifact)])
+    assert result.status == 0, result.text
+    assert "REBUILT:" in result.text

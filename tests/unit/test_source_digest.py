@@ -72,3 +72,21 @@ def test_the_digest_is_the_committed_tree_not_the_work_tree(tmp_path: Path) -> N
     (tmp_path / "app" / "main.py").write_text("print(2)\n")  # uncommitted: not the commit's source
     assert committed_source_digest(tmp_path, sha, "app") == before
     assert committed_source_digest(tmp_path, commit_all(tmp_path), "app") != before
+
+
+def test_a_bundle_audit_recomputes_it_in_the_auditors_checkout(tmp_path: Path, qualify: Any) -> None:
+    ev = make_evidence(tmp_path, committed_layout=True)
+    text = ev.policy_path.read_text(encoding="utf-8")
+    old = next(line for line in text.splitlines() if line.startswith("source = "))
+    ev.policy_path.write_text(text.replace(old, 'source = "../trust"'), encoding="utf-8")  # as a committed policy
+    at_real_commit(ev, lambda pred: pred["build"].update(source_digest="d" * 64))
+    bundle = tmp_path / "run.qualify-bundle.zip"
+    assert qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
+                    "--out", str(bundle)]).status == 0
+    report = tmp_path / "audit.json"
+    result = qualify(["audit", "--policy", str(ev.policy_path), "--root", str(ev.root), "--bundle", str(bundle),
+                      "--json", str(report)])
+    assert result.status == 1, result.text
+    run = json.loads(report.read_text())["runs"][0]
+    assert [r["code"] for r in run["decision"]["reasons"]] == ["QE_SOURCE_DIGEST_MISMATCH"]
+    assert any(n.startswith("source digest recomputed from git archive of trust") for n in run["decision"]["notes"])
