@@ -61,6 +61,7 @@ def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argpars
 
 
 def build_verify_vsa_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The options of `qualify verify-vsa` (added to ``parser`` when given)."""
     parser = parser or ArgumentParser(prog="qualify verify-vsa",
                                       description="Check the gate's Verification Summary Attestation offline.")
     parser.add_argument("--policy", type=Path, required=True,

@@ -23,6 +23,8 @@ from ._bundles import anchor_for, verified_bundle
 
 @dataclass(frozen=True)
 class QualifiedRun:
+    """A run that verified and may be rebuilt: its policy, its verdict and where its app and artifacts are."""
+
     policy: Policy
     verdict: Verdict
     # The app folder the policy names, in the rebuilder's checkout.

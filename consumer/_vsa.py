@@ -152,6 +152,7 @@ class SummaryWriter:
 
     @classmethod
     def for_policy(cls, policy: Policy, path: Path) -> SummaryWriter:
+        """A writer to ``path`` signing with the policy's verifier identity (a missing key fails here, exit 2)."""
         return cls(path, signer_for(policy, "verifier"))
 
     def write(self, statements: list[bytes]) -> int:

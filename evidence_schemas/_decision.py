@@ -251,6 +251,7 @@ class AuditRun(LateRecord):
     # Rebuild attestations (qualify audit --rebuild) whose commit, run and artifact are this run's: shown beside
     # it, signed by their rebuilder's key; they never change the decision.
     rebuilds: list[RebuildSeen] = Field(default_factory=list, max_length=MAX_LIST)
+    """Rebuild attestations naming this run's commit, run and artifact, shown beside it (never deciding)."""
 
 
 class AuditReport(LateRecord):

@@ -40,75 +40,124 @@ _Repository = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.
 
 
 class ProducerWorkflow(Record):
+    """The producer workflow that ran: its repository, file path and ref."""
+
     repository: _Repository
+    """OWNER/REPO of the workflow."""
     path: ShortText
+    """The workflow file's path in the repository."""
     ref: ShortText
+    """The git ref the workflow ran from."""
 
 
 class PolicyReference(Record):
+    """The committed policy the job ran under: its path in the repository and its SHA-256."""
+
     path: _PolicyPath
+    """The policy's path inside its repository."""
     sha256: Sha256Hex
+    """The SHA-256 of the policy file's bytes."""
 
 
 class ExternalParameters(Record):
     """What the caller chose: the workflow (repository, file, ref), the committed policy, the platform."""
 
     workflow: ProducerWorkflow
+    """The producer workflow that ran."""
     policy: PolicyReference
+    """The committed policy the job ran under."""
     platform: Platform
+    """The platform the job built and qualified."""
 
 
 class InternalParameters(Record):
+    """What the build platform chose: the machine's architecture."""
+
     arch: ShortText
+    """The architecture of the machine the job built on."""
 
 
 class GitCommit(Record):
+    """A git commit as an in-toto digest set."""
+
     gitCommit: GitSha  # noqa: N815 - SLSA's digest algorithm name
+    """The full commit SHA."""
 
 
 class ResolvedDependency(Record):
+    """The one input the build resolved: the gated commit of the repository."""
+
     uri: _Uri
+    """The repository and ref the commit came from (git+https)."""
     digest: GitCommit
+    """The gated commit."""
 
 
 class BuildDefinition(Record):
+    """SLSA's build definition: the build type, what the caller chose, what the platform chose, and the source."""
+
     buildType: ProvenanceBuildType  # noqa: N815 - SLSA field name
+    """This project's producer build type, which says what the parameters mean."""
     externalParameters: ExternalParameters  # noqa: N815
+    """What the caller chose: workflow, policy, platform."""
     internalParameters: InternalParameters  # noqa: N815
+    """What the build platform chose."""
     # The gated commit, and nothing else: the build runs on `git archive` of it (docs/design.md §2.1).
     resolvedDependencies: list[ResolvedDependency] = Field(min_length=1, max_length=1)  # noqa: N815
+    """The gated commit, and nothing else (the build runs on git archive of it)."""
 
 
 class Builder(Record):
+    """Who built: the signer workflow in GitHub mode, the platform key (by key id) in local mode."""
+
     id: _Uri
+    """The builder's URI."""
 
 
 class BuildMetadata(Record):
+    """The invocation: the run and its attempt."""
+
     invocationId: _Uri  # noqa: N815 - SLSA field name
+    """The run and attempt as a URI."""
 
 
 class Byproduct(Record):
     """The platform statement the same job signed, by the SHA-256 of its signed bytes."""
 
     name: FileName
+    """The platform statement's file name."""
     mediaType: Literal["application/vnd.in-toto+json"]  # noqa: N815 - SLSA field name
+    """The statement's media type (an in-toto statement)."""
     digest: DigestSet
+    """The SHA-256 of the platform statement's signed bytes."""
 
 
 class RunDetails(Record):
+    """SLSA's run details: the builder, the invocation, and the platform statement as byproduct."""
+
     builder: Builder
+    """Who built."""
     metadata: BuildMetadata
+    """The invocation (run and attempt)."""
     byproducts: list[Byproduct] = Field(min_length=1, max_length=1)
+    """The platform statement the same job signed."""
 
 
 class ProvenancePredicate(Record):
+    """SLSA Provenance v1: how the artifact was built."""
+
     buildDefinition: BuildDefinition  # noqa: N815 - SLSA field name
+    """What was built, from what, under which parameters."""
     runDetails: RunDetails  # noqa: N815
+    """Who built it, in which run, and the statement it signed with it."""
 
 
 class ProvenanceStatement(_StatementHead):
+    """An in-toto SLSA Provenance v1 statement for one platform's artifact, signed by its statement's signer."""
+
     predicateType: SlsaProvenancePredicateType  # noqa: N815
     predicate: ProvenancePredicate
+    """The provenance."""
 
 
 def local_builder_id(keyid: Sha256Hex) -> str:

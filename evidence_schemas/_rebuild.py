@@ -24,40 +24,69 @@ REBUILD_PREDICATE_TYPE: Final[RebuildPredicateType] = "https://desktop-qualify.i
 
 
 class RebuildPredicate(Record):
+    """A rebuild's result: the qualified commit rebuilt elsewhere and its output compared with the artifact."""
+
     version: Literal[1] = 1
+    """The version of this format."""
     commit: GitSha
+    """The qualified commit that was rebuilt."""
     platform: Platform
+    """The platform whose artifact was rebuilt."""
     run_id: ShortText
+    """The run that qualified the artifact."""
     attempt: Annotated[int, Field(ge=1, le=10_000)]
+    """That run's attempt."""
     # The qualified artifact (also the subject), and the digest a rebuild had to give (the unsigned output's).
     artifact: ArtifactRef
+    """The qualified artifact (also the statement's subject)."""
     expected_sha256: Sha256Hex
+    """The digest a rebuild had to give (the unsigned output's)."""
     rebuilt_sha256: Sha256Hex
+    """The SHA-256 of the rebuilt output."""
     rebuilt_size: Count
+    """The rebuilt output's size in bytes."""
     source_digest: Sha256Hex
+    """The digest of the exported source the rebuild ran on."""
     matches: bool
+    """Whether the rebuilt digest equals the expected one."""
     first_difference: Excerpt | None
+    """The first member that differs, when they differ; else None."""
     tools: dict[ShortText, ShortText] = Field(max_length=16)
+    """Each tool's version by name, as the rebuild ran them."""
     rebuilt_at: Timestamp
+    """When the rebuild ran (UTC)."""
     # The rebuilder's raw 32-byte Ed25519 public key (base64): the signature is verified with it.
     rebuilder_public_key: Annotated[Base64, Field(min_length=44, max_length=44)]
+    """The rebuilder's raw Ed25519 public key (base64), which verifies the signature."""
 
 
 class RebuildStatement(_StatementHead):
+    """An in-toto statement of a rebuild, signed by the rebuilder's own key."""
+
     predicateType: RebuildPredicateType  # noqa: N815
     predicate: RebuildPredicate
+    """The rebuild's result."""
 
 
 class RebuildSeen(Record):
     """A rebuild attestation as ``qualify audit`` shows it beside the run it rebuilt (its signature verified)."""
 
     attestation: Annotated[str, Field(min_length=1, max_length=4000)]
+    """The attestation file as given to qualify audit --rebuild."""
     # Who signed it: the key id of the public key it carries. Not a key the policy trusts: the reader decides.
     rebuilder_keyid: Sha256Hex
+    """The key id of the public key the attestation carries (not one the policy trusts)."""
     platform: Platform
+    """The platform that was rebuilt."""
     commit: GitSha
+    """The commit that was rebuilt."""
     artifact_sha256: Sha256Hex
+    """The qualified artifact's SHA-256."""
     rebuilt_sha256: Sha256Hex
+    """The SHA-256 of the rebuilt output."""
     matches: bool
+    """Whether the rebuild gave the expected bytes."""
     first_difference: Excerpt | None
+    """The first member that differs, when they differ; else None."""
     rebuilt_at: Timestamp
+    """When the rebuild ran (UTC)."""

@@ -96,8 +96,11 @@ class BuildVariation(Record):
     """One condition the second build ran under differently, with both values (for people; the digests decide)."""
 
     name: VariationName
+    """The condition varied (build path, TMPDIR, HOME, umask, locale, time zone, time)."""
     first: ShortText
+    """Its value in the first build."""
     second: ShortText
+    """Its value in the second build."""
 
 
 class BuildReproduction(Record):
@@ -109,11 +112,17 @@ class BuildReproduction(Record):
     """
 
     first_sha256: Sha256Hex
+    """The SHA-256 of the first build's output (before OS code signing)."""
     second_sha256: Sha256Hex
+    """The SHA-256 of the second build's output."""
     second_size: Count
+    """The second output's size in bytes."""
     variations: list[BuildVariation] = Field(min_length=1, max_length=16)
+    """Each condition the second build ran under differently."""
     reproduced: bool
+    """Whether the two digests are equal: a claim the verifier re-derives."""
     duration_ms: Millis
+    """How long the second build took, in milliseconds."""
 
 
 class BuildRecord(Record):
@@ -142,6 +151,7 @@ class BuildRecord(Record):
     """The producer's verdict on the stage: a claim the verifier re-derives from the facts and the policy."""
     # The second build, when the policy requires this platform's build to reproduce ([reproducible]).
     reproduction: BuildReproduction | None = None
+    """The second build, when the policy requires this platform's build to reproduce; else None."""
 
 
 class NotarizationRecord(Record):

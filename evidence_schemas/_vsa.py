@@ -36,31 +36,50 @@ MAX_VSA_INPUTS = 16
 
 
 class VsaVerifier(Record):
+    """Who verified: this tool, and its version."""
+
     id: Text
+    """The verifier's URI (this tool)."""
     # SLSA v1.1's ``verifier.version``: component -> version.
     version: dict[ShortText, ShortText] = Field(min_length=1, max_length=4)
+    """Component -> version (SLSA v1.1's verifier.version)."""
 
 
 class VsaPolicy(Record):
+    """The policy the gate judged under: its URI (at its commit where known) and its SHA-256."""
+
     uri: Text
+    """The committed policy's URI."""
     digest: DigestSet
+    """The SHA-256 of the policy file's bytes."""
 
 
 class VsaInput(Record):
     """One statement the gate verified: its file name (a relative URI) and the SHA-256 of its signed bytes."""
 
     uri: FileName
+    """The statement's file name."""
     digest: DigestSet
+    """The SHA-256 of the statement's signed bytes."""
 
 
 class VsaPredicate(Record):
+    """SLSA Verification Summary v1: what the gate verified, under which policy, and its result."""
+
     verifier: VsaVerifier
+    """Who verified."""
     timeVerified: Timestamp  # noqa: N815 - SLSA field name
+    """When the gate verified (UTC)."""
     resourceUri: Text  # noqa: N815
+    """The artifact's name, or the release asset's URL in GitHub mode."""
     policy: VsaPolicy
+    """The policy the gate judged under."""
     inputAttestations: list[VsaInput] = Field(max_length=MAX_VSA_INPUTS)  # noqa: N815
+    """Every statement the gate verified, by the digest of its signed bytes."""
     verificationResult: VsaResult  # noqa: N815
+    """PASSED or FAILED: the gate's decision on this artifact."""
     verifiedLevels: list[VsaLevel] = Field(max_length=len(VSA_LEVELS))  # noqa: N815
+    """The project's own level names the gate asserts (empty when FAILED)."""
 
 
 class VsaStatement(_StatementHead):
@@ -69,9 +88,11 @@ class VsaStatement(_StatementHead):
     subject: Annotated[list[Subject], Field(min_length=1, max_length=1)]
     predicateType: VsaPredicateType  # noqa: N815
     predicate: VsaPredicate
+    """The verification summary."""
 
     @property
     def artifact(self) -> Subject:
+        """The one subject: the artifact the gate judged."""
         return self.subject[0]
 
 

@@ -24,6 +24,8 @@ from ._gate import repository_root
 
 @dataclass(frozen=True)
 class Rebuilt:
+    """The output of a rebuild: its file, SHA-256 and size, and the digest of the source it was built from."""
+
     output: Path
     sha256: str
     size: int

@@ -65,22 +65,28 @@ class UpdateRules:
 
 @dataclass(frozen=True)
 class UpdateFacts:
+    """The update journey judged step by step against the policy: what failed, and why."""
+
     # Per step, in the journey's order: why it does not count as passed (empty: passed).
     step_problems: tuple[tuple[str, tuple[str, ...]], ...]
 
     @property
     def failed(self) -> tuple[str, ...]:
+        """The steps that do not count as passed, in the journey's order."""
         return tuple(name for name, problems in self.step_problems if problems)
 
     @property
     def problems(self) -> tuple[str, ...]:
+        """Every reason a step failed, each as step: why."""
         return tuple(f"{name}: {why}" for name, problems in self.step_problems for why in problems)
 
     @property
     def passed(self) -> bool:
+        """Whether every step passed."""
         return not self.failed
 
     def step_passed(self, name: str) -> bool:
+        """Whether the step ``name`` passed."""
         return name not in self.failed
 
 
