@@ -289,8 +289,8 @@ def test_a_swapped_installed_executable_is_never_run(run: Run, monkeypatch: pyte
         assert "installed executable changed" in record.stderr_excerpt
     if stage == "journey":
         assert records["launch probe"].passed
-    # The failure is evidence, signed; the aggregate refuses it.
-    assert outcome.evidence == [STATEMENT]
+    # The failure is evidence, signed, with its provenance; the aggregate refuses it.
+    assert outcome.evidence == [STATEMENT, f"provenance-{PLATFORM}.dsse.json"]
     evidence = outcome.out / "evidence"
     done = qualify("aggregate", "--policy", app.policy, "--evidence", evidence, "--out", evidence)
     assert done.returncode == 1, done.stdout + done.stderr
