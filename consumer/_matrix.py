@@ -49,7 +49,7 @@ def _observed(p: PlatformPredicate, exp: Expectations) -> dict[Check, str]:
     """What the verified statement records for each check, in a few words."""
     gate, build, sig, inst = p.source_gate, p.build, p.signature, p.install
     probe, journey, run = p.launch_probe, p.journey, p.run
-    accepted = ", ".join(sorted(exp.accepted_signing.get(p.platform, ()))) or "none"
+    accepted = ", ".join(sorted(exp.accepted_signing(p.platform))) or "none"
     report = probe.report
     return {
         "statement": f"run {run.run_id}#{run.attempt}, {run.trigger} on {run.runner_environment}, "

@@ -199,7 +199,7 @@ def _build(job: _Job, gate_record: SourceGateRecord) -> BuildOutput:
 
 def _sign(job: _Job, built: BuildOutput) -> SignatureRecord:
     with job.progress.stage("sign") as said:
-        accepted = list(getattr(job.policy.file.signing, job.platform))
+        accepted: list[str] = sorted(job.policy.accepted_signing(job.platform))
         record = sign_artifact(archive=built.archive, build=built.record, signing=built.signing,
                                signer=job.signer, verifier=job.verifier, accepted_states=accepted)
         said.append(f"keyid={record.keyid[:16]} readback={record.readback_verified} "
@@ -226,12 +226,12 @@ def _run_plan(job: _Job, sha: str, argv: list[str], timeout: int) -> RunPlan:
         # A runner comes from the gated commit, exported afresh: the build may have changed its own copy.
         return export_committed_source(repository_root(app_source), sha, app_source, dest)
 
-    return RunPlan(argv=argv, display=app.display.kind(job.platform), timeout=timeout, export_source=export)
+    return RunPlan(argv=argv, display=job.policy.display(job.platform), timeout=timeout, export_source=export)
 
 
 def _layers(job: _Job) -> list[str] | None:
-    isolation = job.policy.file.isolation
-    return None if isolation is None else list(getattr(isolation, job.platform))
+    layers = job.policy.isolation_layers(job.platform)
+    return None if layers is None else list(layers)
 
 
 def _refusals(job: _Job) -> dict[str, list[str]] | None:

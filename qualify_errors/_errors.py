@@ -1,7 +1,7 @@
 """Stable error codes and the one error type every stage raises.
 
 Codes are part of the command-line contract (docs/design.md §7): add new
-ones, never rename or reuse one. The README documents each.
+ones, never rename or reuse one. docs/codes.md documents each.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import Annotated, Generic, TypeVar
 
 from desktop_qualify.evidence_schemas import (
     INSTALLER_PLATFORMS,
+    PLATFORMS,
     DisplayKind,
     InstallerKind,
     Platform,
@@ -89,8 +90,8 @@ class PerPlatform(Record, Generic[T]):
     windows: T | None = None
 
     def get(self, platform: Platform) -> T | None:
-        value: T | None = getattr(self, platform)
-        return value
+        """This platform's value, or None where the policy names none."""
+        return {"linux": self.linux, "macos": self.macos, "windows": self.windows}[platform]
 
 
 class BuildPolicy(Record):
@@ -111,8 +112,8 @@ class InstallTarget(Record):
 class InstallPolicy(PerPlatform[InstallTarget]):
     @model_validator(mode="after")
     def _kinds_fit_their_platforms(self) -> InstallPolicy:
-        for platform in ("linux", "macos", "windows"):
-            target = getattr(self, platform)
+        for platform in PLATFORMS:
+            target = self.get(platform)
             if target is not None and platform not in INSTALLER_PLATFORMS[target.kind]:
                 raise ValueError(f"installer kind {target.kind!r} does not install on {platform}")
         return self
@@ -142,8 +143,9 @@ class JourneyCommand(Record):
 class DisplayPolicy(PerPlatform[DisplayKind]):
     @model_validator(mode="after")
     def _xvfb_is_linux_only(self) -> DisplayPolicy:
-        for platform in ("macos", "windows"):
-            if getattr(self, platform) == "xvfb":
+        desktops: tuple[Platform, ...] = ("macos", "windows")
+        for platform in desktops:
+            if self.get(platform) == "xvfb":
                 raise ValueError(f"{platform} runners have a desktop; Xvfb is for Linux")
         return self
 

@@ -17,18 +17,21 @@ import tomllib
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from desktop_qualify.evidence_schemas import (
     MAX_POLICY_BYTES,
     PLATFORMS,
     Code,
+    DisplayKind,
     Platform,
     QualificationError,
     read_bounded,
     validate_model,
 )
 
-from ._model import Ed25519Trust, PolicyFile, SigstoreTrust
+from ._app import InstallTarget
+from ._model import Ed25519Trust, PolicyFile, SigningState, SigstoreTrust
 
 # Where the policies are committed: a policy's relative paths are written from here.
 POLICY_FOLDER = "policies"
@@ -52,12 +55,39 @@ def host_arch() -> str:
 
 @dataclass(frozen=True)
 class Policy:
+    """The one policy object: the validated file, where it lives, its digest and the platforms it requires.
+
+    The producer, the verifier and the reports all read this. A part that differs
+    by platform is read through the accessors below, never by attribute name.
+    """
+
     path: Path
     sha256: str
     file: PolicyFile
     required_platforms: tuple[Platform, ...]
     # The checkout the policy belongs to, when given (--root): its paths resolve from root/policies.
     root: Path | None = None
+
+    @property
+    def mode(self) -> Literal["local", "github"]:
+        """The evidence mode the trust mode implies: local Ed25519 keys, or GitHub's keyless Sigstore."""
+        return "local" if self.file.trust.mode == "ed25519" else "github"
+
+    def accepted_signing(self, platform: Platform) -> frozenset[SigningState]:
+        """The signing states the policy accepts for this platform's artifact."""
+        return self.file.signing.of(platform)
+
+    def isolation_layers(self, platform: Platform) -> tuple[str, ...] | None:
+        """The sandbox layers this platform's worker must report; None when the policy has no [isolation]."""
+        return None if self.file.isolation is None else self.file.isolation.of(platform)
+
+    def install_target(self, platform: Platform) -> InstallTarget | None:
+        """How this platform's artifact installs (its installer kind and executable), if the policy says."""
+        return self.file.app.install.get(platform)
+
+    def display(self, platform: Platform) -> DisplayKind:
+        """The display the probe and journey run under on this platform."""
+        return self.file.app.display.kind(platform)
 
     @property
     def base(self) -> Path:

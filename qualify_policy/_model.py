@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from desktop_qualify.evidence_schemas import AppCode, ErrnoName, LayerName, Record
+from desktop_qualify.evidence_schemas import AppCode, ErrnoName, LayerName, Platform, Record
 from pydantic import Field, model_validator
 
 from ._app import AppPolicy
@@ -154,17 +154,26 @@ class IsolationPolicy(Record):
                 raise ValueError(f"[isolation.refuses_with] {name}: one to four errno names")
         return self
 
+    def of(self, platform: Platform) -> tuple[LayerName, ...]:
+        """The layers ``platform``'s worker must report, in the policy's order."""
+        return tuple({"linux": self.linux, "macos": self.macos, "windows": self.windows}[platform])
+
 
 class SigningPolicy(Record):
     linux: list[SigningState] = Field(min_length=1, max_length=3)
     macos: list[SigningState] = Field(min_length=1, max_length=3)
     windows: list[SigningState] = Field(min_length=1, max_length=3)
 
+    def of(self, platform: Platform) -> frozenset[SigningState]:
+        """The signing states the policy accepts for ``platform``'s artifact."""
+        return frozenset({"linux": self.linux, "macos": self.macos, "windows": self.windows}[platform])
+
     @model_validator(mode="after")
     def _notarization_is_apple_only(self) -> SigningPolicy:
         # Notarization is Apple's service: no Linux or Windows job can ever observe it.
-        for platform in ("linux", "windows"):
-            if "notarized" in getattr(self, platform):
+        not_apple: tuple[Platform, ...] = ("linux", "windows")
+        for platform in not_apple:
+            if "notarized" in self.of(platform):
                 raise ValueError(f"{platform} cannot be notarized (notarization is macOS only)")
         return self
 

@@ -1,4 +1,9 @@
-"""What the policy expects, flattened for the checks (no policy I/O in here)."""
+"""What the policy expects, as the checks read it: a view of the one policy object, never a copy of it.
+
+Each expectation is read from the loaded ``Policy`` when a check asks for it, so
+the verifier, the producer and the reports cannot hold diverging versions of one
+rule. No policy I/O happens in here.
+"""
 
 from __future__ import annotations
 
@@ -13,81 +18,133 @@ from desktop_qualify.qualify_policy import InstallTarget, Policy, StepExpectatio
 
 @dataclass(frozen=True)
 class Expectations:
-    trust_mode: str
-    repository: str
-    workflow: str
-    ref: str
-    allowed_triggers: frozenset[str]
-    runner_environment: str
-    required_platforms: tuple[Platform, ...]
-    # Each required journey step and what it must show, in the policy's order.
-    steps: Mapping[str, StepExpectation]
-    accepted_signing: Mapping[str, frozenset[str]]
-    # The sandbox layers each platform's worker must report as applied, in the policy's order; None when the
-    # policy has no [isolation] (the app has no sandbox of its own to prove).
-    isolation: Mapping[str, tuple[str, ...]] | None
-    # The errno names each layer refuses with ([isolation.refuses_with]); None when the policy names none.
-    refuses_with: Mapping[str, frozenset[str]] | None
-    require_clean_worktree: bool
-    max_statement_bytes: int
-    max_candidate_bytes: int
-    policy_sha256: str
-    artifact_name: str
-    # The app contract (docs/app-contract.md): the policy's commands, installers, checks, displays, codes.
-    install: Mapping[str, InstallTarget]
-    build_command: tuple[str, ...]
-    probe_command: tuple[str, ...]
-    journey_command: tuple[str, ...]
-    probe_checks: tuple[str, ...]
-    displays: Mapping[str, DisplayKind]
-    code_pattern: str
+    """The verifier's view of a loaded policy: properties and per-platform methods over ``policy``."""
+
+    policy: Policy
+
+    @classmethod
+    def from_policy(cls, policy: Policy) -> Expectations:
+        """The view of ``policy`` (kept as the verifier's one way in)."""
+        return cls(policy)
 
     @property
     def mode(self) -> Literal["local", "github"]:
         """The evidence mode this policy's trust mode implies."""
-        return "local" if self.trust_mode == "ed25519" else "github"
+        return self.policy.mode
+
+    @property
+    def trust_mode(self) -> str:
+        """The policy's trust mode: ``ed25519`` (local keys) or ``sigstore`` (GitHub)."""
+        return self.policy.file.trust.mode
+
+    @property
+    def repository(self) -> str:
+        """OWNER/REPO the evidence must come from."""
+        return self.policy.file.producer.repository
+
+    @property
+    def workflow(self) -> str:
+        """The top-level workflow the run must belong to."""
+        return self.policy.file.producer.workflow
+
+    @property
+    def ref(self) -> str:
+        """The only ref a gated commit may come from."""
+        return self.policy.file.producer.ref
+
+    @property
+    def allowed_triggers(self) -> frozenset[str]:
+        """The workflow events that may start a qualifying run."""
+        return frozenset(self.policy.file.producer.allowed_triggers)
+
+    @property
+    def runner_environment(self) -> str:
+        """``github-hosted`` or ``local``: where the producer must have run."""
+        return self.policy.file.producer.runner_environment
+
+    @property
+    def required_platforms(self) -> tuple[Platform, ...]:
+        """The platforms the release must be qualified on, ``host`` resolved."""
+        return self.policy.required_platforms
+
+    @property
+    def steps(self) -> Mapping[str, StepExpectation]:
+        """Each required journey step and what it must show, in the policy's order (read-only)."""
+        return MappingProxyType(self.policy.file.journey.steps)
 
     @property
     def required_steps(self) -> tuple[str, ...]:
-        return tuple(self.steps)
+        """The required journey step ids, in the policy's order."""
+        return tuple(self.policy.file.journey.steps)
 
-    def layers_for(self, platform: str) -> tuple[str, ...] | None:
-        return None if self.isolation is None else self.isolation[platform]
+    def accepted_signing(self, platform: Platform) -> frozenset[str]:
+        """The signing states accepted for this platform's artifact."""
+        return frozenset(self.policy.accepted_signing(platform))
 
-    def display_for(self, platform: str) -> DisplayKind:
-        return self.displays.get(platform, "none")
+    def layers_for(self, platform: Platform) -> tuple[str, ...] | None:
+        """The sandbox layers this platform's worker must report as applied; None without [isolation]."""
+        return self.policy.isolation_layers(platform)
 
-    @classmethod
-    def from_policy(cls, policy: Policy) -> Expectations:
-        f = policy.file
-        app, iso = f.app, f.isolation
-        platforms: tuple[Platform, ...] = ("linux", "macos", "windows")
-        return cls(
-            trust_mode=f.trust.mode,
-            repository=f.producer.repository,
-            workflow=f.producer.workflow,
-            ref=f.producer.ref,
-            allowed_triggers=frozenset(f.producer.allowed_triggers),
-            runner_environment=f.producer.runner_environment,
-            required_platforms=policy.required_platforms,
-            steps=MappingProxyType(dict(f.journey.steps)),
-            accepted_signing=MappingProxyType({"linux": frozenset(f.signing.linux),
-                                               "macos": frozenset(f.signing.macos),
-                                               "windows": frozenset(f.signing.windows)}),
-            isolation=None if iso is None else MappingProxyType(
-                {"linux": tuple(iso.linux), "macos": tuple(iso.macos), "windows": tuple(iso.windows)}),
-            refuses_with=None if iso is None or iso.refuses_with is None else MappingProxyType(
-                {name: frozenset(errnos) for name, errnos in iso.refuses_with.items()}),
-            require_clean_worktree=f.source.require_clean_worktree,
-            max_statement_bytes=f.limits.max_statement_bytes,
-            max_candidate_bytes=f.limits.max_candidate_bytes,
-            policy_sha256=policy.sha256,
-            artifact_name=app.name,
-            install=MappingProxyType({p: t for p in platforms if (t := app.install.get(p)) is not None}),
-            build_command=tuple(app.build.argv),
-            probe_command=tuple(app.probe.argv),
-            journey_command=tuple(app.journey.argv),
-            probe_checks=tuple(app.probe.require),
-            displays=MappingProxyType({p: app.display.kind(p) for p in platforms}),
-            code_pattern=app.codes.pattern,
-        )
+    @property
+    def refuses_with(self) -> Mapping[str, list[str]] | None:
+        """The errno names each isolation layer refuses with ([isolation.refuses_with]); None where not named."""
+        iso = self.policy.file.isolation
+        return None if iso is None or iso.refuses_with is None else MappingProxyType(iso.refuses_with)
+
+    def install_for(self, platform: Platform) -> InstallTarget | None:
+        """This platform's installer kind and executable, if the policy names one."""
+        return self.policy.install_target(platform)
+
+    def display_for(self, platform: Platform) -> DisplayKind:
+        """The display the probe and journey must have run under on this platform."""
+        return self.policy.display(platform)
+
+    @property
+    def require_clean_worktree(self) -> bool:
+        """Whether the source gate must have seen a clean work tree."""
+        return self.policy.file.source.require_clean_worktree
+
+    @property
+    def max_statement_bytes(self) -> int:
+        """The size bound of one signed statement."""
+        return self.policy.file.limits.max_statement_bytes
+
+    @property
+    def max_candidate_bytes(self) -> int:
+        """The size bound of one candidate artifact, checked before it is hashed."""
+        return self.policy.file.limits.max_candidate_bytes
+
+    @property
+    def policy_sha256(self) -> str:
+        """The SHA-256 of the policy file's bytes, which the evidence must name."""
+        return self.policy.sha256
+
+    @property
+    def artifact_name(self) -> str:
+        """The app's name, which names its artifacts."""
+        return self.policy.file.app.name
+
+    @property
+    def build_command(self) -> tuple[str, ...]:
+        """The app's own build argv (app contract), as the build record must name it."""
+        return tuple(self.policy.file.app.build.argv)
+
+    @property
+    def probe_command(self) -> tuple[str, ...]:
+        """The launch probe's argv, as the probe record must name it."""
+        return tuple(self.policy.file.app.probe.argv)
+
+    @property
+    def journey_command(self) -> tuple[str, ...]:
+        """The journey's argv, as the journey record must name it."""
+        return tuple(self.policy.file.app.journey.argv)
+
+    @property
+    def probe_checks(self) -> tuple[str, ...]:
+        """The named checks the probe must report as passed."""
+        return tuple(self.policy.file.app.probe.require)
+
+    @property
+    def code_pattern(self) -> str:
+        """The pattern the app's refusal codes must match."""
+        return self.policy.file.app.codes.pattern

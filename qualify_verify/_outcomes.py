@@ -98,7 +98,7 @@ def assess_source_gate(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
 def assess_build(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     build = p.build
     out = _Collect("build", Code.BUILD_FAILED)
-    target = exp.install.get(p.platform)
+    target = exp.install_for(p.platform)
     stem = artifact_stem(exp.artifact_name, p.run.sha, p.platform, p.arch)
     endings = INSTALLER_SUFFIXES[target.kind] if target is not None else ()
     if not any(build.artifact.name == stem + ending for ending in endings):
@@ -130,7 +130,7 @@ def assess_signature(p: PlatformPredicate, exp: Expectations, *, signature_verif
     if not sig.readback_verified:
         out.fail("the producer's read-back of the artifact signature failed")
     _check_os_signing_claim(p, out)
-    if sig.platform_signing_state not in exp.accepted_signing[p.platform]:
+    if sig.platform_signing_state not in exp.accepted_signing(p.platform):
         out.fail(f"OS signing state {sig.platform_signing_state!r} is not accepted for {p.platform}",
                  Code.PLATFORM_SIGNING_UNACCEPTED)
     out.claim("passed", sig.passed, not out.problems)
@@ -182,7 +182,7 @@ def _check_notarization_claim(p: PlatformPredicate, out: _Collect) -> None:
 def assess_install(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     inst = p.install
     out = _Collect("install", Code.INSTALL_FAILED)
-    target = exp.install.get(p.platform)
+    target = exp.install_for(p.platform)
     if inst.failure is not None:
         out.fail(f"install failed: {inst.failure[:300]}")
     if inst.artifact_sha256 != p.build.artifact.sha256:

@@ -15,7 +15,9 @@ import copy
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,7 @@ from desktop_qualify.qualify_verify import verify_release
 from desktop_qualify.qualify_verify._informational import is_informational
 from support.chain import REPO, git, qualify
 from support.leaves import set_leaf, walk_leaves
+from support.readme import blocks
 
 POLICY = Path("examples") / "qt-notes" / "policy.toml"
 
@@ -262,3 +265,20 @@ def test_every_leaf_of_the_example_apps_statement_is_checked_or_informational(ex
     print(f"example app statement leaves: {walk.counts}")
     assert walk.counts["checked"] > 100
     walk.assert_complete()
+
+
+def test_the_readmes_example_recipes_run_against_the_example_chain(example: ExampleChain, tmp_path: Path) -> None:
+    # The README's "Qualify your own app" recipe, as written, against this chain's output in its folder.
+    recipes = [b for b in blocks() if b.kind == "after-example"]
+    assert recipes, "the README has no recipe for the example app"
+    clone = tmp_path / "clone"
+    shutil.copytree(example.repo, clone, symlinks=True)
+    (clone / "qualification-out-example").symlink_to(example.out, target_is_directory=True)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for block in recipes:
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.body], cwd=clone, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        said = done.stdout + done.stderr
+        assert done.returncode == 0, f"{block.path.name} line {block.line}:\n{block.body}\n--\n{said}"
+        assert "QUALIFIED" in done.stdout
+        assert "Traceback" not in said

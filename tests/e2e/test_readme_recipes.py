@@ -31,13 +31,13 @@ def clone(chain: Chain, tmp_path: Path) -> Path:
     return target
 
 
-@pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: f"README-line-{b.line}")
+@pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: f"{b.path.name}-line-{b.line}")
 def test_runnable_readme_block_runs_in_a_fresh_clone(block, clone: Path) -> None:  # type: ignore[no-untyped-def]
     # `qualify` on PATH, as after `pip install .` in a virtual environment: this interpreter's scripts folder.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.body], cwd=clone, env=env, capture_output=True,
                           text=True, timeout=300, check=False)
-    assert done.returncode == 0, f"README line {block.line}:\n{block.body}\n--\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, f"{block.path.name} line {block.line}:\n{block.body}\n--\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stdout + done.stderr
     if "qualify verify" in block.body or "qualify audit" in block.body:
         assert "QUALIFIED" in done.stdout

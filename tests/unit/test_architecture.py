@@ -1,9 +1,9 @@
-"""The layering of docs/design.md §6, read from the source: the README's package table is the rule.
+"""The layering of docs/design.md §6, read from the source: the package table (docs/architecture.md) is the rule.
 
 Every ``import`` and ``from ... import`` of every package mapped in
 pyproject.toml is read with ``ast``, the deferred ones inside functions and the
 ``TYPE_CHECKING`` ones too, and each ``desktop_qualify.X`` import is resolved to
-the folder pyproject.toml maps it from. The README's table ("may import") must
+the folder pyproject.toml maps it from. The table in docs/architecture.md ("may import") must
 name exactly what each package imports, project packages and third-party
 libraries alike: an import the table does not allow fails, and so does an
 allowance nothing uses, so the table and the code cannot drift. On top of it:
@@ -99,7 +99,7 @@ def actual_imports(root: Path = REPO, package_dirs: Mapping[str, str] = PACKAGE_
 
 
 def package_table(readme: str) -> dict[str, set[str]]:
-    """The README's package table: each package named in the first column -> the names its "may import" allows.
+    """The package table: each package named in the first column -> the names its "may import" allows.
 
     Only names in backticks count; the rest of a cell is commentary.
     """
@@ -107,29 +107,29 @@ def package_table(readme: str) -> dict[str, set[str]]:
     header = next((i for i, line in enumerate(lines)
                    if re.fullmatch(r"\|\s*package\s*\|\s*does\s*\|\s*may import\s*\|", line.strip())), None)
     if header is None:
-        raise AssertionError('README.md has no "| package | does | may import |" table')
+        raise AssertionError('docs/architecture.md has no "| package | does | may import |" table')
     table: dict[str, set[str]] = {}
     for line in lines[header + 2:]:
         if not line.startswith("|"):
             break
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) != 3:
-            raise AssertionError(f"README package table: a row without 3 cells: {line!r}")
+            raise AssertionError(f"package table: a row without 3 cells: {line!r}")
         allowed = set(re.findall(r"`([^`]+)`", cells[2]))
         for package in re.findall(r"`([^`]+)`", cells[0]):
             if package in table:
-                raise AssertionError(f"README package table: {package} has two rows")
+                raise AssertionError(f"package table: {package} has two rows")
             table[package] = allowed
     return table
 
 
 def table_problems(actual: Mapping[str, set[str]], table: Mapping[str, set[str]]) -> list[str]:
     """Where the table and the code disagree, both ways, as sentences to act on."""
-    problems = [f"{package}: a row in the README's package table, but no package of pyproject.toml"
+    problems = [f"{package}: a row in the package table (docs/architecture.md), but no package of pyproject.toml"
                 for package in sorted(set(table) - set(actual) - {APP_ROW})]
     for folder, names in sorted(actual.items()):
         if folder not in table:
-            problems.append(f"{folder}: no row in the README's package table")
+            problems.append(f"{folder}: no row in the package table (docs/architecture.md)")
             continue
         problems += [f"{folder} imports {name}, which its row does not allow" for name in sorted(names - table[folder])]
         problems += [f"{folder}: its row allows {name}, which it does not import (drop it)"
@@ -168,7 +168,7 @@ def loops(graph: Mapping[str, set[str]]) -> list[list[str]]:
 
 
 def test_every_import_between_packages_is_the_one_the_readme_table_allows() -> None:
-    table = package_table((REPO / "README.md").read_text(encoding="utf-8"))
+    table = package_table((REPO / "docs" / "architecture.md").read_text(encoding="utf-8"))
     problems = table_problems(actual_imports(), table)
     assert not problems, "\n".join(problems)
 
@@ -188,8 +188,8 @@ def test_the_table_check_finds_an_undeclared_import_and_a_stale_allowance(tmp_pa
     readme = ("| package | does | may import |\n|---|---|---|\n"
               "| `low` | x | `rfc8785` and `pydantic` |\n| `high` | x | nothing |\n| `gone` | x | — |\n")
     assert table_problems(actual_imports(tmp_path, dirs), package_table(readme)) == [
-        "gone: a row in the README's package table, but no package of pyproject.toml",
-        "core: no row in the README's package table",
+        "gone: a row in the package table (docs/architecture.md), but no package of pyproject.toml",
+        "core: no row in the package table (docs/architecture.md)",
         "high imports low, which its row does not allow",
         "low: its row allows rfc8785, which it does not import (drop it)",
     ]

@@ -1,4 +1,4 @@
-"""The README's command-line contract and the parsers' --help are one contract: drift fails, both ways.
+"""The command-line contract (docs/cli.md) and the parsers' --help are one contract: drift fails, both ways.
 
 The block marked ``<!-- readme: contract -->`` lists every command. For each,
 the options it names must be exactly the parser's (besides -h/--help), and an
@@ -18,22 +18,22 @@ import pytest
 
 from desktop_qualify import qualify_cli, qualify_sigstore_conformance
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONTRACT = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 _OPTION = re.compile(r"--[a-z][a-z-]*")
 _BLOCK = re.compile(r"<!-- readme: contract -->\n```text\n(.*?)```", re.DOTALL)
 
 
 def _contract() -> dict[tuple[str, ...], dict[str, bool]]:
-    """Command (program, subcommand) -> {option: required} as the README writes it."""
-    match = _BLOCK.search(README.read_text(encoding="utf-8"))
-    assert match, "README has no block marked <!-- readme: contract -->"
+    """Command (program, subcommand) -> {option: required} as docs/cli.md writes it."""
+    match = _BLOCK.search(CONTRACT.read_text(encoding="utf-8"))
+    assert match, "docs/cli.md has no block marked <!-- readme: contract -->"
     commands: dict[tuple[str, ...], dict[str, bool]] = {}
     for line in match.group(1).splitlines():
         words = line.split()
         if not words:
             continue
         command = tuple(w for w in words[:2] if not w.startswith("-"))
-        assert command not in commands, f"README contract lists {' '.join(command)} twice"
+        assert command not in commands, f"the contract lists {' '.join(command)} twice"
         options: dict[str, bool] = {}
         depth = 0
         i = 0
@@ -78,8 +78,8 @@ def _parsers() -> dict[tuple[str, ...], argparse.ArgumentParser]:
 def test_every_command_in_the_readme_exists_and_every_command_is_in_the_readme() -> None:
     contract = set(_contract())
     parsers = {command for command, parser in _parsers().items() if _options(parser) or not _subparsers(parser)}
-    assert contract - parsers == set(), "README lists commands the CLI does not have"
-    assert parsers - contract == set(), "the CLI has commands the README contract does not list"
+    assert contract - parsers == set(), "docs/cli.md lists commands the CLI does not have"
+    assert parsers - contract == set(), "the CLI has commands the contract (docs/cli.md) does not list"
 
 
 @pytest.mark.parametrize("command", sorted(_parsers()), ids=" ".join)
@@ -88,10 +88,10 @@ def test_readme_and_help_name_the_same_options_with_the_same_requiredness(comman
     options = _options(parser)
     written = _contract().get(command)
     if written is None:
-        assert not options, f"{' '.join(command)} has options but no README line"
+        assert not options, f"{' '.join(command)} has options but no line in docs/cli.md"
         return
-    assert sorted(set(written) - set(options)) == [], "README names options --help does not have"
-    assert sorted(set(options) - set(written)) == [], "--help has options the README does not name"
+    assert sorted(set(written) - set(options)) == [], "docs/cli.md names options --help does not have"
+    assert sorted(set(options) - set(written)) == [], "--help has options docs/cli.md does not name"
     if len(command) == 1:
         return  # The program's own flags (--version) are optional by nature.
     assert {o for o, required in written.items() if required} == {o for o, required in options.items() if required}
