@@ -98,6 +98,7 @@ class StepLayers(Record):
     windows: LayerName | None = None
 
     def for_platform(self, platform: str) -> str | None:
+        """The layer that must refuse the step on ``platform``; None where the policy names none."""
         return {"linux": self.linux, "macos": self.macos, "windows": self.windows}.get(platform)
 
 
@@ -220,14 +221,15 @@ class PolicyFile(Record):
     def _step_layers_are_isolation_layers(self) -> PolicyFile:
         # A step cannot be owned by a layer the worker is not required to report applied: the verifier could
         # then never see it applied, and the policy would contradict itself.
+        platforms: tuple[Platform, ...] = ("linux", "macos", "windows")
         for step, want in self.journey.steps.items():
             if want.layer is None:
                 continue
-            for platform in ("linux", "macos", "windows"):
+            for platform in platforms:
                 name = want.layer.for_platform(platform)
                 if name is None:
                     continue
-                required = getattr(self.isolation, platform) if self.isolation is not None else []
+                required = self.isolation.of(platform) if self.isolation is not None else ()
                 if name not in required:
                     raise ValueError(f"step {step} must be refused by {name!r} on {platform}, which is not one "
                                      f"of [isolation] {platform}'s layers")
