@@ -113,6 +113,7 @@ class StepLayers(Record):
     windows: LayerName | None = None
 
     def for_platform(self, platform: str) -> str | None:
+        """The layer that must refuse the step on ``platform``; None where the policy names none."""
         return {"linux": self.linux, "macos": self.macos, "windows": self.windows}.get(platform)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import skillhost.host._runner as runner
+from desktop_qualify.qualify_verify import JourneyFacts, journey_facts
 from skillhost._errors import SkillError
 from skillhost.journey._kernel import DENIED_CODE, kernel_steps
 from skillhost.os_sandbox._dispatch import REQUIRED_LAYERS
@@ -194,18 +195,17 @@ def _kernel_steps_without(monkeypatch, tmp_path: Path, drop: str) -> tuple[list[
     return [dict(s) for s in steps], layers
 
 
-def _judged(steps: list[dict[str, object]], layers: list) -> object:
+def _judged(steps: list[dict[str, object]], layers: list) -> JourneyFacts:
     """The kernel steps and the worker's layers as the verifier judges them under policies/local.toml on Linux."""
     from desktop_qualify.evidence_schemas import AppStep, IsolationLayer
     from desktop_qualify.qualify_policy import load_policy
-    from desktop_qualify.qualify_verify import journey_facts
     from skillhost.journey._run import observed
 
     policy = load_policy(REPO / "policies" / "local.toml").file
     table = {sid: want for sid, want in policy.journey.steps.items() if sid.startswith("kernel-refuses-")}
     recorded = [IsolationLayer.model_validate(e) for e in layers]
     assert policy.isolation is not None
-    return journey_facts(steps=[AppStep.model_validate(observed(s)) for s in steps], expected=table,  # type: ignore[arg-type]
+    return journey_facts(steps=[AppStep.model_validate(observed(s)) for s in steps], expected=table,
                          code_pattern=policy.app.codes.pattern, exit_code=0, timed_out=False, app_build_sha="0" * 40,
                          sha="0" * 40, platform="linux", layers=recorded, required_layers=policy.isolation.linux,
                          refuses_with=policy.isolation.refuses_with, probe_layers=recorded)
@@ -239,17 +239,17 @@ def test_removing_a_layer_fails_exactly_the_steps_it_owns(
     steps, layers = _kernel_steps_without(monkeypatch, tmp_path, drop)
     assert _refused_by(steps) == {**_FULL_SANDBOX, **changed}
     facts = _judged(steps, layers)
-    assert set(facts.failed) == _owned_by(drop) == set(changed)  # type: ignore[attr-defined]
-    assert f"the journey's isolation: required isolation layer(s) not applied: {drop}" in facts.problems  # type: ignore[attr-defined]
+    assert set(facts.failed) == _owned_by(drop) == set(changed)
+    assert f"the journey's isolation: required isolation layer(s) not applied: {drop}" in facts.problems
     taken_over = {sid for sid, by in changed.items() if by is not None}
-    assert {why.split(":", 1)[0] for why in facts.wrong_layers} == taken_over  # type: ignore[attr-defined]
+    assert {why.split(":", 1)[0] for why in facts.wrong_layers} == taken_over
 
 
 def test_the_full_sandbox_passes_every_kernel_step_under_the_policy(tmp_path: Path) -> None:
     """The baseline the removals are measured against: nothing removed, every kernel step by its own layer."""
     steps, layers = kernel_steps(tmp_path)
     facts = _judged([dict(s) for s in steps], layers)
-    assert facts.passed, facts.problems  # type: ignore[attr-defined]
+    assert facts.passed, facts.problems
     assert _refused_by([dict(s) for s in steps]) == _FULL_SANDBOX
 
 
@@ -258,7 +258,7 @@ def test_the_namespace_owns_no_step(monkeypatch, tmp_path: Path) -> None:
     matters, so every kernel step keeps its layer (and a machine without user namespaces still qualifies)."""
     steps, layers = _kernel_steps_without(monkeypatch, tmp_path, "user-net-namespace")
     assert _refused_by(steps) == _FULL_SANDBOX
-    assert _judged(steps, layers).passed  # type: ignore[attr-defined]
+    assert _judged(steps, layers).passed
 
 
 _OUTSIDE_THE_TABLE = """
