@@ -54,3 +54,14 @@ def test_expectations_read_through_to_the_policy(name: str) -> None:
                                             else tuple(getattr(policy.file.isolation, platform)))
         assert exp.install_for(platform) == getattr(policy.file.app.install, platform)
         assert exp.display_for(platform) == (getattr(policy.file.app.display, platform) or "none")
+
+
+def test_the_update_policy_is_the_local_policy_plus_the_update_journey() -> None:
+    # local-update.toml must not drift from local.toml (a layer, a key or a step the default requires).
+    local = load_policy(REPO / "policies" / "local.toml").file.model_dump()
+    update = load_policy(REPO / "policies" / "local-update.toml").file.model_dump()
+    assert update.pop("update") is not None
+    assert update["app"].pop("state") is not None
+    assert local.pop("update") is None
+    assert local["app"].pop("state") is None
+    assert update == local
