@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
+from support.graphs import loops
 
 APP_DIR = Path(__file__).resolve().parents[2] / "reference_app"
 # Lowest first: each subpackage may import the ones before it, never one after it.
@@ -79,36 +80,6 @@ def part_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
         own = part_of(module)
         parts.setdefault(own, set()).update(part_of(t) for t in targets if part_of(t) != own)
     return parts
-
-
-def loops(graph: Mapping[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one node (Tarjan), each sorted: every import loop."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in sorted(graph.get(node, set())):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            group = []
-            while (member := stack.pop()) != node:
-                group.append(member)
-            group.append(node)
-            if len(group) > 1:
-                found.append(sorted(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
 
 
 def upward_imports(graph: Mapping[str, set[str]]) -> list[str]:

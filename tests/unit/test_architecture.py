@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from support.graphs import loops
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE_DIRS: dict[str, str] = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
@@ -135,36 +136,6 @@ def table_problems(actual: Mapping[str, set[str]], table: Mapping[str, set[str]]
         problems += [f"{folder}: its row allows {name}, which it does not import (drop it)"
                      for name in sorted(table[folder] - names)]
     return problems
-
-
-def loops(graph: Mapping[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one package (Tarjan), each sorted: every import loop."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in sorted(graph.get(node, set())):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            group = []
-            while (member := stack.pop()) != node:
-                group.append(member)
-            group.append(node)
-            if len(group) > 1:
-                found.append(sorted(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
 
 
 def test_every_import_between_packages_is_the_one_the_readme_table_allows() -> None:
