@@ -12,7 +12,6 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -279,7 +278,7 @@ def _journey(job: _Job, installed: InstallRecord, sha: str, probe: LaunchProbeRe
     return record
 
 
-def _audited_previous(job: _Job, given: PreviousInput | None, downloads: Path) -> AuditedPrevious | None:
+def _audited_previous(job: _Job, given: PreviousInput | None, downloads: Path | None) -> AuditedPrevious | None:
     """The previous release, audited before the gate: a release that does not audit changes nothing.
 
     Given by path (``given``), or in GitHub mode without one, read from the repository's newest published
@@ -306,6 +305,8 @@ def _audited_previous(job: _Job, given: PreviousInput | None, downloads: Path) -
 
             from ._previous_github import previous_from_release  # noqa: PLC0415
 
+            if downloads is None:
+                raise QualificationError(Code.ENVIRONMENT, "no folder for the previous release's downloads")
             with GitHubClient.from_env(job.env) as client:
                 audited = previous_from_release(job.policy, anchor, client, job.platform, downloads)
         said.append(f"{audited.facts.artifact.name} of {audited.facts.sha[:12]} audits QUALIFIED")
@@ -354,8 +355,17 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     ``previous`` is the last qualified release (bundle and artifact) when the policy requires the update journey.
     """
     job = _prepare(policy, platform, out, run_id=run_id, env=os.environ if env is None else env, signer=signer)
-    with tempfile.TemporaryDirectory(prefix="qualify-previous-") as downloads:
-        return _produce(job, _audited_previous(job, previous, Path(downloads)))
+    if policy.file.update is None:
+        return _produce(job, _audited_previous(job, previous, None))
+    # The previous release's downloads live inside --out, never in the system's temporary folder: a killed job
+    # leaves nothing outside its named output, and the next job removes what it left before it starts.
+    downloads = out / f".previous-{platform}"
+    _remove_tree(downloads, "previous-release folder")
+    try:
+        downloads.mkdir(parents=True)
+        return _produce(job, _audited_previous(job, previous, downloads))
+    finally:
+        shutil.rmtree(downloads, ignore_errors=True)
 
 
 def _produce(job: _Job, audited: AuditedPrevious | None) -> ProduceResult:
