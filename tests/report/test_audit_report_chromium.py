@@ -62,7 +62,9 @@ def test_the_page_shows_every_run_in_run_time_order_with_its_matrix_and_reasons(
         assert f"{run_id}, attempt 1" in text
     assert text.count("local/desktop-qualify .github/workflows/qualify.yml, trigger local, runner local") == 3
     assert text.count("ed25519 key local-aggregate") == 3
-    assert text.count("ed25519 key local-platform") == 9
+    # Three runs of three platforms: each platform key signed its statement and that statement's SLSA provenance.
+    assert text.count("ed25519 key local-platform") == 18
+    assert text.count("provenance-") >= 9
     assert "the same policy" in text
 
     # The matrix: platforms across, every check and every journey step down, outcome in words.
