@@ -307,6 +307,10 @@ def _audited_previous(job: _Job, given: PreviousInput | None, downloads: Path | 
 
             if downloads is None:
                 raise QualificationError(Code.ENVIRONMENT, "no folder for the previous release's downloads")
+            try:
+                downloads.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise QualificationError(Code.ENVIRONMENT, f"{downloads}: cannot create it ({exc})") from exc
             with GitHubClient.from_env(job.env) as client:
                 audited = previous_from_release(job.policy, anchor, client, job.platform, downloads)
         said.append(f"{audited.facts.artifact.name} of {audited.facts.sha[:12]} audits QUALIFIED")
@@ -359,13 +363,17 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
         return _produce(job, _audited_previous(job, previous, None))
     # The previous release's downloads live inside --out, never in the system's temporary folder: a killed job
     # leaves nothing outside its named output, and the next job removes what it left before it starts.
+    # The folder is made only when a release is downloaded (GitHub mode); a refused release leaves --out as it was.
     downloads = out / f".previous-{platform}"
     _remove_tree(downloads, "previous-release folder")
+    out_existed = out.exists()
     try:
-        downloads.mkdir(parents=True)
         return _produce(job, _audited_previous(job, previous, downloads))
     finally:
         shutil.rmtree(downloads, ignore_errors=True)
+        if not out_existed:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only while empty: a job that got further keeps its output
 
 
 def _produce(job: _Job, audited: AuditedPrevious | None) -> ProduceResult:
