@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -135,22 +136,35 @@ def test_every_leaf_is_checked_or_informational(kind: str, tmp_path_factory: pyt
     walk.assert_complete()
 
 
-def test_every_notarization_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
-    base = _macos_base(tmp_path_factory.mktemp("base"))
-    assert _macos_qualifies(tmp_path_factory.mktemp("untouched"), lambda pred: None)
+def _walk_part(base: dict[str, Any], prefix: tuple[str, ...],
+               qualifies: Callable[[tuple[str, ...], Any], bool]) -> tuple[list[str], list[str], int]:
+    """Each leaf of ``base`` under ``prefix`` changed alone, judged by ``qualifies(path, changed)``.
+
+    Returns the changes that still qualified though the leaf is not informational (escaped), the changes
+    refused though the leaf is listed informational (wrongly listed), and how many leaves were seen.
+    """
     escaped, wrongly_listed, seen = [], [], 0
     for path, value in leaves(base):
-        if path[:3] != ("predicate", "signature", "notarization"):
+        if path[:len(prefix)] != prefix:
             continue
         seen += 1
         changed = mutation("platform", base, path, value)
         if changed is ...:
             continue
-        qualified = _macos_qualifies(tmp_path_factory.mktemp("leaf"),
-                                     lambda pred, p=path, c=changed: set_leaf(pred, p[1:], c))
+        qualified = qualifies(path, changed)
         if is_informational("platform", path) != qualified:
             where = wrongly_listed if not qualified else escaped
             where.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
+    return escaped, wrongly_listed, seen
+
+
+def test_every_notarization_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
+    base = _macos_base(tmp_path_factory.mktemp("base"))
+    assert _macos_qualifies(tmp_path_factory.mktemp("untouched"), lambda pred: None)
+    escaped, wrongly_listed, seen = _walk_part(
+        base, ("predicate", "signature", "notarization"),
+        lambda path, changed: _macos_qualifies(tmp_path_factory.mktemp("leaf"),
+                                               lambda pred: set_leaf(pred, path[1:], changed)))
     assert seen == 5
     assert escaped == []
     assert wrongly_listed == []
@@ -183,19 +197,10 @@ def _reproduced_base(tmp: Path) -> dict[str, Any]:
 def test_every_reproduction_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
     base = _reproduced_base(tmp_path_factory.mktemp("base"))
     assert _reproduced_qualifies(tmp_path_factory.mktemp("untouched"), lambda pred: None)
-    escaped, wrongly_listed, seen = [], [], 0
-    for path, value in leaves(base):
-        if path[:3] != ("predicate", "build", "reproduction"):
-            continue
-        seen += 1
-        changed = mutation("platform", base, path, value)
-        if changed is ...:
-            continue
-        qualified = _reproduced_qualifies(tmp_path_factory.mktemp("leaf"),
-                                          lambda pred, p=path, c=changed: set_leaf(pred, p[1:], c))
-        if is_informational("platform", path) != qualified:
-            where = wrongly_listed if not qualified else escaped
-            where.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
+    escaped, wrongly_listed, seen = _walk_part(
+        base, ("predicate", "build", "reproduction"),
+        lambda path, changed: _reproduced_qualifies(tmp_path_factory.mktemp("leaf"),
+                                                    lambda pred: set_leaf(pred, path[1:], changed)))
     assert seen == 8
     assert escaped == []
     assert wrongly_listed == []
@@ -209,21 +214,13 @@ def test_every_update_leaf_is_checked_or_informational(tmp_path_factory: pytest.
     assert written.predicate.update is not None
     base = {"predicate": written.predicate.model_dump(mode="json")}
 
-    escaped, wrongly_listed, seen = [], [], 0
-    for path, value in leaves(base):
-        if path[:2] != ("predicate", "update"):
-            continue
-        seen += 1
-        changed = mutation("platform", base, path, value)
-        if changed is ...:
-            continue
+    def qualifies(path: tuple[str, ...], changed: Any) -> bool:
         spoiled = update_evidence(tmp_path_factory.mktemp("leaf"),
-                                  edit=lambda update, p=path, c=changed: set_leaf(update, p[2:], c))
-        qualified = verify_release(load_policy(spoiled.policy_path), [spoiled.evidence_dir],
-                                   spoiled.artifact_paths).qualified
-        if is_informational("platform", path) != qualified:
-            where = wrongly_listed if not qualified else escaped
-            where.append(f"{'.'.join(path)}: {value!r} -> {changed!r}")
+                                  edit=lambda update: set_leaf(update, path[2:], changed))
+        return verify_release(load_policy(spoiled.policy_path), [spoiled.evidence_dir],
+                              spoiled.artifact_paths).qualified
+
+    escaped, wrongly_listed, seen = _walk_part(base, ("predicate", "update"), qualifies)
     print(f"update record leaves: {seen}")
     assert seen > 100
     assert escaped == []
