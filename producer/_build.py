@@ -15,6 +15,7 @@ import platform as _platform
 import re
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from desktop_qualify.qualify_files import file_sha256, write_atomic
 from ._output_signing import sign_output
 from ._platform_signing import PlatformSigner, SigningOutcome
 from ._process import excerpt, run_bounded
-from ._reproduce import second_build
+from ._reproduce import SecondBuild
 
 _TOOL_TIMEOUT = 30
 _PLACEHOLDER = re.compile(r"\{([a-z]+)\}")
@@ -159,6 +160,14 @@ def _copy_into(source: Path, archive: Path) -> None:
                                                    f"({exc.strerror or exc})") from exc
 
 
+def _build_env(environ: Mapping[str, str], build_info: Path, extra: Sequence[str], temp: Path,
+               epoch: int) -> dict[str, str]:
+    env = build_environment(environ, build_info, extra, temp)
+    # reproducible-builds.org's SOURCE_DATE_EPOCH: the commit's time, so every build of it embeds the same time.
+    env["SOURCE_DATE_EPOCH"] = str(epoch)
+    return env
+
+
 @dataclass(frozen=True)
 class BuildRun:
     """One run of the policy's build command: where it ran and the one output file it left."""
@@ -172,22 +181,23 @@ class BuildRun:
 
 def run_build(*, repo: Path, sha: str, app_source: Path, plan: BuildPlan, root: Path, build_info: Path,
               environ: Mapping[str, str], timeout: int, epoch: int, overrides: Mapping[str, str] | None = None,
-              umask: int | None = None) -> BuildRun:
+              umask: int | None = None, cancel: threading.Event | None = None) -> BuildRun:
     """Export the commit under ``root`` and run the build there (source/, out/, build-tmp/ inside ``root``).
 
-    ``overrides`` and ``umask``: the varied conditions of a reproducibility check's second build.
+    ``overrides``, ``umask`` and ``cancel``: the varied conditions of a reproducibility check's second build,
+    and the switch that ends it when the first fails.
     """
     app_dir = export_committed_source(repo, sha, app_source, root / "source")
     out, temp = root / "out", root / "build-tmp"
     out.mkdir(parents=True)
     temp.mkdir(parents=True)
-    env = build_environment(environ, build_info, plan.env_names, temp)
-    # reproducible-builds.org's SOURCE_DATE_EPOCH: the commit's time, so every build of it embeds the same time.
-    env["SOURCE_DATE_EPOCH"] = str(epoch)
+    env = _build_env(environ, build_info, plan.env_names, temp, epoch)
     env.update(overrides or {})
     values = {"python": sys.executable, "out": str(out), "source": str(app_dir)}
     result = run_bounded(expand(plan.argv, values), timeout=timeout, cwd=app_dir, env=env,
-                         stdout_cap=16 * 1024, stderr_cap=32 * 1024, umask=umask)
+                         stdout_cap=16 * 1024, stderr_cap=32 * 1024, umask=umask, cancel=cancel)
+    if result.cancelled:
+        raise QualificationError(Code.BUILD_FAILED, "the build command was stopped: the other build failed")
     if result.timed_out or result.exit_code != 0:
         why = "timed out" if result.timed_out else f"exit {result.exit_code}"
         raise QualificationError(Code.BUILD_FAILED, f"the build command {why}: {excerpt(result.stderr, 800)}")
@@ -211,17 +221,26 @@ def build(*, repo: Path, sha: str, ref: str, app_source: Path, plan: BuildPlan, 
     # built_at is the commit's time, not the clock's: the app embeds it, and a rebuild must embed the same bytes.
     info = BuildInfo(build_sha=sha, built_at=epoch_timestamp(epoch), source_ref=ref, platform=platform)
     write_atomic(build_info, info.model_dump_json().encode("utf-8") + b"\n")
-    first = run_build(repo=repo, sha=sha, app_source=app_source, plan=plan, root=work, build_info=build_info,
-                      environ=job_env, timeout=timeout, epoch=epoch)
-    source_digest = tree_sha256(first.app_dir)
-    tools = tool_versions(plan.tools, values=first.values, cwd=first.app_dir, env=first.env)
-    reproduction, difference = None, None
+    second = None
     if reproduce:
-        reproduction, difference = second_build(
-            first=first.output, first_started_at=started_at, first_env=first.env, work=work,
-            run=lambda root, overrides, umask: run_build(
+        # The second build runs beside the first (a machine's second core), from the first's environment varied.
+        second = SecondBuild(
+            first_env=_build_env(job_env, build_info, plan.env_names, work / "build-tmp", epoch), work=work,
+            run=lambda root, overrides, umask, cancel: run_build(
                 repo=repo, sha=sha, app_source=app_source, plan=plan, root=root, build_info=build_info,
-                environ=job_env, timeout=timeout, epoch=epoch, overrides=overrides, umask=umask))
+                environ=job_env, timeout=timeout, epoch=epoch, overrides=overrides, umask=umask, cancel=cancel))
+    try:
+        first = run_build(repo=repo, sha=sha, app_source=app_source, plan=plan, root=work, build_info=build_info,
+                          environ=job_env, timeout=timeout, epoch=epoch)
+        source_digest = tree_sha256(first.app_dir)
+        tools = tool_versions(plan.tools, values=first.values, cwd=first.app_dir, env=first.env)
+        # Both builds have ended, their trees killed, before anything is signed or run.
+        reproduction, difference = (None, None) if second is None else second.finish(
+            first=first.output, first_started_at=started_at)
+    except BaseException:
+        if second is not None:
+            second.abandon()
+        raise
     # OS code signing runs here, in the producer, after the build has exited: the identity never reaches it.
     signed, signing = sign_output(plan.kind, first.output, signer, plan.executable, work / "signing")
     archive = artifacts / artifact_file_name(app_name, sha, platform, arch, first.suffix)

@@ -38,6 +38,8 @@ _log = logging.getLogger(__name__)
 _KILL_TIMEOUT = 30.0
 # How long to wait for a killed child to be reaped before giving up on it.
 _REAP_TIMEOUT = 30.0
+# How often a child with a ``cancel`` switch looks at it: a cancelled build stops within this much.
+_CANCEL_POLL = 0.1
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class ProcessResult:
     stderr: bytes
     stdout_truncated: bool
     duration_ms: int
+    # Ended by the caller's ``cancel`` (its tree killed), not by itself or the timeout.
+    cancelled: bool = False
 
 
 class Killable(Protocol):
@@ -160,9 +164,16 @@ def run_bounded(
     stdout_cap: int = 64 * 1024,
     stderr_cap: int = 16 * 1024,
     umask: int | None = None,
+    cancel: threading.Event | None = None,
 ) -> ProcessResult:
-    """``umask``: the child's umask on POSIX (a reproducibility check's varied condition); ignored on Windows."""
+    """``umask``: the child's umask on POSIX (a reproducibility check's varied condition); ignored on Windows.
+
+    ``cancel``: set from another thread, it ends the child's whole tree as a timeout would (a second build
+    running beside the first is stopped so when the first fails). Only the main thread turns SIGTERM into a
+    kill; a child on another thread is ended through ``cancel`` by the main thread's unwinding.
+    """
     started = time.monotonic()
+    cancelled = False
     # A new process group on Windows, a new session on POSIX: the whole tree can be killed as one.
     creationflags = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if sys.platform == "win32" else 0
     out: list[bytes] = []
@@ -202,12 +213,7 @@ def run_bounded(
             ]
             for reader in readers:
                 reader.start()
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_tree(proc)
-                proc.wait()
+            timed_out, cancelled = _wait(proc, started + timeout, cancel)
             settled = True
         finally:
             # Interrupted (Ctrl-C, SIGTERM, any error): the tree must not outlive the job.
@@ -220,16 +226,34 @@ def run_bounded(
         reader.join(timeout=5)
     duration_ms = int((time.monotonic() - started) * 1000)
     # QUALIFY_LOGLEVEL=INFO shows where a stage's time went; `nox -s bench` reads the build stage's children so.
-    _log.info("child %s: %.3f s, %s", terminal_safe(" ".join(argv)[:300]), duration_ms / 1000,
-              "timed out" if timed_out else f"exit {proc.returncode}")
+    # The start is on this process's monotonic clock: children that ran side by side can be told apart.
+    _log.info("child %s: %.3f s, %s (started at t=%.3f s)", terminal_safe(" ".join(argv)[:300]),
+              duration_ms / 1000, "cancelled" if cancelled else "timed out" if timed_out else f"exit {proc.returncode}",
+              started)
     return ProcessResult(
-        exit_code=None if timed_out else proc.returncode,
+        exit_code=None if timed_out or cancelled else proc.returncode,
         timed_out=timed_out,
         stdout=b"".join(out),
         stderr=b"".join(err),
         stdout_truncated=out_trunc[0],
         duration_ms=duration_ms,
+        cancelled=cancelled,
     )
+
+
+def _wait(proc: subprocess.Popen[bytes], deadline: float, cancel: threading.Event | None) -> tuple[bool, bool]:
+    """Wait for the child until ``deadline`` or ``cancel``; kill its tree on either. (timed out, cancelled)."""
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            proc.wait(timeout=max(left, 0.0) if cancel is None else min(max(left, 0.0), _CANCEL_POLL))
+            return False, False
+        except subprocess.TimeoutExpired:
+            stop = time.monotonic() >= deadline, cancel is not None and cancel.is_set()
+            if any(stop):
+                kill_tree(proc)
+                proc.wait()
+                return stop[0] and not stop[1], stop[1]
 
 
 def excerpt(data: bytes, limit: int = 2000) -> str:

@@ -5,7 +5,10 @@ reproduce. The second build runs the same build command on a fresh ``git
 archive`` export with the variations of Debian's reprotest that apply to a
 build the producer runs (the clock is not faked, so "time" is only a later
 start): another source folder, ``TMPDIR`` and ``HOME``, the other common umask,
-another locale and a time zone far from the first's. Both outputs are hashed
+another locale and a time zone far from the first's. The second build runs
+beside the first, on a thread of its own, started a second later (so the two
+never read the same clock second), and both have ended, their process trees
+killed, before anything is signed, installed or run. Both outputs are hashed
 before any operating-system code signing (a signature holds a time and a
 certificate of its own). The build record carries both digests and the
 variations; the verifier re-derives ``reproduced`` from the digests.
@@ -20,8 +23,10 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,8 +47,11 @@ DIFFOSCOPE_TIMEOUT = 600
 MAX_SUMMARY = 64 * 1024
 SUMMARY_NAME = "build-reproduction.diff.txt"
 
-# (root, environment overrides, umask) -> the second run.
-SecondRun = Callable[[Path, Mapping[str, str], int | None], "BuildRun"]
+# How much later than the first the second build starts: its "time" variation (the clock is not faked).
+START_DELAY = 1.0
+
+# (root, environment overrides, umask, cancel switch) -> the second run.
+SecondRun = Callable[[Path, Mapping[str, str], int | None, threading.Event], "BuildRun"]
 
 
 def current_umask() -> int:
@@ -97,20 +105,53 @@ def difference_summary(first: Path, second: Path) -> str:
     return "\n".join(lines)[:MAX_SUMMARY] + "\n"
 
 
-def second_build(*, first: Path, first_started_at: str, first_env: Mapping[str, str], work: Path,
-                 run: SecondRun) -> tuple[BuildReproduction, str | None]:
-    """Build again under varied conditions; the record of both digests, and where they differ (None if not)."""
-    # A deeper folder of another name: the build path is one of the conditions that must not show.
-    root = work / "reproduce" / "second-build-elsewhere"
-    started_at, started = utc_now(), time.monotonic()
-    overrides, umask, variations = varied_conditions(first_env, root)
-    second = run(root, overrides, umask)
-    first_digest, second_digest = file_sha256(first), file_sha256(second.output)
-    variations[:0] = [("build-path", str(first.parent.parent / "source"), str(second.app_dir.parent)),
-                      ("time", first_started_at, started_at)]
-    record = BuildReproduction(
-        first_sha256=first_digest, second_sha256=second_digest, second_size=second.output.stat().st_size,
-        variations=[BuildVariation(name=name, first=a[:200] or "empty", second=b[:200] or "empty")  # type: ignore[arg-type]
-                    for name, a, b in variations],
-        reproduced=first_digest == second_digest, duration_ms=int((time.monotonic() - started) * 1000))
-    return record, None if record.reproduced else difference_summary(first, second.output)
+class SecondBuild:
+    """The reproducibility check's second build, running beside the first on a thread of its own.
+
+    Made, it reads the varied conditions on the calling thread (reading the umask sets it for a moment, which
+    no other thread may see) and starts the build; ``finish`` waits for it and returns the record; ``abandon``
+    ends it, killing its process tree, when the first build or anything after it fails.
+    """
+
+    def __init__(self, *, first_env: Mapping[str, str], work: Path, run: SecondRun) -> None:
+        # A deeper folder of another name: the build path is one of the conditions that must not show.
+        self._root = work / "reproduce" / "second-build-elsewhere"
+        self._overrides, self._umask, self._variations = varied_conditions(first_env, self._root)
+        self._cancel = threading.Event()
+        self._started_at = ""
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="second-build")
+        # Started last: the thread reads what the lines above set.
+        self._future = self._pool.submit(self._build, run)
+
+    def _build(self, run: SecondRun) -> tuple[BuildRun, str, int] | None:
+        if self._cancel.wait(START_DELAY):
+            return None
+        self._started_at, started = utc_now(), time.monotonic()
+        second = run(self._root, self._overrides, self._umask, self._cancel)
+        # Hashed here, beside the first build's hash on the main thread.
+        digest = file_sha256(second.output)
+        return second, digest, int((time.monotonic() - started) * 1000)
+
+    def abandon(self) -> None:
+        """End the second build (its process tree is killed) and wait for its thread; never raises."""
+        self._cancel.set()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def finish(self, *, first: Path, first_started_at: str) -> tuple[BuildReproduction, str | None]:
+        """Wait for the second build; the record of both digests, and where they differ (None if not)."""
+        try:
+            done = self._future.result()
+        finally:
+            self._pool.shutdown(wait=True)
+        if done is None:  # pragma: no cover - only abandon() cancels, and it never calls finish()
+            raise RuntimeError("the second build was cancelled")
+        second, second_digest, duration_ms = done
+        first_digest = file_sha256(first)
+        variations = [("build-path", str(first.parent.parent / "source"), str(second.app_dir.parent)),
+                      ("time", first_started_at, self._started_at), *self._variations]
+        record = BuildReproduction(
+            first_sha256=first_digest, second_sha256=second_digest, second_size=second.output.stat().st_size,
+            variations=[BuildVariation(name=name, first=a[:200] or "empty", second=b[:200] or "empty")  # type: ignore[arg-type]
+                        for name, a, b in variations],
+            reproduced=first_digest == second_digest, duration_ms=duration_ms)
+        return record, None if record.reproduced else difference_summary(first, second.output)

@@ -53,8 +53,9 @@ _EPOCH = 1_700_000_000
 _ZIP_EPOCH_MIN = 315_532_800
 # Any fixed value works; the point is that it is the same in every build.
 _HASH_SEED = "0"
-# Level 6: most of level 9's size for a fraction of its time on a bundle this size.
-_GZIP_LEVEL = 6
+# Level 1: on this bundle (55 MB) it packs in 1.2 s where level 6 took 3.1 s and level 9 about 8 s, for an
+# archive 8% larger than level 6's; the build runs on every qualification, the download once per user.
+_GZIP_LEVEL = 1
 _MAX_INFO = 4096
 
 

@@ -7,9 +7,11 @@ does not, and the producer says which member differs.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.producer._build import BuildPlan, build
 from desktop_qualify.producer._platform_signing import NoPlatformSigner
 from support.chain import commit_tree
@@ -24,6 +26,19 @@ if leak == "tmpdir":
 elif leak == "umask":
     mask = os.umask(0); os.umask(mask)
     members["app/umask"] = str(mask).encode()
+second = "second-build-elsewhere" in os.getcwd()
+if "--spans" in sys.argv:  # each build says when it ran, in a folder beside the work folder
+    spans = pathlib.Path(sys.argv[sys.argv.index("--spans") + 1])
+    import time
+    (spans / ("second.start" if second else "first.start")).write_text(repr(time.time()))
+    time.sleep(1.5)
+    (spans / ("second.end" if second else "first.end")).write_text(repr(time.time()))
+if "--first-fails" in sys.argv:
+    if not second:
+        sys.exit("the first build failed")
+    pathlib.Path(sys.argv[sys.argv.index("--first-fails") + 1]).write_text(str(os.getpid()))
+    import time
+    time.sleep(60)
 epoch = int(os.environ["SOURCE_DATE_EPOCH"])
 with (out / "app-1.0-linux.tar.gz").open("wb") as raw, \\
         gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=epoch) as gz, tarfile.open(fileobj=gz, mode="w") as tf:
@@ -87,6 +102,38 @@ def test_no_second_build_unless_asked(app_repo: tuple[Path, str], tmp_path: Path
     out = _build(repo, sha, tmp_path, reproduce=False)
     assert out.record.reproduction is None
     assert not (tmp_path / "work" / "reproduce").exists()
+
+
+def test_the_second_build_runs_beside_the_first_and_starts_later(app_repo: tuple[Path, str],
+                                                                 tmp_path: Path) -> None:
+    """The two builds overlap (the second core does the second build), and the second starts later."""
+    repo, sha = app_repo
+    spans = tmp_path / "spans"
+    spans.mkdir()
+    out = _build(repo, sha, tmp_path, "--spans", str(spans))
+    assert out.record.reproduction is not None
+    assert out.record.reproduction.reproduced
+    first_start, first_end, second_start, second_end = (
+        float((spans / name).read_text()) for name in ("first.start", "first.end", "second.start", "second.end"))
+    assert first_start < second_start < first_end < second_end
+    varied = {v.name: (v.first, v.second) for v in out.record.reproduction.variations}
+    assert varied["time"][0] < varied["time"][1]
+
+
+def test_a_failed_first_build_stops_the_second(app_repo: tuple[Path, str], tmp_path: Path) -> None:
+    """The first build's failure is the stage's; the second build's tree is killed, not waited for."""
+    repo, sha = app_repo
+    pid_file = tmp_path / "second.pid"
+    started = time.monotonic()
+    with pytest.raises(QualificationError) as raised:
+        _build(repo, sha, tmp_path, "--first-fails", str(pid_file))
+    assert raised.value.code == Code.BUILD_FAILED
+    assert "the first build failed" in raised.value.message
+    assert time.monotonic() - started < 30, "the producer waited for the second build's 60 s"
+    if pid_file.exists():  # the second build had started before the first failed: it must be gone now
+        pid = int(pid_file.read_text())
+        status = Path(f"/proc/{pid}/status")
+        assert not status.exists() or "\nState:\tZ" in status.read_text()
 
 
 def test_the_build_gets_the_commits_time(app_repo: tuple[Path, str], tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,32 @@ def test_timeout_kills_the_child_and_its_session(tmp_path: Path) -> None:
     while time.monotonic() < deadline and _alive(grandchild):
         time.sleep(0.05)
     assert not _alive(grandchild), "the worker the child started outlived the timeout"
+
+
+def test_cancel_from_another_thread_kills_the_child_and_its_session(tmp_path: Path) -> None:
+    """A second build on its own thread is ended so when the first fails: the switch kills the whole tree."""
+    pid_file = tmp_path / "grandchild.pid"
+    code = ("import subprocess,sys,time; p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
+            f"open({str(pid_file)!r},'w').write(str(p.pid)); time.sleep(60)")
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    started = time.monotonic()
+    result = run_bounded(_py(code), timeout=60, cwd=tmp_path, cancel=cancel)
+    assert time.monotonic() - started < 15
+    assert result.cancelled
+    assert not result.timed_out
+    assert result.exit_code is None
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _alive(grandchild):
+        time.sleep(0.05)
+    assert not _alive(grandchild), "the worker the child started outlived the cancel"
+
+
+def test_a_cancel_switch_never_set_changes_nothing(tmp_path: Path) -> None:
+    result = run_bounded(_py("import sys,time; time.sleep(0.3); sys.exit(4)"), timeout=30, cwd=tmp_path,
+                         cancel=threading.Event())
+    assert (result.exit_code, result.cancelled, result.timed_out) == (4, False, False)
 
 
 def _alive(pid: int) -> bool:
@@ -109,7 +137,11 @@ def test_each_childs_time_is_logged_at_info(tmp_path: Path, caplog: pytest.LogCa
         run_bounded([sys.executable, "-c", "import sys; sys.exit(3)"], timeout=30, cwd=tmp_path)
     (record,) = [r for r in caplog.records if r.name == "desktop_qualify.producer._process"]
     assert record.getMessage().startswith(f"child {sys.executable} -c import sys; sys.exit(3): ")
-    assert record.getMessage().endswith(" s, exit 3")
+    # The bench reads the duration and the start (on the producer's monotonic clock) to tell overlapping builds.
+    found = re.search(r": (\d+\.\d{3}) s, exit 3 \(started at t=(\d+\.\d{3}) s\)$", record.getMessage())
+    assert found is not None, record.getMessage()
+    assert 0 < float(found.group(1)) < 30
+    assert abs(float(found.group(2)) - (time.monotonic() - float(found.group(1)))) < 30
 
 
 def test_excerpt_keeps_the_tail_and_survives_bad_bytes() -> None:
