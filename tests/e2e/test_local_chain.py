@@ -6,7 +6,9 @@ import base64
 import hashlib
 import json
 import shutil
+import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -95,6 +97,19 @@ def test_the_frozen_worker_is_confined_and_the_kernel_refused_each_escape(chain:
         "kernel-refuses-exec-shell": ("CC_SKILL_SANDBOX_DENIED", "EPERM", "seccomp"),
     }
     assert [s.id for s in p.journey.steps if s.layer is not None] == list(kernel)
+
+
+def test_the_frozen_app_starts_without_the_runtime_hooks_it_does_not_use(chain: Chain, tmp_path: Path) -> None:
+    """The spec drops PyInstaller's inspect, pkgutil and multiprocessing hooks: a worker starts per skill run."""
+    (artifact,) = sorted((chain.out / "artifacts").iterdir())
+    with tarfile.open(artifact) as tf:
+        tf.extract("skillhost/skillhost", tmp_path, filter="data")
+    viewer = Path(sys.executable).with_name("pyi-archive_viewer")
+    listed = subprocess.run([str(viewer), "--list", "--brief", str(tmp_path / "skillhost" / "skillhost")],
+                            capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert "skillhost_launcher" in listed, listed
+    assert "pyi_rth_cryptography_openssl" in listed, listed  # a hook the app needs stays
+    assert not {"pyi_rth_inspect", "pyi_rth_pkgutil", "pyi_rth_multiprocessing"} & set(listed), listed
 
 
 def test_flipped_artifact_byte_is_refused(chain: Chain, tmp_path: Path) -> None:
