@@ -40,40 +40,40 @@ def test_a_normal_run(tmp_path: Path) -> None:
     assert not result.stdout_truncated
 
 
-def test_timeout_kills_the_child_and_its_session(tmp_path: Path) -> None:
-    pid_file = tmp_path / "grandchild.pid"
-    code = ("import subprocess,sys,time; p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
-            f"open({str(pid_file)!r},'w').write(str(p.pid)); time.sleep(60)")
-    started = time.monotonic()
-    result = run_bounded(_py(code), timeout=1.5, cwd=tmp_path)
-    assert time.monotonic() - started < 15
-    assert result.timed_out
-    assert result.exit_code is None
+def _parent_of_a_sleeper(pid_file: Path) -> list[str]:
+    """A child that starts a grandchild (its pid written to ``pid_file``), then both sleep for a minute."""
+    return _py("import subprocess,sys,time; p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
+               f"open({str(pid_file)!r},'w').write(str(p.pid)); time.sleep(60)")
+
+
+def _assert_gone(pid_file: Path, why: str) -> None:
     grandchild = int(pid_file.read_text())
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and _alive(grandchild):
         time.sleep(0.05)
-    assert not _alive(grandchild), "the worker the child started outlived the timeout"
+    assert not _alive(grandchild), f"the worker the child started outlived the {why}"
+
+
+def test_timeout_kills_the_child_and_its_session(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run_bounded(_parent_of_a_sleeper(tmp_path / "grandchild.pid"), timeout=1.5, cwd=tmp_path)
+    assert time.monotonic() - started < 15
+    assert result.timed_out
+    assert result.exit_code is None
+    _assert_gone(tmp_path / "grandchild.pid", "timeout")
 
 
 def test_cancel_from_another_thread_kills_the_child_and_its_session(tmp_path: Path) -> None:
     """A second build on its own thread is ended so when the first fails: the switch kills the whole tree."""
-    pid_file = tmp_path / "grandchild.pid"
-    code = ("import subprocess,sys,time; p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
-            f"open({str(pid_file)!r},'w').write(str(p.pid)); time.sleep(60)")
     cancel = threading.Event()
     threading.Timer(1.0, cancel.set).start()
     started = time.monotonic()
-    result = run_bounded(_py(code), timeout=60, cwd=tmp_path, cancel=cancel)
+    result = run_bounded(_parent_of_a_sleeper(tmp_path / "grandchild.pid"), timeout=60, cwd=tmp_path, cancel=cancel)
     assert time.monotonic() - started < 15
     assert result.cancelled
     assert not result.timed_out
     assert result.exit_code is None
-    grandchild = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _alive(grandchild):
-        time.sleep(0.05)
-    assert not _alive(grandchild), "the worker the child started outlived the cancel"
+    _assert_gone(tmp_path / "grandchild.pid", "cancel")
 
 
 def test_a_cancel_switch_never_set_changes_nothing(tmp_path: Path) -> None:
