@@ -158,13 +158,18 @@ def _walk_part(base: dict[str, Any], prefix: tuple[str, ...],
     return escaped, wrongly_listed, seen
 
 
+def _walk_edited(factory: pytest.TempPathFactory, base: dict[str, Any], prefix: tuple[str, ...],
+                 qualifies_with: Callable[[Path, Any], bool]) -> tuple[list[str], list[str], int]:
+    """``_walk_part`` over evidence made afresh per leaf by ``qualifies_with(folder, predicate edit)``, after
+    checking that the untouched evidence qualifies (else every leaf would look checked)."""
+    assert qualifies_with(factory.mktemp("untouched"), lambda pred: None)
+    return _walk_part(base, prefix, lambda path, changed: qualifies_with(
+        factory.mktemp("leaf"), lambda pred: set_leaf(pred, path[1:], changed)))
+
+
 def test_every_notarization_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
-    base = _macos_base(tmp_path_factory.mktemp("base"))
-    assert _macos_qualifies(tmp_path_factory.mktemp("untouched"), lambda pred: None)
-    escaped, wrongly_listed, seen = _walk_part(
-        base, ("predicate", "signature", "notarization"),
-        lambda path, changed: _macos_qualifies(tmp_path_factory.mktemp("leaf"),
-                                               lambda pred: set_leaf(pred, path[1:], changed)))
+    escaped, wrongly_listed, seen = _walk_edited(tmp_path_factory, _macos_base(tmp_path_factory.mktemp("base")),
+                                                 ("predicate", "signature", "notarization"), _macos_qualifies)
     assert seen == 5
     assert escaped == []
     assert wrongly_listed == []
@@ -195,12 +200,8 @@ def _reproduced_base(tmp: Path) -> dict[str, Any]:
 
 
 def test_every_reproduction_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
-    base = _reproduced_base(tmp_path_factory.mktemp("base"))
-    assert _reproduced_qualifies(tmp_path_factory.mktemp("untouched"), lambda pred: None)
-    escaped, wrongly_listed, seen = _walk_part(
-        base, ("predicate", "build", "reproduction"),
-        lambda path, changed: _reproduced_qualifies(tmp_path_factory.mktemp("leaf"),
-                                                    lambda pred: set_leaf(pred, path[1:], changed)))
+    escaped, wrongly_listed, seen = _walk_edited(tmp_path_factory, _reproduced_base(tmp_path_factory.mktemp("base")),
+                                                 ("predicate", "build", "reproduction"), _reproduced_qualifies)
     assert seen == 8
     assert escaped == []
     assert wrongly_listed == []
