@@ -100,16 +100,25 @@ def test_the_frozen_worker_is_confined_and_the_kernel_refused_each_escape(chain:
 
 
 def test_the_frozen_app_starts_without_the_runtime_hooks_it_does_not_use(chain: Chain, tmp_path: Path) -> None:
-    """The spec drops PyInstaller's inspect, pkgutil and multiprocessing hooks: a worker starts per skill run."""
+    """The spec drops PyInstaller's inspect, pkgutil and multiprocessing hooks: a worker starts per skill run.
+
+    And it leaves out multiprocessing (and what only it imports): the app runs skills in workers of its own.
+    """
     (artifact,) = sorted((chain.out / "artifacts").iterdir())
     with tarfile.open(artifact) as tf:
         tf.extract("skillhost/skillhost", tmp_path, filter="data")
     viewer = Path(sys.executable).with_name("pyi-archive_viewer")
-    listed = subprocess.run([str(viewer), "--list", "--brief", str(tmp_path / "skillhost" / "skillhost")],
+    executable = tmp_path / "skillhost" / "skillhost"
+    listed = subprocess.run([str(viewer), "--list", "--brief", "--recursive", str(executable)],
                             capture_output=True, text=True, timeout=60, check=True).stdout.split()
     assert "skillhost_launcher" in listed, listed
     assert "pyi_rth_cryptography_openssl" in listed, listed  # a hook the app needs stays
     assert not {"pyi_rth_inspect", "pyi_rth_pkgutil", "pyi_rth_multiprocessing"} & set(listed), listed
+    # The modules of the app's compressed archive (PYZ), listed through the executable's own archive.
+    assert {"skillhost.worker._main", "concurrent.futures.thread", "http.client"} <= set(listed), listed
+    left_out = [name for name in listed if name.split(".")[0] in ("multiprocessing", "xmlrpc")
+                or name == "concurrent.futures.process"]
+    assert not left_out, left_out
 
 
 def test_flipped_artifact_byte_is_refused(chain: Chain, tmp_path: Path) -> None:
