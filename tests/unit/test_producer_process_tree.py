@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,20 @@ def _assert_dead(pids: list[int]) -> None:
     assert not [p for p in pids if _alive(p)], "part of the child's tree outlived run_bounded"
 
 
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt, as under a terminal's Ctrl-C, whatever this process inherited.
+
+    A process started in the background by a shell without job control inherits SIGINT ignored, and
+    interrupt_main() then does nothing: the test would wait out the child instead.
+    """
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, handler)
+
+
 @posix_only
+@pytest.mark.usefixtures("sigint_raises")
 def test_keyboard_interrupt_kills_and_reaps_the_tree(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
 
