@@ -33,11 +33,17 @@ if "--spans" in sys.argv:  # each build says when it ran, in a folder beside the
     (spans / ("second.start" if second else "first.start")).write_text(repr(time.time()))
     time.sleep(1.5)
     (spans / ("second.end" if second else "first.end")).write_text(repr(time.time()))
-if "--first-fails" in sys.argv:
-    if not second:
-        sys.exit("the first build failed")
-    pathlib.Path(sys.argv[sys.argv.index("--first-fails") + 1]).write_text(str(os.getpid()))
+if "--first-fails" in sys.argv:  # the first fails once the second is running, so there is a tree to kill
     import time
+    pid_file = pathlib.Path(sys.argv[sys.argv.index("--first-fails") + 1])
+    if not second:
+        deadline = time.monotonic() + 20
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sys.exit("the first build failed")
+    tmp = pid_file.with_suffix(".tmp")
+    tmp.write_text(str(os.getpid()))
+    os.replace(tmp, pid_file)
     time.sleep(60)
 epoch = int(os.environ["SOURCE_DATE_EPOCH"])
 with (out / "app-1.0-linux.tar.gz").open("wb") as raw, \\
@@ -130,10 +136,9 @@ def test_a_failed_first_build_stops_the_second(app_repo: tuple[Path, str], tmp_p
     assert raised.value.code == Code.BUILD_FAILED
     assert "the first build failed" in raised.value.message
     assert time.monotonic() - started < 30, "the producer waited for the second build's 60 s"
-    if pid_file.exists():  # the second build had started before the first failed: it must be gone now
-        pid = int(pid_file.read_text())
-        status = Path(f"/proc/{pid}/status")
-        assert not status.exists() or "\nState:\tZ" in status.read_text()
+    # The first build failed only once the second was running: that build's process must be gone now.
+    status = Path(f"/proc/{int(pid_file.read_text())}/status")
+    assert not status.exists() or "\nState:\tZ" in status.read_text()
 
 
 def test_the_build_gets_the_commits_time(app_repo: tuple[Path, str], tmp_path: Path) -> None:
