@@ -52,10 +52,11 @@ def test_a_file_swapped_for_an_identical_copy_after_discovery_is_unstable(tmp_pa
     (d / "handler.py").write_text("def run(ports, args):\n    return {}\n")
     sign_package(d, key)
     cand = discover(d)
-    # Same bytes under a new inode: the digests still match, the identity does not.
+    # Same bytes under a new inode: the digests still match, the identity (device, inode) does not. The old file
+    # is moved aside, not deleted, so its inode stays in use and the copy cannot get its number back (deleted, the
+    # number could be reused at once, and the test failed at random).
     data = (d / "handler.py").read_bytes()
-    (d / "handler.py").unlink()
-    (tmp_path / "filler").write_bytes(b"keeps the old inode number from being reused at once")
+    (d / "handler.py").rename(tmp_path / "handler.py.discovered")
     (d / "handler.py").write_bytes(data)
     trust = TrustStore.from_public_keys([key.public_key()])
     assert code_of(lambda: verify_for_execution(cand, trust)) == "CC_SKILL_FILE_UNSTABLE"
