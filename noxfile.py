@@ -159,6 +159,23 @@ def _source_gate_preconditions() -> str | None:
     return None
 
 
+def _ensure_bubblewrap(session: nox.Session) -> None:
+    """The local policies confine app code in bubblewrap on Linux: install it where this machine can.
+
+    As root with apt-get (a fresh CI machine), Debian's package is installed; elsewhere the producer stops
+    with QE_CONFINEMENT_UNAVAILABLE and says what to install, before any app code runs.
+    """
+    if not sys.platform.startswith("linux") or shutil.which("bwrap") or not shutil.which("apt-get") or \
+            os.geteuid() != 0:
+        return
+    session.log("installing bubblewrap (Debian's package): the app's build, probe and journey run confined in it")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "bubblewrap"]):
+        if subprocess.run(argv, env=env, check=False, stdout=subprocess.DEVNULL).returncode != 0:
+            session.warn("bubblewrap could not be installed: the producer will say what is missing")
+            return
+
+
 def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[str, ...] = ("-e", "."),
                  produce_extra: tuple[str, ...] = ()) -> None:
     """keygen, produce, aggregate, verify (writing its VSA) and verify-vsa under ``policy``, swapped into ``out``.
@@ -171,6 +188,7 @@ def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[st
     if refused is not None:
         session.error(f"QE_SOURCE_GATE_FAILED: {refused} (nothing installed; {out.name} left as it was)")
     _install_once(session, *install)
+    _ensure_bubblewrap(session)
     staging = staging_folder(out)
     evidence, artifacts = staging / "evidence", staging / "artifacts"
     platform = _host_platform()

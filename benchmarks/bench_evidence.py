@@ -23,6 +23,8 @@ Figures (modules alongside this file):
 - bench_sizes: bytes of each statement vs `max_statement_bytes`;
 - bench_worker_sandbox: the worker sandbox's cost, layer by layer, and the source worker's start
   with and without it;
+- bench_confinement: one app stage's command started through bubblewrap vs bare (the added time per stage,
+  <= 100 ms);
 - bench_parse: bounded `load_json` vs `json.loads`, `verify_envelope` vs raw Ed25519;
 - bench_rerun: a rerun of `nox -s qualify` vs its first run in a scratch clone (<= 0.5x), and the
   producer's own time, `qualify produce` minus the app's build command (<= 5 s).
@@ -42,6 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_bundles
+import bench_confinement
 import bench_digest
 import bench_parse
 import bench_rerun
@@ -88,8 +91,8 @@ def print_table(rows: list[Row]) -> None:
             print(f"    {row.note}")
 
 
-NAMES = ("digest", "verify", "start-up", "sigstore verify", "bundles", "worker", "worker sandbox", "sizes", "parse",
-         "rerun")
+NAMES = ("digest", "verify", "start-up", "sigstore verify", "bundles", "worker", "worker sandbox", "confinement",
+         "sizes", "parse", "rerun")
 
 
 def main(argv: list[str]) -> int:
@@ -131,6 +134,7 @@ def main(argv: list[str]) -> int:
     run("bundles", bench_bundles.bench)
     run("worker", lambda: [bench_startup.bench_worker()])
     run("worker sandbox", bench_worker_sandbox.bench)
+    run("confinement", bench_confinement.bench)
     run("sizes", bench_sizes.bench)
     run("parse", bench_parse.bench)
     run("rerun", bench_rerun.bench)

@@ -24,6 +24,22 @@ from ._app_contract import (
 from ._bounded import load_json, open_regular, read_bounded
 from ._bundle import MAX_BUNDLE_MEMBERS, BundleFile, BundleManifest, BundlePath
 from ._canonical import canonical_bytes, sha256_hex
+from ._confinement import (
+    APP_STAGES,
+    CONFINEMENT_LAYERS,
+    CONFINEMENT_LAYERS_BY_PLATFORM,
+    CONFINEMENT_MECHANISMS,
+    LINUX_LAYERS,
+    MACOS_LAYERS,
+    MAX_CONFINED_RUNS,
+    MECHANISM_OF_PLATFORM,
+    NETWORK_NAMESPACE,
+    WINDOWS_LAYERS,
+    AppStage,
+    ConfinementLayer,
+    ConfinementMechanism,
+    StageConfinement,
+)
 from ._decision import (
     AuditReport,
     AuditRun,
@@ -57,6 +73,7 @@ from ._naming import (
     platform_file_name,
     provenance_file_name,
     provenance_platform,
+    unsigned_run_file_name,
 )
 from ._parse import parse_envelope, parse_statement, validate_model
 from ._predicates import AggregatedPlatform, AggregatePredicate, PlatformPredicate, RunIdentity
@@ -113,6 +130,7 @@ from ._types import (
     TrustMode,
     utc_now,
 )
+from ._unsigned_run import OsSigning, UnsignedRun, os_signing_of, predicate_from_run
 from ._update import AppStateRecord, PreviousRelease, StateStep, UpdateRecord
 from ._vsa import (
     VSA_LEVELS,
@@ -127,6 +145,25 @@ from ._vsa import (
 )
 
 __all__ = [
+    "APP_STAGES",
+    "CONFINEMENT_LAYERS",
+    "CONFINEMENT_LAYERS_BY_PLATFORM",
+    "CONFINEMENT_MECHANISMS",
+    "LINUX_LAYERS",
+    "MACOS_LAYERS",
+    "MAX_CONFINED_RUNS",
+    "MECHANISM_OF_PLATFORM",
+    "NETWORK_NAMESPACE",
+    "WINDOWS_LAYERS",
+    "AppStage",
+    "ConfinementLayer",
+    "ConfinementMechanism",
+    "StageConfinement",
+    "OsSigning",
+    "UnsignedRun",
+    "os_signing_of",
+    "predicate_from_run",
+    "unsigned_run_file_name",
     "VSA_LEVELS",
     "VSA_PREDICATE_TYPE",
     "VSA_VERIFIER_ID",

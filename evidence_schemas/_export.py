@@ -21,6 +21,7 @@ from ._records import (
     SourceGateRecord,
 )
 from ._statement import AggregateStatement, DsseEnvelope, PlatformStatement
+from ._unsigned_run import UnsignedRun
 from ._update import AppStateRecord, UpdateRecord
 from ._vsa import VsaStatement
 
@@ -48,6 +49,8 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     # The release gate's SLSA Verification Summary Attestation (qualify verify --vsa).
     "verification-summary": VsaStatement,
     "app-state-record": AppStateRecord,
+    # GitHub mode: the run job's unsigned record, which the signing job checks again and signs from.
+    "unsigned-run": UnsignedRun,
 }
 
 

@@ -33,6 +33,11 @@ def platform_file_name(platform: str, suffix: str) -> str:
     return f"platform-{platform}{suffix}"
 
 
+def unsigned_run_file_name(platform: str) -> str:
+    """A run job's unsigned record for the signing job (GitHub mode); never part of an evidence folder."""
+    return f"platform-{platform}.run.json"
+
+
 def provenance_file_name(platform: str, suffix: str) -> str:
     """A platform's SLSA provenance in an evidence folder, beside its platform statement."""
     return f"provenance-{platform}{suffix}"

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from ._confinement import MAX_CONFINED_RUNS, StageConfinement
 from ._records import (
     ArtifactRef,
     BuildRecord,
@@ -85,6 +86,11 @@ class PlatformPredicate(Record):
     # The upgrade, rollback and downgrade journey, when the policy asks for it ([update]).
     update: UpdateRecord | None = None
     """The update journey's record (upgrade, rollback, downgrade), when the policy asks for it; else None."""
+    # What each run of app code ran under ([confinement], evidence_schemas/_confinement.py); evidence made before
+    # app stages were confined has none.
+    confinement: list[StageConfinement] | None = Field(default=None, max_length=MAX_CONFINED_RUNS)
+    """One entry per run of app-controlled code, in order: the confinement it ran under; None in evidence made
+    before app stages were confined."""
 
 
 class AggregatedPlatform(Record):

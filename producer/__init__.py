@@ -10,16 +10,20 @@ from typing import TYPE_CHECKING
 
 from desktop_qualify.qualify_lazy import lazy_attributes
 
-from ._args import build_gate_parser, build_parser
+from ._args import build_gate_parser, build_parser, build_sign_parser
 
 if TYPE_CHECKING:
-    from ._cli import main, run
+    from ._cli import main, run, run_sign
     from ._gate_cli import run_gate
-    from ._pipeline import ProduceResult, produce
+    from ._pipeline import produce
     from ._rebuild import Rebuilt, rebuild
+    from ._result import ProduceResult
+    from ._sign_run import sign_run
 
 _LAZY = {
-    "ProduceResult": "._pipeline",
+    "ProduceResult": "._result",
+    "sign_run": "._sign_run",
+    "run_sign": "._cli",
     "produce": "._pipeline",
     # qualify rebuild: the producer's build of a qualified commit, run again here.
     "Rebuilt": "._rebuild",
@@ -32,5 +36,5 @@ _LAZY = {
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
-__all__ = ["ProduceResult", "Rebuilt", "build_gate_parser", "build_parser", "main", "produce", "rebuild", "run",
-           "run_gate"]
+__all__ = ["ProduceResult", "Rebuilt", "build_gate_parser", "build_parser", "build_sign_parser", "main", "produce",
+           "rebuild", "run", "run_gate", "run_sign", "sign_run"]

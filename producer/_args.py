@@ -27,6 +27,24 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "audited as `qualify audit --bundle` would before the job starts")
     parser.add_argument("--previous-artifact", type=Path,
                         help="the update journey: that release's artifact for this platform (the audited bytes)")
+    parser.add_argument("--unsigned", action="store_true",
+                        help="GitHub mode's run job: run every stage, sign nothing and read no key; write the "
+                             "unsigned run to OUT/unsigned/ and the artifact to OUT/artifacts/ for `qualify sign`")
+    return parser
+
+
+def build_sign_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """`qualify sign`'s arguments: the signing job that turns a run job's unsigned run into a statement."""
+    parser = parser or ArgumentParser(prog="qualify sign",
+                                      description="the signing job: re-check an unsigned run and sign it")
+    parser.add_argument("--policy", type=Path, required=True, help="the committed policy file")
+    parser.add_argument("--platform", choices=["linux", "macos", "windows"], required=True,
+                        help="the platform whose run this job signs (any machine may sign it)")
+    parser.add_argument("--run", type=Path, required=True,
+                        help="the run job's output: unsigned/platform-PLATFORM.run.json and artifacts/ under it")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="output folder: the signed statement and provenance go to evidence/, the artifact to "
+                             "artifacts/")
     return parser
 
 

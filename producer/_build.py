@@ -36,10 +36,11 @@ from desktop_qualify.evidence_schemas import (
 from desktop_qualify.qualify_archive import app_relative_path, commit_epoch, export_committed_tree, tree_sha256
 from desktop_qualify.qualify_files import file_sha256, write_atomic
 
-from ._output_signing import sign_output
-from ._platform_signing import PlatformSigner, SigningOutcome
-from ._process import excerpt, run_bounded
+from ._build_run import BuildRun
 from ._reproduce import SecondBuild
+from .confinement import AppStage, StageRunner, StageSandbox, producer_python
+from .os_signing import PlatformSigner, SigningOutcome, sign_output
+from .processes import excerpt
 
 _TOOL_TIMEOUT = 30
 _PLACEHOLDER = re.compile(r"\{([a-z]+)\}")
@@ -110,17 +111,22 @@ def build_environment(job_env: Mapping[str, str], build_info: Path, extra: Seque
     return env
 
 
-def tool_versions(tools: Mapping[str, Sequence[str]], *, values: Mapping[str, str], cwd: Path,
-                  env: Mapping[str, str]) -> dict[str, str]:
-    """The versions of the tools the build ran: the producer's own facts plus each policy command's answer."""
+def tool_versions(tools: Mapping[str, Sequence[str]], *, values: Mapping[str, str], run: BuildRun,
+                  runner: StageRunner) -> dict[str, str]:
+    """The versions of the tools the build ran: the producer's own facts plus each policy command's answer.
+
+    Each version command is app-controlled (the policy's argv, often the app's own tool): it runs confined
+    as the build did, in the build's folders (the ``build-tools`` stage).
+    """
     found = {
         "python": _platform.python_version(),
         "os": f"{_platform.system()} {_platform.release()}"[:200],
         "machine": _platform.machine() or "unknown",
     }
     for name, argv in tools.items():
-        result = run_bounded(expand(argv, values), timeout=_TOOL_TIMEOUT, cwd=cwd, env=env,
-                             stdout_cap=4096, stderr_cap=4096)
+        result = runner.run(expand(argv, values), build_sandbox(runner, "build-tools", run.root, env=run.env,
+                                                               app_dir=run.app_dir, build_info=run.build_info),
+                            timeout=_TOOL_TIMEOUT, env=run.env, stdout_cap=4096, stderr_cap=4096)
         lines = result.stdout.decode("utf-8", errors="replace").strip().splitlines()
         if result.timed_out or result.exit_code != 0 or not lines or not lines[0].strip():
             why = "timed out" if result.timed_out else f"exit {result.exit_code}, {len(lines)} line(s)"
@@ -160,54 +166,63 @@ def _copy_into(source: Path, archive: Path) -> None:
                                                    f"({exc.strerror or exc})") from exc
 
 
-def _build_env(environ: Mapping[str, str], build_info: Path, extra: Sequence[str], temp: Path,
+def _build_env(environ: Mapping[str, str], build_info: Path, extra: Sequence[str], root: Path,
                epoch: int) -> dict[str, str]:
-    env = build_environment(environ, build_info, extra, temp)
+    env = build_environment(environ, build_info, extra, root / "build-tmp")
+    # A HOME of the build's own, never the job's: the build is app code, and the job's HOME holds the runner's
+    # credentials and caches another build could have poisoned.
+    home = str(root / "home")
+    env["HOME"] = home
+    if sys.platform == "win32":
+        env.update(USERPROFILE=home, APPDATA=str(root / "home" / "AppData" / "Roaming"),
+                   LOCALAPPDATA=str(root / "home" / "AppData" / "Local"))
     # reproducible-builds.org's SOURCE_DATE_EPOCH: the commit's time, so every build of it embeds the same time.
     env["SOURCE_DATE_EPOCH"] = str(epoch)
     return env
 
 
-@dataclass(frozen=True)
-class BuildRun:
-    """One run of the policy's build command: where it ran and the one output file it left."""
-
-    app_dir: Path
-    output: Path
-    suffix: str
-    env: dict[str, str]
-    values: dict[str, str]
+def build_sandbox(runner: StageRunner, stage: AppStage, root: Path, *, env: Mapping[str, str], app_dir: Path,
+                  build_info: Path) -> StageSandbox:
+    """What the build sees: its exported source, output, HOME and TMPDIR writable; the build information and
+    the toolchain read-only; nothing else (docs/design.md §3.11)."""
+    home, temp = Path(env.get("HOME", str(root / "home"))), Path(env.get("TMPDIR", str(root / "build-tmp")))
+    writable = dict.fromkeys((root / "source", root / "out", temp, home))
+    return runner.sandbox(stage, home=home, tmp=temp, writable=list(writable), readable=[build_info],
+                          toolchain=runner.toolchain(path_variable=env.get("PATH")), cwd=app_dir)
 
 
 def run_build(*, repo: Path, sha: str, app_source: Path, plan: BuildPlan, root: Path, build_info: Path,
-              environ: Mapping[str, str], timeout: int, epoch: int, overrides: Mapping[str, str] | None = None,
-              umask: int | None = None, cancel: threading.Event | None = None) -> BuildRun:
-    """Export the commit under ``root`` and run the build there (source/, out/, build-tmp/ inside ``root``).
+              environ: Mapping[str, str], timeout: int, epoch: int, runner: StageRunner,
+              stage: AppStage = "build", overrides: Mapping[str, str] | None = None, umask: int | None = None,
+              cancel: threading.Event | None = None) -> BuildRun:
+    """Export the commit under ``root`` and run the build there, confined (source/, out/, build-tmp/, home/).
 
-    ``overrides``, ``umask`` and ``cancel``: the varied conditions of a reproducibility check's second build,
-    and the switch that ends it when the first fails.
+    ``overrides``, ``umask`` and ``cancel``: the varied conditions of a reproducibility check's second build
+    (``stage`` "build-reproduction"), and the switch that ends it when the first fails.
     """
     app_dir = export_committed_source(repo, sha, app_source, root / "source")
-    out, temp = root / "out", root / "build-tmp"
-    out.mkdir(parents=True)
-    temp.mkdir(parents=True)
-    env = _build_env(environ, build_info, plan.env_names, temp, epoch)
+    env = _build_env(environ, build_info, plan.env_names, root, epoch)
     env.update(overrides or {})
-    values = {"python": sys.executable, "out": str(out), "source": str(app_dir)}
-    result = run_bounded(expand(plan.argv, values), timeout=timeout, cwd=app_dir, env=env,
-                         stdout_cap=16 * 1024, stderr_cap=32 * 1024, umask=umask, cancel=cancel)
+    out = root / "out"
+    for folder in (out, Path(env["TMPDIR"]), Path(env["HOME"])):
+        folder.mkdir(parents=True, exist_ok=folder != out)
+    values = {"python": producer_python(), "out": str(out), "source": str(app_dir)}
+    result = runner.run(expand(plan.argv, values), build_sandbox(runner, stage, root, env=env, app_dir=app_dir,
+                                                                     build_info=build_info),
+                        timeout=timeout, env=env, stdout_cap=16 * 1024, stderr_cap=32 * 1024, umask=umask,
+                        cancel=cancel)
     if result.cancelled:
         raise QualificationError(Code.BUILD_FAILED, "the build command was stopped: the other build failed")
     if result.timed_out or result.exit_code != 0:
         why = "timed out" if result.timed_out else f"exit {result.exit_code}"
         raise QualificationError(Code.BUILD_FAILED, f"the build command {why}: {excerpt(result.stderr, 800)}")
     output, suffix = find_output(out, plan.output_glob, plan.kind)
-    return BuildRun(app_dir, output, suffix, env, values)
+    return BuildRun(app_dir, output, suffix, env, values, root, build_info)
 
 
 def build(*, repo: Path, sha: str, ref: str, app_source: Path, plan: BuildPlan, app_name: str,
           platform: Platform, arch: str, work: Path, artifacts: Path, signer: PlatformSigner, timeout: int,
-          environ: Mapping[str, str] | None = None, reproduce: bool = False) -> BuildOutput:
+          runner: StageRunner, environ: Mapping[str, str] | None = None, reproduce: bool = False) -> BuildOutput:
     """Build, OS-sign and name the artifact; ``environ`` (default: this process's) is filtered for the build.
 
     ``reproduce``: build the commit a second time under varied conditions (``_reproduce``) and record both
@@ -225,15 +240,16 @@ def build(*, repo: Path, sha: str, ref: str, app_source: Path, plan: BuildPlan, 
     if reproduce:
         # The second build runs beside the first (a machine's second core), from the first's environment varied.
         second = SecondBuild(
-            first_env=_build_env(job_env, build_info, plan.env_names, work / "build-tmp", epoch), work=work,
+            first_env=_build_env(job_env, build_info, plan.env_names, work, epoch), work=work,
             run=lambda root, overrides, umask, cancel: run_build(
                 repo=repo, sha=sha, app_source=app_source, plan=plan, root=root, build_info=build_info,
-                environ=job_env, timeout=timeout, epoch=epoch, overrides=overrides, umask=umask, cancel=cancel))
+                environ=job_env, timeout=timeout, epoch=epoch, runner=runner, stage="build-reproduction",
+                overrides=overrides, umask=umask, cancel=cancel))
     try:
         first = run_build(repo=repo, sha=sha, app_source=app_source, plan=plan, root=work, build_info=build_info,
-                          environ=job_env, timeout=timeout, epoch=epoch)
+                          environ=job_env, timeout=timeout, epoch=epoch, runner=runner)
         source_digest = tree_sha256(first.app_dir)
-        tools = tool_versions(plan.tools, values=first.values, cwd=first.app_dir, env=first.env)
+        tools = tool_versions(plan.tools, values=first.values, run=first, runner=runner)
         # Both builds have ended, their trees killed, before anything is signed or run.
         reproduction, difference = (None, None) if second is None else second.finish(
             first=first.output, first_started_at=started_at)

@@ -29,7 +29,7 @@ from desktop_qualify.qualify_files import file_sha256, write_atomic
 from desktop_qualify.qualify_policy import Policy
 from desktop_qualify.qualify_trust import StatementSigner, StatementVerifier
 
-from ._gate import SourceGate
+from .source import SourceGate
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from desktop_qualify.qualify_policy import load_policy
 from desktop_qualify.qualify_runtime import EXIT_OK, guarded
 
 from ._args import RECORD_NAME, build_gate_parser
-from ._gate_github import GitHubGate
+from .source import GitHubGate
 
 __all__ = ["RECORD_NAME", "build_gate_parser", "run_gate"]
 

@@ -12,7 +12,6 @@ producer names; stdout and stderr are logs.
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from desktop_qualify.evidence_schemas import (
     AppJourneyRecord,
     AppProbeRecord,
     AppStateRecord,
+    Code,
     DisplayKind,
     InstallRecord,
     JourneyRecord,
@@ -40,8 +40,8 @@ from pydantic import ValidationError
 
 from ._app_output import load_app_record
 from ._build import expand
-from ._display import display_env
-from ._process import ProcessResult, excerpt, minimal_environment, run_bounded
+from .confinement import AppStage, StageRunner, producer_python
+from .processes import ProcessResult, display_env, excerpt, minimal_environment
 
 Stage = Literal["probe", "journey", "state"]
 _RECORD_NAME = "record.json"
@@ -56,6 +56,9 @@ class RunPlan:
     timeout: int
     # Exports the committed app folder into the given (non-existent) folder and returns it: a runner's source.
     export_source: Callable[[Path], Path]
+    # Runs the command confined, and the app stage it is recorded as (the update journey's runs are "update").
+    runner: StageRunner
+    stage: AppStage
 
     @property
     def is_runner(self) -> bool:
@@ -118,18 +121,43 @@ def _run_installed(prefix: Path, install: InstallRecord, stage: Stage, plan: Run
         if problem is not None:
             return problem
         exe, record = prefix / install.executable, records / _RECORD_NAME
-        argv = expand(plan.argv, {"executable": str(exe), "record": str(record), "python": sys.executable,
+        argv = expand(plan.argv, {"executable": str(exe), "record": str(record), "python": producer_python(),
                                   "source": str(exported)})
+        writable = [home, records] + ([source] if plan.needs_source else [])
         with display_env(plan.display) as shown:
             env = {**minimal_environment(home), **shown, "QUALIFY_RECORD": str(record),
                    "QUALIFY_EXECUTABLE": str(exe)}
-            return _Ran(run_bounded(argv, timeout=plan.timeout, cwd=cwd, env=env), record)
+            # The app sees its installed tree read-only, its own home, record and source folders, the toolchain,
+            # and the display's socket: nothing of the producer (docs/design.md §3.11).
+            sandbox = plan.runner.sandbox(plan.stage, home=home, tmp=home, writable=writable, readable=[prefix],
+                                          toolchain=plan.runner.toolchain(), sockets=display_sockets(shown),
+                                          cwd=cwd)
+            result = plan.runner.run(argv, sandbox, timeout=plan.timeout, env=env)
     except QualificationError as exc:
+        if exc.code == Code.CONFINEMENT_UNAVAILABLE:
+            raise
         return f"not run: {exc.message}"[:2000]
     finally:
         if kept_home is None:
             shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(source, ignore_errors=True)
+    # The first look after it: every process of the stage has ended, and what it ran must be unchanged.
+    problem = _installed_problem(prefix, install)
+    if problem is not None:
+        raise QualificationError(Code.APP_STAGE_TAMPERED, f"the {plan.stage} stage changed what it ran: {problem}")
+    return _Ran(result, record)
+
+
+def display_sockets(shown: dict[str, str]) -> list[Path]:
+    """The X server's local socket a display names (``:N`` -> ``/tmp/.X11-unix/XN``), to bind into the sandbox.
+
+    A confined stage has a network namespace of its own, where the server's abstract socket does not exist:
+    the client falls back to this path.
+    """
+    display = shown.get("DISPLAY", "")
+    number = display[1:].split(".", 1)[0] if display.startswith(":") else ""
+    socket = Path("/tmp/.X11-unix") / f"X{number}"  # noqa: S108 - the X server's fixed socket folder
+    return [socket] if number.isdigit() and socket.exists() else []
 
 
 def _logs(result: ProcessResult) -> str:

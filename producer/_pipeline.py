@@ -1,4 +1,11 @@
-"""One producer job: gate -> build -> sign -> install -> launch probe -> journey -> emit.
+"""One producer job: gate -> build -> install -> launch probe -> journey [-> update] -> sign -> emit.
+
+Every command of the app (its build and tool versions, its probe, its journey, its state verbs) runs
+confined through the job's ``StageRunner`` (docs/design.md §3.11), and the installed tree and the artifact
+are re-hashed after each of them. Nothing reads a private key until every app process of the run has ended:
+the pipeline's own signature over the artifact and the statement are made last (``_sign_run``), in this
+process locally, and in a job of its own in GitHub mode, which reads the unsigned run this job writes with
+``sign=False`` (``qualify produce --unsigned``).
 
 A gate or build failure produces no statement (there is nothing to vouch for).
 A later stage's failure is recorded, signed and emitted, so that the evidence
@@ -21,17 +28,20 @@ from desktop_qualify.evidence_schemas import (
     InstallRecord,
     JourneyRecord,
     LaunchProbeRecord,
+    OsSigning,
     Platform,
-    PlatformPredicate,
     QualificationError,
     RunIdentity,
-    SignatureRecord,
     SourceGateRecord,
+    StageConfinement,
+    UnsignedRun,
     UpdateRecord,
     aggregate_file_name,
+    canonical_bytes,
+    unsigned_run_file_name,
     utc_now,
 )
-from desktop_qualify.qualify_files import write_atomic
+from desktop_qualify.qualify_files import file_sha256, write_atomic
 from desktop_qualify.qualify_policy import InstallTarget, Policy, host_arch, host_platform, load_policy
 from desktop_qualify.qualify_trust import StatementSigner, StatementVerifier, verifier_for
 from desktop_qualify.qualify_trust import signer_for as statement_signer_for
@@ -39,30 +49,20 @@ from desktop_qualify.qualify_verify import UpdateRules
 from pydantic import BaseModel
 
 from ._build import BuildOutput, BuildPlan, build, export_committed_source
-from ._emit import emit
-from ._gate import LocalGitGate, SourceGate, repository_root
-from ._gate_github import GitHubGate, github_run_identity
-from ._install import install
 from ._launch import RunPlan, journey, launch_probe
-from ._platform_signing import platform_signer_from_env
-from ._previous import AuditedPrevious, PreviousInput, audit_previous
 from ._progress import Progress
 from ._publish import Staged, publish, staging_folder
 from ._reproduce import SUMMARY_NAME
-from ._sign import sign_artifact
+from ._result import ProduceResult, failed_stages
+from ._sign_run import UNSIGNED_FOLDER, sign_checked_run
 from ._update import UpdatePlan, run_update
+from .confinement import APP_STAGES, AppStage, StageRunner, choose_confinement
+from .installers import install
+from .os_signing import platform_signer_from_env
+from .previous import AuditedPrevious, PreviousInput, audit_previous
+from .source import GitHubGate, LocalGitGate, SourceGate, github_run_identity, repository_root
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-
-
-@dataclass(frozen=True)
-class ProduceResult:
-    """What a producer job wrote: its statement and artifact, whether every stage passed, and which did not."""
-
-    statement: Path
-    archive: Path
-    passed: bool
-    failures: list[str]
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,10 @@ class _Job:
     arch: str
     run_id: str | None
     env: Mapping[str, str]
-    signer: StatementSigner
+    # The signer is made only when the job signs, after every app process has ended: the key is read then.
+    signer: StatementSigner | None
     verifier: StatementVerifier
+    runner: StageRunner
     # The job writes its evidence, artifact and records under ``staging``; ``out`` changes only at publish.
     out: Path
     staging: Path
@@ -128,14 +130,55 @@ def new_local_run_id() -> str:
     return f"local-{utc_now()[:19].replace(':', '').replace('-', '')}-{secrets.token_hex(4)}"
 
 
+def protected_paths(policy: Policy, out: Path, env: Mapping[str, str]) -> tuple[Path, ...]:
+    """What no app stage may see: the checkout, the key folders, the output folder, HOME, the runner's files.
+
+    ``RUNNER_TEMP`` holds the files through which a GitHub Actions step sets the next steps' environment.
+    """
+    found: list[Path] = [out, Path.home()]
+    root = policy.repository_root()
+    found.append(root if root is not None else policy.path.resolve().parent)
+    app_source = policy.resolve(policy.file.app.source)
+    with contextlib.suppress(QualificationError):
+        found.append(repository_root(app_source))
+    if policy.sigstore is None:
+        trust = policy.ed25519
+        for named in (trust.keyring, trust.platform_key, trust.aggregate_key, trust.verifier_key):
+            if named is not None:
+                found.append(policy.resolve(named).parent)
+    for name in ("GITHUB_WORKSPACE", "RUNNER_TEMP"):
+        if env.get(name):
+            found.append(Path(env[name]))
+    return tuple(dict.fromkeys(path.resolve() for path in found))
+
+
+def stage_runner(policy: Policy, platform: Platform, out: Path, env: Mapping[str, str]) -> StageRunner:
+    """The job's runner for app code: the platform's confinement, refused here when the policy requires it
+    and it cannot run (``QE_CONFINEMENT_UNAVAILABLE``), before any app code starts."""
+    required = policy.confinement_layers(platform) is not None
+    network = frozenset(stage for stage in APP_STAGES if policy.stage_has_network(stage))
+    return StageRunner(choose_confinement(platform, required=required), protected_paths(policy, out, env), network)
+
+
+def _check_keys(policy: Policy) -> None:
+    """Refuse early a local policy whose platform key is missing, without reading it (it is read at signing)."""
+    if policy.sigstore is not None:
+        return
+    key = policy.ed25519.platform_key
+    if not policy.resolve(key).is_file():
+        raise QualificationError(Code.KEY_INVALID, f"{policy.resolve(key)}: the platform key is missing",
+                                 hint="run 'qualify keygen --policy FILE'")
+
+
 def _prepare(policy: Policy, platform: Platform, out: Path, *, run_id: str | None, env: Mapping[str, str],
-             signer: StatementSigner | None) -> _Job:
+             signer: StatementSigner | None, sign: bool = True) -> _Job:
     if platform != host_platform():
         raise QualificationError(Code.USAGE, f"a producer job qualifies its own platform; this host is "
                                              f"{host_platform()}, not {platform}")
     if platform not in policy.required_platforms:
         raise QualificationError(Code.USAGE, f"policy {policy.file.name!r} does not require platform {platform!r}")
-    signer = signer or statement_signer_for(policy, "platform")
+    if sign and signer is None:
+        _check_keys(policy)
     verifier = verifier_for(policy)
     if policy.sigstore is not None:
         # GitHub mode: the run is GitHub's, named by its environment and later by the certificate.
@@ -148,8 +191,9 @@ def _prepare(policy: Policy, platform: Platform, out: Path, *, run_id: str | Non
             raise QualificationError(Code.USAGE, f"run id {run_id[:80]!r} must match {_RUN_ID.pattern}")
     out = out.resolve()
     staging = staging_folder(out, platform)
-    return _Job(policy, platform, host_arch(), run_id, env, signer, verifier, out, staging, staging / "evidence",
-                staging / "artifacts", staging / "records" / platform, out / "work" / platform,
+    runner = stage_runner(policy, platform, out, env)
+    return _Job(policy, platform, host_arch(), run_id, env, signer, verifier, runner, out, staging,
+                staging / "evidence", staging / "artifacts", staging / "records" / platform, out / "work" / platform,
                 Progress(f"produce {platform}"))
 
 
@@ -197,7 +241,7 @@ def _build(job: _Job, gate_record: SourceGateRecord) -> BuildOutput:
                       app_source=app_source, plan=plan, app_name=app.name, platform=job.platform, arch=job.arch,
                       work=job.work_dir, artifacts=job.artifacts_dir,
                       signer=platform_signer_from_env(job.platform, job.env), environ=job.env,
-                      timeout=job.policy.file.limits.build_timeout_seconds,
+                      timeout=job.policy.file.limits.build_timeout_seconds, runner=job.runner,
                       reproduce=job.platform in job.policy.reproducible_platforms)
         artifact = built.record.artifact
         said.append(f"{artifact.name} {artifact.size} bytes sha256={artifact.sha256[:16]}")
@@ -212,17 +256,6 @@ def _build(job: _Job, gate_record: SourceGateRecord) -> BuildOutput:
     return built
 
 
-def _sign(job: _Job, built: BuildOutput) -> SignatureRecord:
-    with job.progress.stage("sign") as said:
-        accepted: list[str] = sorted(job.policy.accepted_signing(job.platform))
-        record = sign_artifact(archive=built.archive, build=built.record, signing=built.signing,
-                               signer=job.signer, verifier=job.verifier, accepted_states=accepted)
-        said.append(f"keyid={record.keyid[:16]} readback={record.readback_verified} "
-                    f"os-signing={record.platform_signing_state}")
-    job.record("signature", record)
-    return record
-
-
 def _install(job: _Job, built: BuildOutput) -> InstallRecord:
     _, target = _target(job)
     with job.progress.stage("install") as said:
@@ -233,7 +266,7 @@ def _install(job: _Job, built: BuildOutput) -> InstallRecord:
     return record
 
 
-def _run_plan(job: _Job, sha: str, argv: list[str], timeout: int) -> RunPlan:
+def _run_plan(job: _Job, sha: str, argv: list[str], timeout: int, stage: AppStage) -> RunPlan:
     app = job.policy.file.app
     app_source = job.policy.resolve(app.source)
 
@@ -241,7 +274,8 @@ def _run_plan(job: _Job, sha: str, argv: list[str], timeout: int) -> RunPlan:
         # A runner comes from the gated commit, exported afresh: the build may have changed its own copy.
         return export_committed_source(repository_root(app_source), sha, app_source, dest)
 
-    return RunPlan(argv=argv, display=job.policy.display(job.platform), timeout=timeout, export_source=export)
+    return RunPlan(argv=argv, display=job.policy.display(job.platform), timeout=timeout, export_source=export,
+                   runner=job.runner, stage=stage)
 
 
 def _layers(job: _Job) -> list[str] | None:
@@ -257,7 +291,7 @@ def _refusals(job: _Job) -> dict[str, list[str]] | None:
 def _probe(job: _Job, installed: InstallRecord, sha: str) -> LaunchProbeRecord:
     app = job.policy.file.app
     with job.progress.stage("launch probe") as said:
-        plan = _run_plan(job, sha, app.probe.argv, job.policy.file.limits.probe_timeout_seconds)
+        plan = _run_plan(job, sha, app.probe.argv, job.policy.file.limits.probe_timeout_seconds, "probe")
         record = launch_probe(prefix=job.install_prefix, install=installed, platform=job.platform, gate_sha=sha,
                               plan=plan, required_checks=app.probe.require, required_layers=_layers(job))
         said.append(f"exit={record.exit_code} passed={record.passed}")
@@ -268,7 +302,7 @@ def _probe(job: _Job, installed: InstallRecord, sha: str) -> LaunchProbeRecord:
 def _journey(job: _Job, installed: InstallRecord, sha: str, probe: LaunchProbeRecord) -> JourneyRecord:
     app = job.policy.file.app
     with job.progress.stage("journey") as said:
-        plan = _run_plan(job, sha, app.journey.argv, job.policy.file.limits.journey_timeout_seconds)
+        plan = _run_plan(job, sha, app.journey.argv, job.policy.file.limits.journey_timeout_seconds, "journey")
         record = journey(prefix=job.install_prefix, install=installed, platform=job.platform, gate_sha=sha,
                          plan=plan, expected=job.policy.file.journey.steps, code_pattern=app.codes.pattern,
                          required_layers=_layers(job), refuses_with=_refusals(job), probe=probe)
@@ -303,7 +337,7 @@ def _audited_previous(job: _Job, given: PreviousInput | None, downloads: Path | 
             # PyGithub loads only for this path (as for the GitHub gate).
             from desktop_qualify.qualify_github import GitHubClient  # noqa: PLC0415
 
-            from ._previous_github import previous_from_release  # noqa: PLC0415
+            from .previous import previous_from_release  # noqa: PLC0415
 
             if downloads is None:
                 raise QualificationError(Code.ENVIRONMENT, "no folder for the previous release's downloads")
@@ -338,11 +372,11 @@ def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, install
 
     def probe(prefix: Path, upgraded: InstallRecord, home: Path) -> LaunchProbeRecord:
         return launch_probe(prefix=prefix, install=upgraded, platform=job.platform, gate_sha=sha,
-                            plan=_run_plan(job, sha, app.probe.argv, policy.limits.probe_timeout_seconds),
+                            plan=_run_plan(job, sha, app.probe.argv, policy.limits.probe_timeout_seconds, "update"),
                             required_checks=app.probe.require, required_layers=_layers(job), kept_home=home)
 
     plan = UpdatePlan(previous=previous, candidate_archive=built.archive, rules=rules,
-                      plan_for=lambda argv, timeout: _run_plan(job, sha, argv, timeout), probe=probe,
+                      plan_for=lambda argv, timeout: _run_plan(job, sha, argv, timeout, "update"), probe=probe,
                       state_timeout=policy.limits.probe_timeout_seconds)
     with job.progress.stage("update journey") as said:
         record = run_update(plan, job.work_dir / "update")
@@ -353,14 +387,18 @@ def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, install
 
 def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None = None,
             env: Mapping[str, str] | None = None, signer: StatementSigner | None = None,
-            previous: PreviousInput | None = None) -> ProduceResult:
+            previous: PreviousInput | None = None, sign: bool = True) -> ProduceResult:
     """Run one producer job. ``env`` defaults to the process environment; ``signer`` to the policy's.
 
     ``previous`` is the last qualified release (bundle and artifact) when the policy requires the update journey.
+    ``sign=False`` is GitHub mode's run job (``qualify produce --unsigned``): every stage runs, nothing is
+    signed and no key is read; the unsigned run goes to ``out/unsigned/`` and the artifact to
+    ``out/artifacts/``, for the signing job (``sign_run``).
     """
-    job = _prepare(policy, platform, out, run_id=run_id, env=os.environ if env is None else env, signer=signer)
+    job = _prepare(policy, platform, out, run_id=run_id, env=os.environ if env is None else env, signer=signer,
+                   sign=sign)
     if policy.file.update is None:
-        return _produce(job, _audited_previous(job, previous, None))
+        return _produce(job, _audited_previous(job, previous, None), sign=sign)
     # The previous release's downloads live inside --out, never in the system's temporary folder: a killed job
     # leaves nothing outside its named output, and the next job removes what it left before it starts.
     # The folder is made only when a release is downloaded (GitHub mode); a refused release leaves --out as it was.
@@ -368,7 +406,7 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
     _remove_tree(downloads, "previous-release folder")
     out_existed = out.exists()
     try:
-        return _produce(job, _audited_previous(job, previous, downloads))
+        return _produce(job, _audited_previous(job, previous, downloads), sign=sign)
     finally:
         shutil.rmtree(downloads, ignore_errors=True)
         if not out_existed:
@@ -376,7 +414,27 @@ def produce(policy: Policy, platform: Platform, out: Path, *, run_id: str | None
                 out.rmdir()  # only while empty: a job that got further keeps its output
 
 
-def _produce(job: _Job, audited: AuditedPrevious | None) -> ProduceResult:
+def _check_artifact(job: _Job, built: BuildOutput, *, before: str | None = None, after: str | None = None) -> None:
+    """The artifact is the bytes the build produced, re-read around each app stage.
+
+    Read before a stage starts, a change is not the stage's doing (``QE_ARTIFACT_DIGEST_MISMATCH``); read right
+    after it, with nothing else run between the two reads, it is (``QE_APP_STAGE_TAMPERED``).
+    """
+    if file_sha256(built.archive) == built.record.artifact.sha256:
+        return
+    if after is not None:
+        raise QualificationError(Code.APP_STAGE_TAMPERED, f"{built.archive.name} changed during the {after} stage")
+    raise QualificationError(Code.ARTIFACT_DIGEST_MISMATCH, f"{built.archive.name} changed after it was built, "
+                                                            f"before the {before} stage")
+
+
+def _confinement(job: _Job) -> list[StageConfinement]:
+    """Each run of app code, in order, as its adapter read it back."""
+    return [StageConfinement(stage=f.stage, mechanism=f.mechanism, layers=list(f.layers), network=f.network,
+                             detail=f.detail[:2000]) for f in job.runner.facts]
+
+
+def _produce(job: _Job, audited: AuditedPrevious | None, *, sign: bool) -> ProduceResult:
     policy, platform = job.policy, job.platform
     gate, gate_record = _gate(job)
     run = _run_identity(job, gate_record)
@@ -385,27 +443,49 @@ def _produce(job: _Job, audited: AuditedPrevious | None) -> ProduceResult:
     job.start_clean()
     job.record("source-gate", gate_record)
     built = _build(job, gate_record)
-    signature = _sign(job, built)
     installed = _install(job, built)
+    _check_artifact(job, built, before="launch probe")
     probe = _probe(job, installed, gate_record.sha)
+    _check_artifact(job, built, after="launch probe")
     walked = _journey(job, installed, gate_record.sha, probe)
+    _check_artifact(job, built, after="journey")
     updated = None if audited is None else _update(job, audited, built=built, installed=installed, probed=probe,
                                                    sha=gate_record.sha)
-    predicate = PlatformPredicate(platform=platform, arch=job.arch, run=run, produced_at=utc_now(),
-                                  source_gate=gate_record, build=built.record, signature=signature,
-                                  install=installed, launch_probe=probe, journey=walked, update=updated)
-    with job.progress.stage("emit") as said:
-        emitted = emit(predicate=predicate, archive=built.archive, gate=gate, signer=job.signer,
-                       verifier=job.verifier, policy=policy, evidence_dir=job.evidence_dir)
-        said.append(f"{emitted.statement} + {emitted.provenance.name}")
+    if updated is not None:
+        _check_artifact(job, built, after="update journey")
+    unsigned = UnsignedRun(platform=platform, arch=job.arch, run=run, produced_at=utc_now(),
+                           source_gate=gate_record, build=built.record,
+                           os_signing=OsSigning(tool=built.signing.tool, state=built.signing.state,
+                                                notarization=built.signing.notarization),
+                           install=installed, launch_probe=probe, journey=walked, update=updated,
+                           confinement=_confinement(job))
+    if not sign:
+        return _publish_unsigned(job, unsigned, built)
+    # Every app process of the run has ended: only now is a key read, by this process alone.
+    with job.progress.stage("sign and emit") as said:
+        signed = sign_checked_run(policy, unsigned, built.archive, gate=gate,
+                                  signer=lambda: job.signer or statement_signer_for(policy, "platform"),
+                                  verifier=job.verifier, evidence=job.evidence_dir)
+        signature = signed.predicate.signature
+        said.append(f"keyid={signature.keyid[:16]} readback={signature.readback_verified} "
+                    f"os-signing={signature.platform_signing_state}; {signed.statement.name} + "
+                    f"{signed.provenance.name}")
+    job.record("signature", signature)
     # Emitted: only now does this run's output replace the earlier one's.
-    statement, archive = publish(Staged(job.out, job.staging, platform, policy.file.app.name, emitted.statement,
-                                        built.archive, aggregate_file_name(job.signer.file_suffix),
-                                        emitted.provenance))
-    repro = built.record.reproduction
-    reproduced = repro is None or repro.reproduced  # None: the policy did not ask for a second build
-    failures = [name for name, ok in (("build reproduction", reproduced),
-                                      ("signature", signature.passed), ("install", installed.passed),
-                                      ("launch probe", probe.passed), ("journey", walked.passed),
-                                      ("update", updated is None or updated.passed)) if not ok]
+    statement, archive = publish(Staged(job.out, job.staging, platform, policy.file.app.name, signed.statement,
+                                        built.archive, aggregate_file_name(signed.file_suffix), signed.provenance))
+    failures = failed_stages(signed.predicate)
+    return ProduceResult(statement, archive, not failures, failures)
+
+
+def _publish_unsigned(job: _Job, unsigned: UnsignedRun, built: BuildOutput) -> ProduceResult:
+    """The run job's output: the unsigned run and the artifact, for the signing job; no key was read."""
+    name = unsigned_run_file_name(job.platform)
+    staged = job.staging / UNSIGNED_FOLDER / name
+    write_atomic(staged, canonical_bytes(unsigned))
+    job.record("unsigned-run", unsigned)
+    statement, archive = publish(Staged(job.out, job.staging, job.platform, job.policy.file.app.name, staged,
+                                        built.archive, aggregate_file_name(".dsse.json"), None,
+                                        statement_folder=UNSIGNED_FOLDER))
+    failures = failed_stages(unsigned, signature_passed=True)
     return ProduceResult(statement, archive, not failures, failures)

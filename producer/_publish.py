@@ -44,7 +44,10 @@ class Staged:
     statement: Path
     archive: Path
     aggregate_name: str
-    provenance: Path
+    # None for the run job's unsigned run, which has no provenance (the signing job signs both).
+    provenance: Path | None
+    # Where the statement goes under ``out``: evidence/, or unsigned/ for the run job's unsigned run.
+    statement_folder: str = "evidence"
 
 
 def _environment(what: str, exc: OSError) -> QualificationError:
@@ -69,21 +72,22 @@ def _earlier_artifacts(folder: Path, app: str, platform: str) -> list[Path]:
 def publish(staged: Staged) -> tuple[Path, Path]:
     """Move the emitted statement, artifact and records into ``out``; returns the statement's and archive's paths."""
     out, name = staged.out, staged.statement.name
-    evidence, artifacts = out / "evidence", out / "artifacts"
+    evidence, artifacts = out / staged.statement_folder, out / "artifacts"
     try:
         evidence.mkdir(parents=True, exist_ok=True)
         artifacts.mkdir(parents=True, exist_ok=True)
         (out / "records").mkdir(parents=True, exist_ok=True)
         # The earlier aggregate binds the earlier statement: removed first, so no moment pairs it with this one.
-        remove_output(evidence / staged.aggregate_name)
+        remove_output(out / "evidence" / staged.aggregate_name)
         for earlier in _earlier_artifacts(artifacts, staged.app, staged.platform):
             if earlier.name != staged.archive.name:
                 earlier.unlink(missing_ok=True)
         archive = artifacts / staged.archive.name
         staged.archive.replace(archive)
         discard_leftovers(evidence / name)
-        discard_leftovers(evidence / staged.provenance.name)
-        staged.provenance.replace(evidence / staged.provenance.name)
+        if staged.provenance is not None:
+            discard_leftovers(evidence / staged.provenance.name)
+            staged.provenance.replace(evidence / staged.provenance.name)
         statement = evidence / name
         staged.statement.replace(statement)
         records = staged.staging / "records" / staged.platform

@@ -10,6 +10,7 @@ output is the build's own file, before any operating-system code signing.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from desktop_qualify.qualify_files import file_sha256
 from desktop_qualify.qualify_policy import Policy, host_platform
 
 from ._build import BuildPlan, epoch_timestamp, run_build, tool_versions
-from ._gate import repository_root
+from ._pipeline import stage_runner
+from .source import repository_root
 
 
 @dataclass(frozen=True)
@@ -33,10 +35,13 @@ class Rebuilt:
     tools: dict[str, str]
 
 
-def rebuild(policy: Policy, *, app_source: Path, sha: str, ref: str, platform: Platform, work: Path) -> Rebuilt:
+def rebuild(policy: Policy, *, app_source: Path, sha: str, ref: str, platform: Platform, work: Path,
+            protected: Sequence[Path] = ()) -> Rebuilt:
     """Build ``sha`` of the app folder ``app_source`` (in a checkout) as the policy's build command does.
 
-    The output stays under ``work``.
+    The output stays under ``work``. The build is app code and runs confined as the producer's does; beyond
+    what the producer protects, ``protected`` names what it must not see either (the folder of the
+    rebuilder's own key, which the caller reads only once this returns).
 
     Raises ``QE_ENVIRONMENT`` (exit 2) when the build cannot run here: another platform's build, a tool the
     policy names that does not answer, a build that fails on this machine.
@@ -59,10 +64,13 @@ def rebuild(policy: Policy, *, app_source: Path, sha: str, ref: str, platform: P
     info = work / "build_info.json"
     info.write_text(BuildInfo(build_sha=sha, built_at=epoch_timestamp(epoch), source_ref=ref,
                               platform=platform).model_dump_json() + "\n", encoding="utf-8")
+    runner = stage_runner(policy, platform, work, os.environ)
+    runner.protected = (*runner.protected, *(path.resolve() for path in protected))
     try:
         run = run_build(repo=repo, sha=sha, app_source=app_source, plan=plan, root=work, build_info=info,
-                        environ=os.environ, timeout=policy.file.limits.build_timeout_seconds, epoch=epoch)
-        tools = tool_versions(plan.tools, values=run.values, cwd=run.app_dir, env=run.env)
+                        environ=os.environ, timeout=policy.file.limits.build_timeout_seconds, epoch=epoch,
+                        runner=runner)
+        tools = tool_versions(plan.tools, values=run.values, run=run, runner=runner)
     except QualificationError as exc:
         if exc.code != Code.BUILD_FAILED:
             raise

@@ -28,16 +28,13 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from desktop_qualify.evidence_schemas import BuildReproduction, BuildVariation, utc_now
 from desktop_qualify.qualify_archive import first_difference
 from desktop_qualify.qualify_files import file_sha256
 
-from ._process import excerpt, run_bounded
-
-if TYPE_CHECKING:
-    from ._build import BuildRun
+from ._build_run import BuildRun
+from .processes import excerpt, run_bounded
 
 # The varied values: reprotest's second locale and a time zone as far as can be from UTC.
 SECOND_LOCALE = "fr_CH.UTF-8"
@@ -51,7 +48,7 @@ SUMMARY_NAME = "build-reproduction.diff.txt"
 START_DELAY = 1.0
 
 # (root, environment overrides, umask, cancel switch) -> the second run.
-SecondRun = Callable[[Path, Mapping[str, str], int | None, threading.Event], "BuildRun"]
+SecondRun = Callable[[Path, Mapping[str, str], int | None, threading.Event], BuildRun]
 
 
 def current_umask() -> int:

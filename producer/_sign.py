@@ -14,7 +14,7 @@ from desktop_qualify.evidence_schemas import BuildRecord, SignatureRecord
 from desktop_qualify.qualify_files import file_sha256
 from desktop_qualify.qualify_trust import StatementSigner, StatementVerifier
 
-from ._platform_signing import SigningOutcome
+from .os_signing import SigningOutcome
 
 
 def sign_artifact(*, archive: Path, build: BuildRecord, signing: SigningOutcome, signer: StatementSigner,

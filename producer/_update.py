@@ -35,9 +35,9 @@ from desktop_qualify.evidence_schemas import (
 )
 from desktop_qualify.qualify_verify import UpdateRules, step_claims, update_facts
 
-from ._install import install_expected
 from ._launch import RunPlan, state_verb
-from ._previous import AuditedPrevious
+from .installers import install_expected
+from .previous import AuditedPrevious
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ copied elsewhere cannot make keygen write into that folder's parent.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import Code, QualificationError
@@ -49,7 +50,14 @@ def ensure_local_keys(policy: Policy) -> list[str]:
     for name, path, role in wanted:
         created = not path.exists()
         key = generate_private_key(path) if created else load_private_key(path)
+        # The key folder is the runner user's alone: another account (macOS's app account) must not list it.
+        if os.name == "posix":
+            path.parent.chmod(0o700)
         keyid = add_to_keyring(keyring, f"local-{name}", key.public_key(), [role])
         lines.append(f"{'created' if created else 'kept'} {name} key {keyid[:16]} ({path})")
     lines.append(f"keyring {keyring}")
+    # Where the keys are, and who reads them: the signing step alone, once no app process of the run is left.
+    lines.append(f"private keys in {sorted({str(path.parent) for _, path, _ in wanted})[0]}: read only by the "
+                 "signing step, after every app process of a run has ended; app code runs confined and never sees "
+                 "this folder (docs/boundaries.md)")
     return lines

@@ -72,6 +72,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     producer.build_parser(sub.add_parser("produce", help="one platform job: gate to signed statement"))
+    producer.build_sign_parser(sub.add_parser("sign", help="the signing job: re-check an unsigned run and sign it"))
     producer.build_gate_parser(sub.add_parser("gate", help="the GitHub-mode source gate alone"))
     aggregate.build_parser(sub.add_parser("aggregate", help="verify platform statements, sign the aggregate"))
     consumer.build_verify_parser(sub.add_parser("verify", help="the release gate"))
@@ -114,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {
         "produce": lambda: producer.run(args),
+        "sign": lambda: producer.run_sign(args),
         "gate": lambda: producer.run_gate(args),
         "aggregate": lambda: aggregate.run(args),
         "verify": lambda: consumer.run_verify(args),

@@ -120,12 +120,15 @@ def _rebuild(args: argparse.Namespace, run: consumer.QualifiedRun) -> int:
     predicate = mine[0].statement.predicate
     record = predicate.build
     expected, what = compared_digest(predicate)
-    key = load_private_key(args.key) if args.key is not None else None  # a bad key fails before the build
+    # The rebuilder's key is read only once the build and everything it started have ended, and its folder is
+    # hidden from the build (which is the commit's code); here only that it is a readable file is checked.
+    key_folders = [args.key.resolve().parent] if args.key is not None else []
     _say(f"rebuilding {record.artifact.name} of {verdict.sha} from {run.app_source} ...")
     difference: str | None = None
     with tempfile.TemporaryDirectory(prefix="qualify-rebuild-") as scratch:
         rebuilt = producer.rebuild(run.policy, app_source=run.app_source, sha=verdict.sha,
-                                   ref=predicate.source_gate.ref, platform=here, work=Path(scratch))
+                                   ref=predicate.source_gate.ref, platform=here, work=Path(scratch),
+                                   protected=key_folders)
         if args.keep is not None:
             args.keep.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(rebuilt.output, args.keep / rebuilt.output.name)
@@ -143,6 +146,7 @@ def _rebuild(args: argparse.Namespace, run: consumer.QualifiedRun) -> int:
         _say(f"REBUILT: {rebuilt.output.name} sha256 {rebuilt.sha256} is {what}")
     else:
         _say(difference)
+    key = load_private_key(args.key) if args.key is not None else None
     if args.attest is not None and key is not None:
         statement = RebuildStatement(
             type_=IN_TOTO_STATEMENT_TYPE,

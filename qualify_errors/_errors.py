@@ -92,11 +92,20 @@ class Code(enum.StrEnum):
     UPDATE_FAILED = "QE_UPDATE_FAILED"
     # The previous release an update journey starts from does not audit, or its artifact is not the audited one.
     PREVIOUS_RELEASE_UNQUALIFIED = "QE_PREVIOUS_RELEASE_UNQUALIFIED"
+    # Confinement of app-controlled code (build, its tools, a second build, probe, journey, update verbs): a
+    # stage ran with less than the policy's [confinement] requires, or its record contradicts itself.
+    STAGE_UNCONFINED = "QE_STAGE_UNCONFINED"
+    # The producer found the artifact or the installed tree changed by an app stage that must not change it.
+    APP_STAGE_TAMPERED = "QE_APP_STAGE_TAMPERED"
+    # The signing job refuses a run job's unsigned record whose schema, digests or claims do not hold.
+    UNSIGNED_RUN_INVALID = "QE_UNSIGNED_RUN_INVALID"
     # Configuration and environment (exit status 2)
     POLICY_INVALID = "QE_POLICY_INVALID"
     KEY_INVALID = "QE_KEY_INVALID"
     USAGE = "QE_USAGE"
     ENVIRONMENT = "QE_ENVIRONMENT"
+    # The producer cannot confine app code on this machine (no bubblewrap, user namespaces refused...).
+    CONFINEMENT_UNAVAILABLE = "QE_CONFINEMENT_UNAVAILABLE"
     # A bug: an error no check anticipated (printed by the guarded main, exit status 2).
     INTERNAL = "QE_INTERNAL"
 
@@ -104,7 +113,7 @@ class Code(enum.StrEnum):
 # Codes that mean "the caller or the machine is wrong", not "the evidence does
 # not qualify": docs/design.md §7 gives them exit status 2.
 _USAGE_CODES = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE, Code.ENVIRONMENT,
-                          Code.SOURCE_GATE_FAILED, Code.INTERNAL})
+                          Code.CONFINEMENT_UNAVAILABLE, Code.SOURCE_GATE_FAILED, Code.INTERNAL})
 
 
 class QualificationError(Exception):
@@ -122,8 +131,8 @@ class QualificationError(Exception):
 
     @property
     def exit_status(self) -> int:
-        """The exit status the code calls for: 2 for a usage, policy, key, environment, source-gate or internal
-        fault, 1 for every other code (a rejection).
+        """The exit status the code calls for: 2 for a usage, policy, key, environment (confinement unavailable
+        included), source-gate or internal fault, 1 for every other code (a rejection).
         """
         return 2 if self.code in _USAGE_CODES else 1
 

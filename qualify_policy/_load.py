@@ -22,6 +22,7 @@ from typing import Literal
 from desktop_qualify.evidence_schemas import (
     MAX_POLICY_BYTES,
     PLATFORMS,
+    AppStage,
     Code,
     DisplayKind,
     Platform,
@@ -31,7 +32,7 @@ from desktop_qualify.evidence_schemas import (
 )
 
 from ._app import InstallTarget
-from ._model import Ed25519Trust, PolicyFile, SigningState, SigstoreTrust
+from ._model import DEFAULT_NETWORK_STAGES, Ed25519Trust, PolicyFile, SigningState, SigstoreTrust
 
 # Where the policies are committed: a policy's relative paths are written from here.
 POLICY_FOLDER = "policies"
@@ -81,6 +82,19 @@ class Policy:
     def isolation_layers(self, platform: Platform) -> tuple[str, ...] | None:
         """The sandbox layers this platform's worker must report; None when the policy has no [isolation]."""
         return None if self.file.isolation is None else self.file.isolation.of(platform)
+
+    def confinement_layers(self, platform: Platform) -> tuple[str, ...] | None:
+        """The layers every app stage on this platform must have run under ([confinement]); None: none required.
+
+        ``network-namespace`` among them applies only to the stages without the network (``stage_has_network``).
+        """
+        return None if self.file.confinement is None else self.file.confinement.of(platform)
+
+    def stage_has_network(self, stage: AppStage) -> bool:
+        """Whether the policy lets this app stage keep the machine's network ([confinement] network, default
+        the build only)."""
+        stages = DEFAULT_NETWORK_STAGES if self.file.confinement is None else self.file.confinement.network
+        return stage in stages
 
     def install_target(self, platform: Platform) -> InstallTarget | None:
         """How this platform's artifact installs (its installer kind and executable), if the policy says."""
@@ -169,8 +183,9 @@ def load_policy(path: Path, root: Path | None = None) -> Policy:
         raise QualificationError(Code.POLICY_INVALID, exc.message) from exc
     try:
         raw = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise QualificationError(Code.POLICY_INVALID, f"{where}: invalid TOML ({exc})") from exc
+    except ValueError as exc:
+        # Not UTF-8, not TOML, or an integer of more digits than Python converts (ValueError, like both others).
+        raise QualificationError(Code.POLICY_INVALID, f"{where}: invalid TOML ({str(exc)[:200]})") from exc
     except RecursionError as exc:
         raise QualificationError(Code.POLICY_INVALID, f"{where}: nested too deeply") from exc
     try:

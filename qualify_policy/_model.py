@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from desktop_qualify.evidence_schemas import PLATFORMS, AppCode, ErrnoName, LayerName, Platform, Record
+from desktop_qualify.evidence_schemas import (
+    APP_STAGES,
+    CONFINEMENT_LAYERS,
+    CONFINEMENT_LAYERS_BY_PLATFORM,
+    PLATFORMS,
+    AppCode,
+    AppStage,
+    ErrnoName,
+    LayerName,
+    Platform,
+    Record,
+)
 from pydantic import Field, model_validator
 
 from ._app import AppPolicy
@@ -203,6 +214,53 @@ class IsolationPolicy(Record):
         return tuple({"linux": self.linux, "macos": self.macos, "windows": self.windows}[platform])
 
 
+# The stages that keep the machine's network when the policy does not say: the build fetches its dependencies.
+DEFAULT_NETWORK_STAGES: tuple[AppStage, ...] = ("build",)
+
+
+class ConfinementPolicy(Record):
+    """The confinement every run of app-controlled code must have had, per platform (docs/policy.md).
+
+    A platform listed here requires a confinement record for each app stage that ran (build, its tools, a second
+    build, probe, journey, update verbs), by the platform's mechanism, with every layer listed; a platform left out
+    requires none. ``network-namespace`` applies only to the stages without the network: a stage ``network`` names
+    keeps the machine's network, so it is held to every other layer listed.
+    """
+
+    linux: list[LayerName] | None = Field(default=None, min_length=1, max_length=16)
+    """The layers every app stage on Linux must have run under (bubblewrap); None: none required."""
+    macos: list[LayerName] | None = Field(default=None, min_length=1, max_length=16)
+    """The layers every app stage on macOS must have run under (sandbox-exec); None: none required."""
+    windows: list[LayerName] | None = Field(default=None, min_length=1, max_length=16)
+    """The layers every app stage on Windows must have run under (a job object); None: none required."""
+    network: list[AppStage] = Field(default_factory=lambda: list(DEFAULT_NETWORK_STAGES), max_length=len(APP_STAGES))
+    """The app stages that keep the machine's network; every other stage must have run without it."""
+
+    @model_validator(mode="after")
+    def _layers_are_the_platforms_own(self) -> ConfinementPolicy:
+        for platform in PLATFORMS:
+            layers = self.of(platform) or ()
+            for layer in layers:
+                if layer not in CONFINEMENT_LAYERS:
+                    raise ValueError(f"[confinement] {platform} names {layer!r}, which is no confinement layer "
+                                     f"(known: {', '.join(CONFINEMENT_LAYERS)})")
+                if layer not in CONFINEMENT_LAYERS_BY_PLATFORM[platform]:
+                    raise ValueError(f"[confinement] {platform} names {layer!r}, which is not a {platform} layer "
+                                     f"({platform}'s: {', '.join(CONFINEMENT_LAYERS_BY_PLATFORM[platform])})")
+            repeated = sorted({layer for layer in layers if layers.count(layer) > 1})
+            if repeated:
+                raise ValueError(f"[confinement] {platform} lists {', '.join(repeated)} more than once")
+        repeated_stages = sorted({stage for stage in self.network if self.network.count(stage) > 1})
+        if repeated_stages:
+            raise ValueError(f"[confinement] network lists {', '.join(repeated_stages)} more than once")
+        return self
+
+    def of(self, platform: Platform) -> tuple[str, ...] | None:
+        """The layers every app stage on ``platform`` must have run under, in the policy's order; None: none."""
+        layers = {"linux": self.linux, "macos": self.macos, "windows": self.windows}[platform]
+        return None if layers is None else tuple(layers)
+
+
 class SigningPolicy(Record):
     linux: list[SigningState] = Field(min_length=1, max_length=3)
     macos: list[SigningState] = Field(min_length=1, max_length=3)
@@ -251,6 +309,8 @@ class PolicyFile(Record):
     journey: JourneyPolicy
     # Optional: an app with no sandbox of its own names none; where present it fails closed.
     isolation: IsolationPolicy | None = None
+    # Optional: the confinement each run of app code must have had, per platform; absent, none is required.
+    confinement: ConfinementPolicy | None = None
     signing: SigningPolicy
     limits: LimitsPolicy
     # Optional: without it no platform's build is required to reproduce.

@@ -6,6 +6,7 @@ The checks are one function each, named after what they prove; see
 
 from ._candidate import CandidateError, stable_sha256
 from ._columns import COLUMN_CODES
+from ._confinement_checks import confinement_problems, required_layers, stages_that_ran
 from ._evidence_dir import EvidenceFiles
 from ._expectations import Expectations
 from ._findings import Findings
@@ -17,6 +18,9 @@ from ._update_outcome import UpdateFacts, UpdateRules, step_claims, update_facts
 from ._verifier import EvidenceSource, Verdict, verify_platform_set, verify_release
 
 __all__ = [
+    "confinement_problems",
+    "required_layers",
+    "stages_that_ran",
     "UpdateFacts",
     "UpdateRules",
     "step_claims",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from desktop_qualify.evidence_schemas import DisplayKind, Platform
+from desktop_qualify.evidence_schemas import AppStage, DisplayKind, Platform
 from desktop_qualify.qualify_policy import InstallTarget, Policy, StepExpectation
 
 
@@ -94,6 +94,19 @@ class Expectations:
     def layers_for(self, platform: Platform) -> tuple[str, ...] | None:
         """The sandbox layers this platform's worker must report as applied; None without [isolation]."""
         return self.policy.isolation_layers(platform)
+
+    def confinement_layers(self, platform: Platform) -> tuple[str, ...] | None:
+        """The layers every app stage on this platform must have run under; None without [confinement] for it."""
+        return self.policy.confinement_layers(platform)
+
+    def stage_has_network(self, stage: AppStage) -> bool:
+        """Whether the policy lets this app stage keep the machine's network ([confinement] network)."""
+        return self.policy.stage_has_network(stage)
+
+    @property
+    def build_tools(self) -> tuple[str, ...]:
+        """The tools whose version commands the producer runs ([app.build] tools), by name, in the policy's order."""
+        return tuple(self.policy.file.app.build.tools)
 
     @property
     def refuses_with(self) -> Mapping[str, frozenset[str]] | None:

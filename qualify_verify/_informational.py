@@ -70,6 +70,9 @@ PLATFORM_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
     "predicate.update.upgrade_probe.report.checks.*.detail": "bounded free text from the app about one named check",
     "predicate.update.upgrade_probe.report.isolation_layers.*.detail": "why a sandbox layer was or was not "
                                                                       "applied, for people",
+    # What each run of app code ran under ([confinement]): its stage, mechanism, layers and network are checked.
+    "predicate.confinement.*.detail": "what the confinement adapter bound in and observed, for people; the "
+                                      "mechanism, layers and network flag are checked",
     # A refusal's exit status is the app's own: checked to be non-zero (an allowed check's is checked to be 0).
     "predicate.update.downgrade_check.exit_code": "the app's refusal status, checked non-zero under a refusing "
                                                   "policy",

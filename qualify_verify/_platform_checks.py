@@ -10,7 +10,9 @@
 5. every SHA in the predicate is the same commit;
 6. the outcomes: every stage's pass or fail re-derived from the record's facts
    and the policy (``_outcomes``), never read from the record's ``passed``;
-   a record whose verdict contradicts its facts is refused.
+   a record whose verdict contradicts its facts is refused; and every run of
+   app code was confined as the policy's ``[confinement]`` requires
+   (``_confinement_checks``).
 Checks 1-2 stop at the first failure (nothing else can be trusted), which is then
 the root cause of what the file's absence leaves undone; 3-6 report everything
 they find.
@@ -38,6 +40,7 @@ from desktop_qualify.qualify_trust import (
     cross_check_claims,
 )
 
+from ._confinement_checks import check_app_stages_confined
 from ._expectations import Expectations
 from ._findings import Findings
 from ._outcomes import (
@@ -218,4 +221,5 @@ def verify_platform(name: str, data: bytes, exp: Expectations, verifier: Stateme
     check_identity_claims(vp, exp, findings)
     check_single_commit(vp, findings)
     check_outcomes(vp, exp, verifier, findings)
+    check_app_stages_confined(vp, exp, findings)
     return vp

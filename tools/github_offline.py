@@ -4,8 +4,11 @@ The loopback GitHub REST emulator (tests/support/github_emulator.py) answers the
 release gate; the test Sigstore instance (tests/support/sigstore_instance*.py) signs every statement
 keylessly for `acme/desktop` on `refs/heads/main`, each job with its own identity as Fulcio shapes it for
 reusable workflows: the linux statement as `produce-linux.yml` called by `qualify.yml`, the aggregate as
-`qualify.yml` itself. The real producer runs (the
-PyInstaller build, install, launch and journey), then the aggregate, then `qualify verify` as the
+`qualify.yml` itself. The real producer runs as produce-linux.yml's two jobs: the run job (the
+PyInstaller build, install, launch and journey, `qualify produce --unsigned`) with an environment that holds
+no OIDC variable and no signer, then the sign job (`qualify sign`: the run job's artifact re-hashed, its claims
+checked against the sign job's own context, main's head read again, then signed as produce-linux.yml) on
+only what the run job's artifact carries; then the aggregate, then `qualify verify` as the
 release gate in a child process, exactly as the end-to-end tests' `github_chain` fixture does. Every bundle
 (the platform statement, its SLSA provenance, the aggregate) is then stored through the emulator's
 attestation API, as the aggregate job stores them on GitHub, and the release gate runs again on what the
@@ -42,11 +45,19 @@ from desktop_qualify.qualify_github import GitHubClient, store_evidence  # noqa:
 from desktop_qualify.qualify_policy import load_policy  # noqa: E402
 from desktop_qualify.qualify_verify import verify_release  # noqa: E402
 from support.chain import make_app_repo  # noqa: E402
-from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy, platform_identity  # noqa: E402
+from support.github_chain import (  # noqa: E402
+    REPOSITORY,
+    WORKFLOW,
+    GitHubChain,
+    actions_env,
+    github_policy,
+    platform_identity,
+    produce_in_two_jobs,
+)
 from support.github_emulator import Branch, GitHubEmulator  # noqa: E402
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance  # noqa: E402
 
-from desktop_qualify import aggregate, consumer, producer  # noqa: E402
+from desktop_qualify import aggregate, consumer  # noqa: E402
 from tools.staging import staging_folder, swap_into_place  # noqa: E402
 
 RUN_ID = 4242
@@ -125,11 +136,12 @@ def run(out: Path, work: Path) -> int:
         _log(f"aggregate signer {chain.aggregate_identity.san_uri}")
         timings.append(("setup", time.monotonic() - started))
 
-        started = time.monotonic()
-        made = producer.produce(policy, "linux", out, env=chain.env, signer=chain.signer())
-        timings.append(("produce linux", time.monotonic() - started))
-        if not made.passed:
-            _log(f"produce failed: {made.failures}")
+        # produce-linux.yml: the run job (the app's code runs there, no OIDC token), then the sign job.
+        jobs = produce_in_two_jobs(chain, "linux", log=_log)
+        timings += [("run job linux", jobs.seconds[0]), ("sign job linux", jobs.seconds[1])]
+        if jobs.signed is None or not jobs.run.passed or not jobs.signed.passed:
+            _log(f"produce failed: run job {jobs.run.failures}, sign job "
+                 f"{'not run' if jobs.signed is None else jobs.signed.failures}")
             return 1
 
         started = time.monotonic()

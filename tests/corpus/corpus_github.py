@@ -39,6 +39,7 @@ from desktop_qualify.qualify_policy import StepExpectation, load_policy
 from desktop_qualify.qualify_trust._github_mode import SigstoreSigner
 from desktop_qualify.qualify_trust._sigstore_identity import identity_from_certificate
 from sigstore.models import Bundle
+from support.confinement import passing_confinement
 from support.evidence_factory import DEFAULT_SHA, OTHER_SHA, platform_payload, predicate_data, utc_now, write_artifact
 from support.github_chain import REPOSITORY, WORKFLOW, aggregate_identity, github_policy, platform_identity
 from support.github_emulator import Branch, GitHubEmulator
@@ -160,6 +161,8 @@ def github_predicate(site: GitHubSite, artifact: Path, sha: str, artifact_signin
          "passed": True}
         for step, want in steps.items()
     ]
+    # Each app stage confined as the policy's [confinement] requires (policies/release.toml's).
+    data["confinement"] = passing_confinement(data, tools=bool(policy.file.app.build.tools))
     build = data["build"]["artifact"]
     signature = artifact_signing.signer(site.world).sign_artifact_digest(build["name"], build["sha256"])
     data["signature"].update(method=signature.method, keyid=signature.keyid, signature=signature.signature)

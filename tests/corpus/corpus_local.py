@@ -25,6 +25,7 @@ from desktop_qualify.qualify_trust._dsse import pae
 from desktop_qualify.qualify_trust._envelope import sign_artifact_digest, sign_envelope
 from desktop_qualify.qualify_trust._keys import keyid_of
 from support.checkout import at_real_commit
+from support.confinement import confined, require_confinement
 from support.evidence_factory import (
     OTHER_SHA,
     BytesEdit,
@@ -833,3 +834,38 @@ def reproducible_required(edit: PredicateEdit | None) -> Build:
         return ev.verify_argv()
 
     return build
+
+
+# -- confinement of app code: a passing record for each stage that ran, under a policy with [confinement] --------
+
+
+def confinement_required(edit: PredicateEdit | None) -> Build:
+    """The host chain whose statement records a passing confinement for each app stage, spoiled by ``edit``,
+    under a policy whose [confinement] requires policies/release.toml's layers on every platform."""
+
+    def build(tmp_path: Path) -> list[str]:
+        ev = make_evidence(tmp_path, platforms=[PlatformSpec(host(), edit=confined(edit))])
+        require_confinement(ev)  # the provenance and the aggregate are bound to the policy as it now is
+        return ev.verify_argv()
+
+    return build
+
+
+def stage_entry(stage: str, **changes: Any) -> PredicateEdit:
+    """Change one app stage's confinement record (``changes`` values may be functions of the old value)."""
+
+    def apply(pred: dict[str, Any]) -> None:
+        for record in pred["confinement"]:
+            if record["stage"] == stage:
+                for key, value in changes.items():
+                    record[key] = value(record[key]) if callable(value) else value
+
+    return apply
+
+
+def without_layer(layer: str) -> Callable[[list[str]], list[str]]:
+    return lambda layers: [name for name in layers if name != layer]
+
+
+def first_layer_removed(layers: list[str]) -> list[str]:
+    return layers[1:]

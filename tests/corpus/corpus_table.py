@@ -64,6 +64,7 @@ from corpus_local import (
     big_payload_under_large_limit,
     candidate_other_sha,
     check,
+    confinement_required,
     deep_envelope,
     deep_value,
     dirty_tree,
@@ -73,6 +74,7 @@ from corpus_local import (
     empty_folder,
     extra,
     file_bytes,
+    first_layer_removed,
     host,
     hundred_megabytes,
     in_macos_of_three,
@@ -114,6 +116,7 @@ from corpus_local import (
     signed_as,
     signed_by,
     small_limit,
+    stage_entry,
     statement_from_other_chain,
     statement_of_older_run,
     statement_replaced_after_aggregate,
@@ -126,6 +129,7 @@ from corpus_local import (
     tools_of,
     truncated,
     whole_older_run_under_new_aggregate,
+    without_layer,
 )
 from corpus_update import UPDATE_ROWS
 from desktop_qualify.evidence_schemas import (
@@ -809,6 +813,13 @@ CORPUS: list[Row] = [
     Row("reproduction-required-but-no-second-build", reproducible_required(None), C.BUILD_NOT_REPRODUCED),
     Row("reproduction-of-another-build", one(reproduced_as(first="d" * 64, second="d" * 64)),
         C.BUILD_NOT_REPRODUCED),
+    # -- confinement of app code ([confinement]): each stage that ran, by the platform's mechanism and layers
+    Row("confinement-removed", confinement_required(put("confinement", None)), C.STAGE_UNCONFINED),
+    Row("confinement-stage-layer-removed", confinement_required(stage_entry("probe", layers=first_layer_removed)),
+        C.STAGE_UNCONFINED),
+    Row("confinement-network-claimed-for-journey",
+        confinement_required(stage_entry("journey", network=True, layers=without_layer("network-namespace"))),
+        C.STAGE_UNCONFINED),
     Row("build-passed-false", one(set_("build", passed=False)), C.BUILD_FAILED),
     Row("build-artifact-empty", one(put("build.artifact.size", 0)), C.BUILD_FAILED),
     Row("build-artifact-named-for-another-platform",

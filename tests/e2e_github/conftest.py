@@ -11,11 +11,19 @@ from collections.abc import Iterator
 import pytest
 from desktop_qualify.qualify_policy import load_policy
 from support.chain import make_app_repo
-from support.github_chain import REPOSITORY, WORKFLOW, GitHubChain, actions_env, github_policy, platform_identity
+from support.github_chain import (
+    REPOSITORY,
+    WORKFLOW,
+    GitHubChain,
+    actions_env,
+    github_policy,
+    platform_identity,
+    produce_in_two_jobs,
+)
 from support.github_emulator import Branch, GitHubEmulator
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
 
-from desktop_qualify import aggregate, producer
+from desktop_qualify import aggregate
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +40,11 @@ def github_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitHubCha
     chain = GitHubChain(root, policy, root / "out", sha, instance, emulator, identity,
                         actions_env(sha, emulator.api_url))
     try:
-        result = producer.produce(policy, "linux", chain.out, env=chain.env, signer=chain.signer())
-        assert result.passed, result.failures
-        chain.head_reads_by_producer = len(emulator.calls(r"/repos/acme/desktop/branches/main"))
+        # produce-linux.yml's two jobs: the run job with no OIDC token and no signer, then the sign job.
+        jobs = produce_in_two_jobs(chain, "linux")
+        assert jobs.run.passed, jobs.run.failures
+        assert jobs.signed is not None
+        assert jobs.signed.passed, jobs.signed.failures
         made = aggregate.aggregate(policy, [chain.evidence], chain.evidence,
                                    signer=chain.signer(chain.aggregate_identity))
         assert made.written is not None, made.reasons

@@ -13,7 +13,7 @@ import pytest
 from desktop_qualify.evidence_schemas import Code, canonical_bytes
 from desktop_qualify.qualify_trust import GitHubIdentity
 from desktop_qualify.qualify_verify import verify_release
-from support.github_chain import GitHubChain, platform_identity
+from support.github_chain import GitHubChain, NoSigner, platform_identity, run_job_env, sign_job_env
 
 from desktop_qualify import producer, qualify_cli
 
@@ -54,8 +54,8 @@ def test_the_provenance_is_signed_by_the_linux_job_and_names_it_as_builder(githu
 
 
 def test_gate_observed_protected_main_through_the_api(github_chain: GitHubChain) -> None:
-    # Exactly twice during produce: once at the gate, once just before the statement was signed.
-    assert github_chain.head_reads_by_producer == 2
+    # Once by the run job's gate, and once more by the sign job just before the statement was signed.
+    assert (github_chain.head_reads_by_run_job, github_chain.head_reads_by_sign_job) == (1, 1)
     verdict = verify_release(github_chain.policy, [github_chain.evidence], github_chain.artifacts)
     (vp,) = verdict.platforms
     gate = vp.statement.predicate.source_gate
@@ -170,10 +170,80 @@ def test_producer_refuses_a_wrong_ref_or_an_old_head(github_chain: GitHubChain, 
                                                      env_change: dict[str, str], code: Code) -> None:
     from desktop_qualify.evidence_schemas import QualificationError
 
+    # The run job's gate refuses before anything runs: no unsigned run, no artifact, nothing to sign.
     with pytest.raises(QualificationError) as refused:
-        producer.produce(github_chain.policy, "linux", tmp_path / "out", env={**github_chain.env, **env_change},
-                         signer=github_chain.signer())
+        producer.produce(github_chain.policy, "linux", tmp_path / "out",
+                         env=run_job_env({**github_chain.env, **env_change}), signer=NoSigner(), sign=False)
     assert refused.value.code is code
+    assert not (tmp_path / "out" / "unsigned").exists()
+    assert not (tmp_path / "out" / "evidence").exists()
+
+
+def test_the_run_job_signed_nothing_and_handed_on_only_its_run(github_chain: GitHubChain) -> None:
+    """The run job (no OIDC variable, a signer that fails on any use) wrote no evidence; the sign job got its run."""
+    jobs = github_chain.jobs["linux"]
+    assert not (jobs.run_out / "evidence").exists() or not any((jobs.run_out / "evidence").iterdir())
+    assert sorted(p.name for p in jobs.run_in.iterdir()) == ["artifacts", "unsigned"]
+    assert [p.name for p in (jobs.run_in / "unsigned").iterdir()] == ["platform-linux.run.json"]
+    # The artifact the sign job signed is byte for byte the one the run job built.
+    (built,) = (jobs.run_out / "artifacts").iterdir()
+    (signed,) = github_chain.artifacts
+    assert built.read_bytes() == signed.read_bytes()
+
+
+def _sign_again(chain: GitHubChain, run_in: Path, out: Path, **env_change: str) -> None:
+    env = {**sign_job_env(chain.env, chain.emulator.api_url), **env_change}
+    producer.sign_run(chain.policy, "linux", run_in, out, env=env, signer=chain.signer())
+
+
+def _copy_of_the_run(chain: GitHubChain, tmp_path: Path) -> Path:
+    run_in = tmp_path / "run"
+    shutil.copytree(chain.jobs["linux"].run_in, run_in)
+    return run_in
+
+
+@pytest.mark.parametrize(("env_change", "code"), [
+    # "re-run failed jobs": the sign job of attempt 2 on attempt 1's run.
+    ({"GITHUB_RUN_ATTEMPT": "2"}, Code.UNSIGNED_RUN_INVALID),
+    ({"GITHUB_RUN_ID": "4243"}, Code.UNSIGNED_RUN_INVALID),  # another run's sign job
+    # A sign job of another workflow is refused on its own context first, as the gate refuses it.
+    ({"GITHUB_WORKFLOW_REF": "acme/desktop/.github/workflows/other.yml@refs/heads/main"},
+     Code.WORKFLOW_IDENTITY_MISMATCH),
+])
+def test_the_sign_job_refuses_a_run_its_own_context_does_not_match(github_chain: GitHubChain, tmp_path: Path,
+                                                                  env_change: dict[str, str], code: Code) -> None:
+    from desktop_qualify.evidence_schemas import QualificationError
+
+    with pytest.raises(QualificationError) as refused:
+        _sign_again(github_chain, _copy_of_the_run(github_chain, tmp_path), tmp_path / "out", **env_change)
+    assert refused.value.code is code
+    assert not (tmp_path / "out" / "evidence").exists()
+
+
+def test_the_sign_job_refuses_an_artifact_the_run_did_not_build(github_chain: GitHubChain, tmp_path: Path) -> None:
+    from desktop_qualify.evidence_schemas import QualificationError
+
+    run_in = _copy_of_the_run(github_chain, tmp_path)
+    (artifact,) = (run_in / "artifacts").iterdir()
+    artifact.write_bytes(artifact.read_bytes() + b"\0")
+    with pytest.raises(QualificationError) as refused:
+        _sign_again(github_chain, run_in, tmp_path / "out")
+    assert refused.value.code is Code.ARTIFACT_DIGEST_MISMATCH
+    assert not (tmp_path / "out" / "evidence").exists()
+
+
+def test_the_sign_job_refuses_once_main_moved_on_after_the_run(github_chain: GitHubChain, tmp_path: Path) -> None:
+    from desktop_qualify.evidence_schemas import QualificationError
+
+    branches = github_chain.emulator.repo("acme/desktop").branches
+    original = branches["main"]
+    branches["main"] = replace(original, sha="1" * 40)
+    try:
+        with pytest.raises(QualificationError) as refused:
+            _sign_again(github_chain, _copy_of_the_run(github_chain, tmp_path), tmp_path / "out")
+    finally:
+        branches["main"] = original
+    assert refused.value.code is Code.NOT_MAIN_HEAD
     assert not (tmp_path / "out" / "evidence").exists()
 
 

@@ -35,7 +35,8 @@ from support.chain import qualify
 HERE = Path(__file__).resolve().parent
 PRODUCER_CHILD = HERE / "producer_child.py"
 PLATFORM: Platform = "linux"
-STAGES = ("source gate", "build", "sign", "install", "launch probe", "journey", "emit")
+# In the order a job runs them: the pipeline's own signature comes last, once every app process has ended.
+STAGES = ("source gate", "build", "install", "launch probe", "journey", "sign and emit")
 _PROGRESS = re.compile(rf"^\[produce {PLATFORM}\] (?P<stage>{'|'.join(STAGES)})\s+(?P<rest>.*)$")
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="process trees are read from /proc; the chain "
@@ -267,8 +268,13 @@ class ProducerJob:
         assert self.hold_at is not None
         self.wait_until(f"held at {self.hold_at!r}", self.marker.exists)
 
-    def child_running(self, needle: str) -> bool:
-        return any(needle in p.cmdline for p in descendants(self.proc.pid).values())
+    def child_running(self, needle: str, *, leading: bool = False) -> bool:
+        """Whether a process of the job has ``needle`` in its command line (``leading``: as its start).
+
+        ``leading`` tells the app itself from the confinement wrapper (bubblewrap) that names it as its command.
+        """
+        return any(p.cmdline.startswith(needle) if leading else needle in p.cmdline
+                   for p in descendants(self.proc.pid).values())
 
     def kill(self, stage: str) -> KillReport:
         """SIGKILL the producer's process group; report, then kill, what outlived it."""
@@ -330,7 +336,7 @@ class KilledRun:
 
 
 # Stages that take milliseconds: held at their start (producer_child.py) and killed there, every time.
-HELD = ("source gate", "sign", "emit")
+HELD = ("source gate", "sign and emit")
 
 
 def kill_in_stage(app: App, out: Path, stage: str, run_id: str, *, cached: Reference | None,
@@ -357,8 +363,8 @@ def kill_in_stage(app: App, out: Path, stage: str, run_id: str, *, cached: Refer
             # The probe's app runs for a few hundred milliseconds: look often, and for this stage's command only.
             argument = {"launch probe": "probe", "journey": "journey"}[stage]
             command = f"{out / 'work' / PLATFORM / 'install'}/skillhost/skillhost {argument}"
-            job.wait_until(f"the installed app running {command!r}", lambda: job.child_running(command),
-                           interval=0.01)
+            job.wait_until(f"the installed app running {command!r}",
+                           lambda: job.child_running(command, leading=True), interval=0.01)
     except BaseException:
         job.kill("error")
         raise

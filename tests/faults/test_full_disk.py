@@ -249,6 +249,6 @@ def test_produce_with_the_disk_full_at_emit(app: App, reference: Reference) -> N
     # The statement is written in the job's staging folder; nothing reached the output's evidence folder.
     _one_environment_line(stderr, out / f".staging-{PLATFORM}" / "evidence" / f"platform-{PLATFORM}.dsse.json",
                           "File too large")
-    assert f"[produce {PLATFORM}] emit          FAILED" in stderr
+    assert f"[produce {PLATFORM}] sign and emit FAILED" in stderr
     assert listing(out / "evidence") == []
     assert "passed=False" not in stderr

@@ -9,9 +9,11 @@ of the one before.
 
 The kill inside the real PyInstaller is the session's reference fixture (its
 real rerun is the session's one real build); the runs here use the cached
-build (producer_child.py). Gate, sign and emit take milliseconds, so they are
-held at their start and killed there every time; install, launch probe and
-journey are killed as they run (the latter two while the installed app runs).
+build (producer_child.py). The gate and the last stage, sign and emit (after
+the journey: the pipeline signs once every app process has ended), take
+milliseconds, so they are held at their start and killed there every time;
+install, launch probe and journey are killed as they run (the latter two while
+the installed app runs, confined).
 Two more kills on the qualified folder show when an earlier run's evidence
 goes: never before the gate has passed, always right after.
 """

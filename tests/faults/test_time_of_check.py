@@ -35,8 +35,10 @@ from desktop_qualify.evidence_schemas import (
     Subject,
     canonical_bytes,
 )
-from desktop_qualify.producer import _build, _installer_archive, _pipeline
+from desktop_qualify.producer import _pipeline, _sign_run
 from desktop_qualify.producer._pipeline import ProduceResult, produce
+from desktop_qualify.producer.confinement import StageRunner
+from desktop_qualify.producer.installers import _archive
 from desktop_qualify.qualify_policy import load_policy
 from desktop_qualify.qualify_trust import ArtifactSignature, StatementSigner, signer_for
 from faultkit import PLATFORM, App, Reference, codes, flip_byte, linux_only, tampered_archive, verify
@@ -98,7 +100,7 @@ def tampered(reference: Reference, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture
 def run(app: App, reference: Reference, tampered: Tampered, monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> Run:
-    monkeypatch.setattr(_build, "run_bounded", cached_build(reference.output, _build.run_bounded))
+    monkeypatch.setattr(StageRunner, "run", cached_build(reference.output, StageRunner.run))
     tampered.marker.unlink(missing_ok=True)
 
     def run(signer: StatementSigner | None = None) -> Outcome:
@@ -146,12 +148,29 @@ def test_an_archive_swapped_after_the_build_is_neither_installed_nor_signed(
     assert "differs from the build's" in (installed.failure or "")
     # Refused before anything was unpacked, and nothing it would have installed ever ran.
     assert not (outcome.out / "work" / PLATFORM / "install").exists()
-    assert outcome.record("launch-probe", LaunchProbeRecord).exit_code is None
-    assert outcome.record("journey", JourneyRecord).exit_code is None
+    assert _not_run(outcome, "launch-probe", LaunchProbeRecord)
+    assert _not_run(outcome, "journey", JourneyRecord)
     assert not tampered.marker.exists()
-    # The emit re-hashes the archive too: no statement names bytes that are not the ones built.
+    # The artifact is re-hashed before anything is signed: no statement names bytes that are not the ones built.
+    _refused_unsigned(outcome)
+
+
+def _not_run(outcome: Outcome, name: str, model: type[LaunchProbeRecord] | type[JourneyRecord]) -> bool:
+    """The stage ran no app process: it recorded a run without an exit, or the job stopped before it."""
+    return not (outcome.records / f"{name}.json").exists() or outcome.record(name, model).exit_code is None
+
+
+def _refused_unsigned(outcome: Outcome) -> None:
+    """The job refused the changed artifact before signing it: an error naming it, no signature, no evidence.
+
+    The pipeline re-hashes the artifact before the first app stage after the build and again when it signs and
+    emits: a change no app stage made is ``QE_ARTIFACT_DIGEST_MISMATCH`` (an app stage's own change would be
+    ``QE_APP_STAGE_TAMPERED``), and whichever read comes first stops the job.
+    """
     assert outcome.error is not None
-    assert outcome.error.code is Code.ARTIFACT_DIGEST_MISMATCH
+    assert outcome.error.code is Code.ARTIFACT_DIGEST_MISMATCH, outcome.error
+    assert "skillhost-" in outcome.error.message, outcome.error.message
+    assert not (outcome.records / "signature.json").exists()
     assert outcome.evidence == []
 
 
@@ -168,8 +187,8 @@ def test_an_archive_swapped_between_the_install_hash_and_the_unpack_is_not_what_
         real_unpack(archive, prefix)
 
     # The archive kind's adapter unpacks: the swap happens right before it reads the copy.
-    real_unpack = _installer_archive.unpack
-    monkeypatch.setattr(_installer_archive, "unpack", unpack_after_a_swap)
+    real_unpack = _archive.unpack
+    monkeypatch.setattr(_archive, "unpack", unpack_after_a_swap)
     outcome = run()
     assert swapped, "the unpack was never reached"
     installed = outcome.record("install", InstallRecord)
@@ -177,18 +196,17 @@ def test_an_archive_swapped_between_the_install_hash_and_the_unpack_is_not_what_
     assert installed.passed, installed.failure
     assert installed.executable_sha256 == expected.executable_sha256
     assert installed.manifest_sha256 == expected.manifest_sha256
-    assert outcome.record("launch-probe", LaunchProbeRecord).passed
+    # The job stops at the artifact's re-read before the probe: the swap was not the probe's doing.
+    assert "before the launch probe stage" in (outcome.error.message if outcome.error else "")
     assert not tampered.marker.exists()
     # The private copy does not outlive the install.
     assert not list((outcome.out / "work" / PLATFORM).glob(".install-*"))
     # And the artifact that now differs from what was built is not signed for.
-    assert outcome.error is not None
-    assert outcome.error.code is Code.ARTIFACT_DIGEST_MISMATCH
-    assert outcome.evidence == []
+    _refused_unsigned(outcome)
 
 
 def test_an_archive_changed_after_the_install_is_refused_at_emit(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
-    _before(monkeypatch, _pipeline, "emit", lambda kw: flip_byte(kw["archive"]))
+    _before(monkeypatch, _sign_run, "emit", lambda kw: flip_byte(kw["archive"]))
     outcome = run()
     assert outcome.record("install", InstallRecord).passed
     assert outcome.record("journey", JourneyRecord).passed
@@ -219,7 +237,7 @@ class _RecordingSigner(StatementSigner):
 def test_the_signed_payload_is_exactly_the_statement_built_from_the_records(
         run: Run, monkeypatch: pytest.MonkeyPatch, app: App) -> None:
     emitted: list[PlatformPredicate] = []
-    _before(monkeypatch, _pipeline, "emit", lambda kw: emitted.append(kw["predicate"]))
+    _before(monkeypatch, _sign_run, "emit", lambda kw: emitted.append(kw["predicate"]))
     signer = _RecordingSigner(signer_for(load_policy(app.policy), "platform"))
     outcome = run(signer)
     assert outcome.error is None, outcome.error

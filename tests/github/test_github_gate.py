@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError, SourceGateRecord
-from desktop_qualify.producer._gate_github import GitHubGate, github_run_identity
+from desktop_qualify.producer.source._gate_github import GitHubGate, github_run_identity
 from desktop_qualify.qualify_github import ClientConfig, GitHubClient
 from desktop_qualify.qualify_policy import Policy, load_policy
 from gh_testenv import FAST_RETRY, REPOSITORY, WORKFLOW, git

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.producer._installers import install_with
+from desktop_qualify.producer.installers._installers import install_with
 from desktop_qualify.qualify_archive import tree_manifest
 from support.packages import Entry, app_tree, appimage, deb, require
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import BuildRecord, Code, InstallRecord, QualificationError
-from desktop_qualify.producer import _installer_archive, _installers
-from desktop_qualify.producer._install import install
+from desktop_qualify.producer.installers import _archive, _installers
+from desktop_qualify.producer.installers._install import install
 from desktop_qualify.qualify_archive import pack, unpack
 from desktop_qualify.qualify_files import file_sha256
 from support.archives import files_and_links, tgz, zip_of
@@ -102,7 +102,7 @@ def test_install_records_a_manifest_it_cannot_write_as_a_failure(tmp_path: Path,
         (prefix / "top" / "top").write_bytes(b"x")
         (prefix / "top" / "caf\udce9").write_bytes(b"x")
 
-    monkeypatch.setattr(_installer_archive, "unpack", unpack_anything)
+    monkeypatch.setattr(_archive, "unpack", unpack_anything)
     archive = tgz(tmp_path, files_and_links(["top/top"]))
     record = install(archive=archive, build=_build_record(archive), prefix=tmp_path / "prefix", kind="archive",
                      executable="top/top")

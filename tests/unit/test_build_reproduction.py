@@ -1,6 +1,7 @@
 """producer/_reproduce: the second build under varied conditions, both digests in the record, the difference shown.
 
-The build here is a real committed script run through the real ``run_bounded``: one that depends on its source
+The build here is a real committed script run through the real ``run_bounded`` (by an unconfined
+``StageRunner``: the variations, not the confinement, are under test): one that depends on its source
 only reproduces; one that writes a condition of its run (its TMPDIR, umask, locale or the clock) into the output
 does not, and the producer says which member differs.
 """
@@ -13,8 +14,10 @@ from pathlib import Path
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.producer._build import BuildPlan, build
-from desktop_qualify.producer._platform_signing import NoPlatformSigner
+from desktop_qualify.producer.confinement import StageRunner
+from desktop_qualify.producer.os_signing._platform_signing import NoPlatformSigner
 from support.chain import commit_tree
+from support.stage_runners import unconfined_runner
 
 _BUILD = """
 import gzip, io, os, pathlib, sys, tarfile
@@ -64,22 +67,27 @@ def app_repo(tmp_path: Path) -> tuple[Path, str]:
     return repo, commit_tree(repo, "app")
 
 
-def _build(repo: Path, sha: str, tmp_path: Path, *extra: str, reproduce: bool = True):  # type: ignore[no-untyped-def]
+def _build(repo: Path, sha: str, tmp_path: Path, *extra: str, reproduce: bool = True,
+           runner: StageRunner | None = None):  # type: ignore[no-untyped-def]
     plan = BuildPlan(argv=["{python}", "build.py", "--out", "{out}", *extra], env_names=(), tools={},
                      output_glob="app-*-linux.tar.gz", kind="archive", executable="app/app")
     return build(repo=repo, sha=sha, ref="refs/heads/main", app_source=repo / "app", plan=plan, app_name="app",
                  platform="linux", arch="x86_64", work=tmp_path / "work", artifacts=tmp_path / "artifacts",
                  signer=NoPlatformSigner(), timeout=60, reproduce=reproduce,
+                 runner=runner or unconfined_runner(),
                  environ={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"})
 
 
 def test_a_build_of_its_source_only_reproduces_and_the_record_says_what_varied(
         app_repo: tuple[Path, str], tmp_path: Path) -> None:
     repo, sha = app_repo
-    out = _build(repo, sha, tmp_path)
+    runner = unconfined_runner()
+    out = _build(repo, sha, tmp_path, runner=runner)
     repro = out.record.reproduction
     assert repro is not None
     assert repro.reproduced
+    # Both builds are app code: each ran through the job's runner, recorded as its own stage.
+    assert sorted(facts.stage for facts in runner.facts) == ["build", "build-reproduction"]
     assert repro.first_sha256 == repro.second_sha256 == out.record.artifact.sha256
     varied = {v.name: (v.first, v.second) for v in repro.variations}
     assert set(varied) == {"build-path", "time", "tmpdir", "home", "locale", "timezone", "umask"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.producer._display import display_env, xvfb_argv, xvfb_display
+from desktop_qualify.producer.processes._display import display_env, xvfb_argv, xvfb_display
 
 
 def _xvfb() -> str:

@@ -31,6 +31,7 @@ from desktop_qualify.qualify_verify._informational import (
     is_informational,
     matches,
 )
+from support.confinement import confined, require_confinement
 from support.evidence_factory import PlatformSpec, make_evidence, predicate_data
 from support.leaves import Path_, leaves, mutation, set_leaf, walk_leaves
 from support.update_evidence import evidence as update_evidence
@@ -207,6 +208,31 @@ def test_every_reproduction_leaf_is_checked_or_informational(tmp_path_factory: p
     assert wrongly_listed == []
 
 
+# A statement that records its app stages' confinement, under a policy with [confinement]: its leaves exist only
+# there, so they are walked on it.
+def _confined_qualifies(tmp: Path, platform_edit: Any) -> bool:
+    ev = make_evidence(tmp, platforms=[PlatformSpec("linux", edit=confined(platform_edit))], require_clean=True)
+    require_confinement(ev)
+    return verify_release(load_policy(ev.policy_path), [ev.evidence_dir], ev.artifact_paths).qualified
+
+
+def _confined_base(tmp: Path) -> dict[str, Any]:
+    ev = make_evidence(tmp, platforms=[PlatformSpec("linux", edit=confined())])
+    written = ev.platforms[0]
+    assert written.predicate is not None
+    assert written.predicate.confinement
+    return {"predicate": written.predicate.model_dump(mode="json")}
+
+
+def test_every_confinement_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
+    escaped, wrongly_listed, seen = _walk_edited(tmp_path_factory, _confined_base(tmp_path_factory.mktemp("base")),
+                                                 ("predicate", "confinement"), _confined_qualifies)
+    # build, probe and journey: stage, mechanism, network, detail and eight or seven layers each.
+    assert seen == 3 * 4 + 7 + 8 + 8
+    assert escaped == []
+    assert wrongly_listed == []
+
+
 def test_every_update_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The update journey's record, walked like the rest: each leaf checked, or listed as informational."""
     ev = update_evidence(tmp_path_factory.mktemp("base"))
@@ -238,6 +264,7 @@ def test_every_informational_pattern_names_a_real_leaf(kind: str, table: Any, tm
     if kind == "platform":
         paths += [path for path, _ in leaves(_macos_base(tmp_path / "m"))]
         paths += [path for path, _ in leaves(_reproduced_base(tmp_path / "r"))]
+        paths += [path for path, _ in leaves(_confined_base(tmp_path / "c"))]
         updated = update_evidence(tmp_path / "u").platforms[0].predicate
         assert updated is not None
         paths += [path for path, _ in leaves({"predicate": updated.model_dump(mode="json")})]
@@ -252,5 +279,6 @@ def test_the_walk_sees_every_record(tmp_path: Path) -> None:
                           required_steps=("catalog-verified",))
     tops = {path[0] for path, _ in leaves(data)}
     # The update journey's record is optional (only a policy with [update] asks for it): its leaves are walked
-    # on a statement that carries one (test_every_update_leaf_is_checked_or_informational).
-    assert tops | {"update"} == set(PlatformPredicate.model_fields)
+    # on a statement that carries one (test_every_update_leaf_is_checked_or_informational); the confinement
+    # records likewise (test_every_confinement_leaf_is_checked_or_informational).
+    assert tops | {"update", "confinement"} == set(PlatformPredicate.model_fields)

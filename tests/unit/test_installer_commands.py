@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.producer._installer_dmg import DmgInstaller
-from desktop_qualify.producer._installer_msi import MsiInstaller
-from desktop_qualify.producer._installer_nsis import NsisInstaller
-from desktop_qualify.producer._installer_pkg import PkgInstaller
-from desktop_qualify.producer._installer_tools import ToolResult
-from desktop_qualify.producer._installers import INSTALLERS, Installer, install_with
+from desktop_qualify.producer.installers._dmg import DmgInstaller
+from desktop_qualify.producer.installers._installers import INSTALLERS, Installer, install_with
+from desktop_qualify.producer.installers._msi import MsiInstaller
+from desktop_qualify.producer.installers._nsis import NsisInstaller
+from desktop_qualify.producer.installers._pkg import PkgInstaller
+from desktop_qualify.producer.installers._tools import ToolResult
 
 Effect = Callable[[Sequence[str] | str], int]
 

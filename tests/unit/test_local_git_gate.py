@@ -1,4 +1,4 @@
-"""producer/_gate.LocalGitGate on throw-away git repositories: only the head of main passes."""
+"""producer/source/_gate.LocalGitGate on throw-away git repositories: only the head of main passes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.producer._gate import LocalGitGate, repository_root
+from desktop_qualify.producer.source._gate import LocalGitGate, repository_root
 
 
 @pytest.fixture(autouse=True)

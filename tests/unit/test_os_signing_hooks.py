@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.producer._notarize import (
+from desktop_qualify.producer.os_signing._notarize import (
     NoNotarizer,
     NotaryCredentials,
     NotarytoolNotarizer,
     parse_submission,
 )
-from desktop_qualify.producer._platform_signing import (
+from desktop_qualify.producer.os_signing._platform_signing import (
     CodesignSigner,
     SigntoolSigner,
     is_macho_executable,
     platform_signer_from_env,
 )
-from desktop_qualify.producer._signing_identity import TemporaryKeychain, UserStorePfx
+from desktop_qualify.producer.os_signing._signing_identity import TemporaryKeychain, UserStorePfx
 
 SUBMISSION = "2efe2717-52ef-43a5-96dc-0797e4ca1041"
 ID = "Developer ID Application: Example (TEAMID)"

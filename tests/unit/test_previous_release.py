@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.producer._previous import PreviousInput, audit_command, audit_previous
-from desktop_qualify.producer._previous_github import previous_from_release
+from desktop_qualify.producer.previous._previous import PreviousInput, audit_command, audit_previous
+from desktop_qualify.producer.previous._previous_github import previous_from_release
 from desktop_qualify.qualify_github import GitHubClient
 from desktop_qualify.qualify_policy import host_platform, load_policy
 from support.bundles import rewritten

@@ -24,6 +24,7 @@ from desktop_qualify.producer._launch import RunPlan, launch_probe
 from desktop_qualify.qualify_archive import manifest_sha256, tree_manifest
 from desktop_qualify.qualify_files import file_sha256
 from desktop_qualify.qualify_verify import probe_facts
+from support.stage_runners import unconfined_runner
 
 pytestmark = pytest.mark.skipif(sys.platform.startswith("win"), reason="the fake app is a POSIX shell script")
 
@@ -68,7 +69,8 @@ def _record(exe_sha: str, *, checks: list[dict[str, object]] | None = None,
 def _plan() -> RunPlan:
     def no_export(dest: Path) -> Path:
         raise AssertionError("the app's own subcommand needs no source export")
-    return RunPlan(argv=PROBE_ARGV, display="none", timeout=30, export_source=no_export)
+    return RunPlan(argv=PROBE_ARGV, display="none", timeout=30, export_source=no_export, runner=unconfined_runner(),
+                   stage="probe")
 
 
 def _report(*, checks: list[dict[str, object]], layers: list[dict[str, object]]) -> ProbeReport:
@@ -148,8 +150,10 @@ def test_a_display_the_producer_cannot_give_fails_the_stage_without_running_the_
 
     monkeypatch.setattr(_launch, "display_env", unavailable)
     prefix, install = _installed(tmp_path, _record("0" * 64), 0)
-    plan = RunPlan(argv=PROBE_ARGV, display="xvfb", timeout=30, export_source=_plan().export_source)
+    plan = RunPlan(argv=PROBE_ARGV, display="xvfb", timeout=30, export_source=_plan().export_source,
+                   runner=unconfined_runner(), stage="probe")
     record = launch_probe(prefix=prefix, install=install, platform="linux", gate_sha=SHA, plan=plan,
                           required_checks=CHECKS, required_layers=LINUX)
     assert (record.passed, record.exit_code, record.display) == (False, None, "xvfb")
+    assert plan.runner.facts == [], "the app ran"
     assert record.stderr_excerpt.startswith("not run: display kind 'xvfb'")

@@ -1,4 +1,4 @@
-"""producer/_process.run_bounded and the OS signers' exact command lines."""
+"""producer/processes/_process.run_bounded and the OS signers' exact command lines."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.producer._platform_signing import (
+from desktop_qualify.producer.os_signing._platform_signing import (
     CodesignSigner,
     NoPlatformSigner,
     SigntoolSigner,
@@ -21,7 +21,7 @@ from desktop_qualify.producer._platform_signing import (
     platform_signer_from_env,
     signer_for,
 )
-from desktop_qualify.producer._process import excerpt, minimal_environment, run_bounded
+from desktop_qualify.producer.processes._process import excerpt, minimal_environment, run_bounded
 
 PY = sys.executable
 
@@ -133,9 +133,9 @@ def test_minimal_environment_carries_no_secrets(tmp_path: Path, monkeypatch: pyt
 
 def test_each_childs_time_is_logged_at_info(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Where a stage's time went (QUALIFY_LOGLEVEL=INFO; the bench splits the build command off the producer)."""
-    with caplog.at_level("INFO", logger="desktop_qualify.producer._process"):
+    with caplog.at_level("INFO", logger="desktop_qualify.producer.processes._process"):
         run_bounded([sys.executable, "-c", "import sys; sys.exit(3)"], timeout=30, cwd=tmp_path)
-    (record,) = [r for r in caplog.records if r.name == "desktop_qualify.producer._process"]
+    (record,) = [r for r in caplog.records if r.name == "desktop_qualify.producer.processes._process"]
     assert record.getMessage().startswith(f"child {sys.executable} -c import sys; sys.exit(3): ")
     # The bench reads the duration and the start (on the producer's monotonic clock) to tell overlapping builds.
     found = re.search(r": (\d+\.\d{3}) s, exit 3 \(started at t=(\d+\.\d{3}) s\)$", record.getMessage())
@@ -352,7 +352,7 @@ def test_no_signer_runs_nothing_and_says_unsigned(mac_bundle: Path, monkeypatch:
 
 
 def test_signtool_path_comes_from_the_job_environment(tmp_path: Path) -> None:
-    from desktop_qualify.producer._platform_signing import SigntoolSigner, platform_signer_from_env
+    from desktop_qualify.producer.os_signing._platform_signing import SigntoolSigner, platform_signer_from_env
 
     bundle = tmp_path / "skillhost"
     bundle.mkdir()

@@ -3,7 +3,9 @@
 The build here is a real committed script run through the real ``run_bounded``
 with the build's environment, as the policy's ``[app.build] argv`` names it: it
 records what it can read, as any build tool or hook could, and writes its one
-output file. The real PyInstaller build is the e2e test's.
+output file. It runs through a ``StageRunner``: unconfined where the build's logic
+is under test, and also under the real Linux adapter (bubblewrap) where what the
+build can see is. The real PyInstaller build is the e2e test's.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from pathlib import Path
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.producer._build import BUILD_ENV_ALLOWED, BuildPlan, build, build_environment
-from desktop_qualify.producer._output_signing import sign_output
-from desktop_qualify.producer._platform_signing import NoPlatformSigner, PlatformSigner, SigningOutcome
+from desktop_qualify.producer.confinement import StageRunner
+from desktop_qualify.producer.os_signing._output_signing import sign_output
+from desktop_qualify.producer.os_signing._platform_signing import NoPlatformSigner, PlatformSigner, SigningOutcome
 from support.chain import commit_tree
+from support.stage_runners import confined_runner, unconfined_runner
 
 SECRETS = {
     "ACTIONS_ID_TOKEN_REQUEST_URL": "https://pipelines.example/token",
@@ -38,10 +42,12 @@ SECRETS = {
 _BUILD_SCRIPT = """
 import json, os, pathlib, sys, tarfile
 out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
-seen = pathlib.Path(os.environ["SEEN"]) if "SEEN" in os.environ else out.parent / "seen-env.json"
+seen = pathlib.Path(os.environ["SEEN"]) if "SEEN" in os.environ else out / "seen-env.json"
+peek = sys.argv[sys.argv.index("--peek") + 1:] if "--peek" in sys.argv else []
 seen.write_text(json.dumps({"env": dict(os.environ), "cwd": os.getcwd(),
-                            "info": json.loads(pathlib.Path(os.environ["QUALIFY_BUILD_INFO"]).read_text())}))
-bundle = out.parent / "bundle" / "app"
+                            "info": json.loads(pathlib.Path(os.environ["QUALIFY_BUILD_INFO"]).read_text()),
+                            "peek": {path: os.path.exists(path) for path in peek}}))
+bundle = pathlib.Path(os.environ["TMPDIR"]) / "bundle" / "app"
 (bundle / "_internal").mkdir(parents=True)
 (bundle / "app").write_bytes(b"\\x7fELF fake app")
 (bundle / "_internal" / "lib.so").write_bytes(b"\\x7fELF fake lib")
@@ -87,10 +93,12 @@ def _plan(**changes: object) -> BuildPlan:
 
 
 def _build(repo: Path, sha: str, tmp_path: Path, *, plan: BuildPlan | None = None,
-           signer: PlatformSigner | None = None, environ: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+           signer: PlatformSigner | None = None, environ: dict[str, str] | None = None,
+           runner: StageRunner | None = None):  # type: ignore[no-untyped-def]
     return build(repo=repo, sha=sha, ref="refs/heads/main", app_source=repo / "app", plan=plan or _plan(),
                  app_name="app", platform="linux", arch="x86_64", work=tmp_path / "work",
                  artifacts=tmp_path / "artifacts", signer=signer or NoPlatformSigner(), timeout=60,
+                 runner=runner or unconfined_runner(),
                  environ=environ if environ is not None else {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
 
 
@@ -107,32 +115,57 @@ def test_missing_allowed_names_are_not_invented(tmp_path: Path) -> None:
         "PATH": "/bin", "QUALIFY_BUILD_INFO": str(tmp_path / "i.json")}
 
 
+@pytest.mark.parametrize("confinement", ["unconfined", "bubblewrap"])
 @pytest.mark.parametrize("source", ["process", "argument"])
 def test_the_build_sees_no_secret_and_signing_happens_after_it(
-        source: str, app_repo: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        source: str, confinement: str, app_repo: tuple[Path, str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     repo, sha = app_repo
+    # The job's HOME holds a private key, and is on the job's PATH (as ~/.local/bin is): neither may reach the build.
+    job_home = tmp_path / "job-home"
+    key = job_home / ".qualify" / "keys" / "platform.key"
+    key.parent.mkdir(parents=True)
+    key.write_text("ed25519-private", encoding="utf-8")
+    path = f"{job_home}:/usr/bin:/bin"
     environ: dict[str, str] | None = None
     if source == "process":
         for name, value in SECRETS.items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+        monkeypatch.setenv("HOME", str(job_home))
+        monkeypatch.setenv("PATH", path)
     else:
-        environ = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SOURCE_DATE_EPOCH": "1700000000", **SECRETS}
+        environ = {"PATH": path, "HOME": str(job_home), "SOURCE_DATE_EPOCH": "1700000000", **SECRETS}
+    # The job's runner protects its checkout and HOME (producer/_pipeline.protected_paths).
+    runner = unconfined_runner() if confinement == "unconfined" else confined_runner(protected=(repo, job_home))
     signer = _RecordingSigner()
-    out = build(repo=repo, sha=sha, ref="refs/heads/main", app_source=repo / "app", plan=_plan(), app_name="app",
-                platform="linux", arch="x86_64", work=tmp_path / "work", artifacts=tmp_path / "artifacts",
-                signer=signer, timeout=60, environ=environ)
+    argv = [*BUILD_ARGV, "--peek", str(key), str(repo / "app" / "build.py")]
+    out = build(repo=repo, sha=sha, ref="refs/heads/main", app_source=repo / "app", plan=_plan(argv=argv),
+                app_name="app", platform="linux", arch="x86_64", work=tmp_path / "work",
+                artifacts=tmp_path / "artifacts", signer=signer, timeout=60, environ=environ, runner=runner)
 
-    seen = json.loads((tmp_path / "work" / "seen-env.json").read_text())
+    seen = json.loads((tmp_path / "work" / "out" / "seen-env.json").read_text())
     assert not set(SECRETS) & set(seen["env"]), "a job secret reached the build"
+    if confinement == "bubblewrap":
+        # bubblewrap itself sets PWD to the folder it started the build in (--chdir), nothing of the job's.
+        assert seen["env"].pop("PWD") == seen["cwd"]
     assert set(seen["env"]) - {"QUALIFY_BUILD_INFO"} <= set(BUILD_ENV_ALLOWED)
     # Its temporary folder is its own, in the job's work folder (a killed build leaves nothing elsewhere).
     assert seen["env"]["TMPDIR"] == seen["env"]["TEMP"] == seen["env"]["TMP"] == str(tmp_path / "work" / "build-tmp")
+    # Its HOME is its own too, never the job's (which holds the runner's credentials and caches).
+    assert seen["env"]["HOME"] == str(tmp_path / "work" / "home")
     # The build ran in the exported copy of the committed app folder, never in the work tree.
     assert Path(seen["cwd"]) == tmp_path / "work" / "source" / "app"
     assert seen["info"] == {"kind": "qualify-build-info", "version": 1, "build_sha": sha,
                             "built_at": seen["info"]["built_at"], "source_ref": "refs/heads/main",
                             "platform": "linux"}
+    # The build ran through the job's runner, as the build stage.
+    [facts] = runner.facts
+    assert (facts.stage, facts.mechanism) == ("build", "none" if confinement == "unconfined" else "bubblewrap")
+    if confinement == "bubblewrap":
+        # Confined, the job's key and the checkout are not there to read, though the job's PATH named the HOME.
+        assert seen["peek"] == {str(key): False, str(repo / "app" / "build.py"): False}
+        assert {"user-namespace", "pid-namespace", "mount-namespace", "private-home"} <= set(facts.layers)
     # The OS signer ran in this process, after the build, on the unpacked bundle folder and its executable.
     [(bundle, exe, names)] = signer.calls
     assert (bundle.name, exe.relative_to(bundle).as_posix(), names) == ("app", "app", ["_internal", "app", "lib.so"])
@@ -145,7 +178,7 @@ def test_the_build_sees_no_secret_and_signing_happens_after_it(
         assert member is not None
         assert member.read().endswith(b"signed")
     assert out.record.build_sha == sha
-    assert out.record.command == BUILD_ARGV
+    assert out.record.command == argv
     assert out.record.artifact.sha256 == hashlib.sha256(out.archive.read_bytes()).hexdigest()
 
 

@@ -1,4 +1,4 @@
-"""producer/_process: the child's whole tree dies on timeout, interrupt, SIGTERM or error, on every OS.
+"""producer/processes/_process: the child's whole tree dies on timeout, interrupt, SIGTERM or error, on every OS.
 
 Windows cannot run here, so its tree kill is tested as the exact command line
 with an injected runner; the POSIX paths run real process trees.
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from desktop_qualify.producer import _process
-from desktop_qualify.producer._process import kill_tree, run_bounded, taskkill_argv
-from desktop_qualify.producer._tree_guard import watchdog_argv
+from desktop_qualify.producer.processes import _process
+from desktop_qualify.producer.processes._process import kill_tree, run_bounded, taskkill_argv
+from desktop_qualify.producer.processes._tree_guard import watchdog_argv
 
 PY = sys.executable
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX sessions and signals")
@@ -185,7 +185,7 @@ def test_any_error_while_running_kills_the_tree(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(_process.threading, "Thread", BrokenThread)
     with pytest.raises(RuntimeError, match="cannot start a reader"):
         run_bounded([PY, "-c", _tree_code(pid_file)], timeout=60, cwd=tmp_path)
-    # The tree guard (producer/_tree_guard) is a process too; the child is the other one.
+    # The tree guard (producer/processes/_tree_guard) is a process too; the child is the other one.
     [proc] = [p for p in started if p.args != watchdog_argv()]
     assert proc.returncode == -signal.SIGKILL, "the child was killed and reaped before the error propagated"
     _assert_dead(_wait_for(pid_file))
@@ -194,7 +194,7 @@ def test_any_error_while_running_kills_the_tree(tmp_path: Path, monkeypatch: pyt
 _CANCELLED_JOB = """
 import sys
 from pathlib import Path
-from desktop_qualify.producer._process import run_bounded
+from desktop_qualify.producer.processes._process import run_bounded
 run_bounded([sys.executable, "-c", sys.argv[1]], timeout=60, cwd=Path(sys.argv[2]))
 print("run_bounded returned", flush=True)
 """

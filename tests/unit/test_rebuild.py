@@ -17,13 +17,14 @@ from typing import Any
 import pytest
 from desktop_qualify.evidence_schemas import BuildReproduction, BuildVariation, Code, QualificationError
 from desktop_qualify.producer._build import BuildPlan, build
-from desktop_qualify.producer._platform_signing import NoPlatformSigner
+from desktop_qualify.producer.os_signing._platform_signing import NoPlatformSigner
 from desktop_qualify.qualify_cli._rebuild import compared_digest
 from desktop_qualify.qualify_policy import host_platform
 from desktop_qualify.qualify_trust import generate_private_key, verify_rebuild_attestation
 from desktop_qualify.qualify_trust._keys import keyid_of
 from support.checkout import commit_all, git
 from support.evidence_factory import Evidence, PlatformSpec, artifact_name, make_evidence
+from support.stage_runners import unconfined_runner
 
 pytestmark = pytest.mark.skipif(host_platform() != "linux", reason="the small app's build writes a Linux archive")
 
@@ -64,7 +65,7 @@ def _built(ev: Evidence, app: Path, sha: str, work: Path) -> tuple[Path, str]:
                      kind="archive", executable="skillhost/skillhost")
     out = build(repo=ev.root, sha=sha, ref="refs/heads/main", app_source=app, plan=plan, app_name="skillhost",
                 platform="linux", arch="x86_64", work=work, artifacts=work / "artifacts", signer=NoPlatformSigner(),
-                timeout=60, environ={"PATH": "/usr/bin:/bin"})
+                timeout=60, runner=unconfined_runner(), environ={"PATH": "/usr/bin:/bin"})
     return out.archive, out.record.source_digest
 
 

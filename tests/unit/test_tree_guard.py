@@ -1,4 +1,4 @@
-"""producer/_tree_guard: a child's process tree ends with the producer, even when the producer is SIGKILLed."""
+"""producer/processes/_tree_guard: a child's process tree ends with the producer, even when it is SIGKILLed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from desktop_qualify.producer._tree_guard import TreeGuard, watchdog_argv
+from desktop_qualify.producer.processes._tree_guard import TreeGuard, watchdog_argv
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX; Windows uses taskkill /T")
 
@@ -19,7 +19,7 @@ posix_only = pytest.mark.skipif(sys.platform == "win32", reason="process groups 
 # either kills itself outright or releases the guard and exits normally.
 _OWNER = """
 import json, os, signal, subprocess, sys, time
-from desktop_qualify.producer._tree_guard import TreeGuard
+from desktop_qualify.producer.processes._tree_guard import TreeGuard
 guard = TreeGuard.start()
 child = subprocess.Popen([sys.executable, "-c",
     "import subprocess, sys, time; g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"

@@ -3,7 +3,8 @@
 The fake app is a POSIX shell script in a .tar.gz (the archive installer installs it for real), with the
 probe and the two state verbs; the previous and the candidate version differ only in how `state check`
 behaves. The producer's verdicts must be the shared rule's (``update_facts``), which the verifier applies
-again to the signed record.
+again to the signed record. Every journey runs both unconfined and under the real Linux adapter (bubblewrap):
+confined, the user state in the kept HOME must still survive from one run of the app to the next.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from desktop_qualify.evidence_schemas import (
     UpdateRecord,
 )
 from desktop_qualify.producer._launch import RunPlan, launch_probe
-from desktop_qualify.producer._previous import AuditedPrevious
 from desktop_qualify.producer._update import UpdatePlan, run_update
+from desktop_qualify.producer.confinement import StageRunner
+from desktop_qualify.producer.previous._previous import AuditedPrevious
 from desktop_qualify.qualify_files import file_sha256
 from desktop_qualify.qualify_verify import UpdateRules, update_facts
+from support.stage_runners import confined_runner, unconfined_runner
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fake app is a POSIX shell "
                                                                              "script; the journey pins linux")
@@ -91,7 +94,12 @@ def _no_export(dest: Path) -> Path:
     raise AssertionError("the app's own subcommands need no source export")
 
 
-def _journey(tmp_path: Path, *, previous_mode: str, candidate_mode: str,
+@pytest.fixture(params=["unconfined", "bubblewrap"])
+def runner(request: pytest.FixtureRequest) -> StageRunner:
+    return unconfined_runner() if request.param == "unconfined" else confined_runner()
+
+
+def _journey(tmp_path: Path, runner: StageRunner, *, previous_mode: str, candidate_mode: str,
              downgrade: str) -> tuple[UpdateRecord, UpdateRules]:
     previous = _release(tmp_path / "previous", PREVIOUS, previous_mode)
     candidate = _release(tmp_path / "candidate", CANDIDATE, candidate_mode)
@@ -107,7 +115,8 @@ def _journey(tmp_path: Path, *, previous_mode: str, candidate_mode: str,
                         display="none", probe_checks=(), layers=None, candidate_layers=())
 
     def plan_for(argv: list[str], timeout: int) -> RunPlan:
-        return RunPlan(argv=argv, display="none", timeout=timeout, export_source=_no_export)
+        return RunPlan(argv=argv, display="none", timeout=timeout, export_source=_no_export, runner=runner,
+                       stage="update")
 
     def probe(prefix: Path, installed: InstallRecord, home: Path) -> LaunchProbeRecord:
         return launch_probe(prefix=prefix, install=installed, platform="linux",
@@ -116,11 +125,15 @@ def _journey(tmp_path: Path, *, previous_mode: str, candidate_mode: str,
 
     plan = UpdatePlan(previous=AuditedPrevious(facts, previous), candidate_archive=candidate, rules=rules,
                       plan_for=plan_for, probe=probe, state_timeout=30)
-    return run_update(plan, tmp_path / "work" / "update"), rules
+    record = run_update(plan, tmp_path / "work" / "update")
+    # Every run of the app in the journey (its probe too) went through the runner, recorded as the update stage.
+    assert runner.facts
+    assert {facts.stage for facts in runner.facts} == {"update"}
+    return record, rules
 
 
-def test_state_kept_rolled_back_and_a_guarded_downgrade_refused(tmp_path: Path) -> None:
-    record, rules = _journey(tmp_path, previous_mode="guard", candidate_mode="marks", downgrade="refuse")
+def test_state_kept_rolled_back_and_a_guarded_downgrade_refused(tmp_path: Path, runner: StageRunner) -> None:
+    record, rules = _journey(tmp_path, runner, previous_mode="guard", candidate_mode="marks", downgrade="refuse")
     assert record.failed_steps == [], update_facts(record, rules).problems
     assert record.passed
     written, upgraded, downgraded = (record.write_state.report, record.upgrade_check.report,
@@ -133,8 +146,8 @@ def test_state_kept_rolled_back_and_a_guarded_downgrade_refused(tmp_path: Path) 
     assert record.upgrade_probe.passed
 
 
-def test_state_lost_on_upgrade_fails_the_journey(tmp_path: Path) -> None:
-    record, rules = _journey(tmp_path, previous_mode="guard", candidate_mode="lossy", downgrade="refuse")
+def test_state_lost_on_upgrade_fails_the_journey(tmp_path: Path, runner: StageRunner) -> None:
+    record, rules = _journey(tmp_path, runner, previous_mode="guard", candidate_mode="lossy", downgrade="refuse")
     assert not record.passed
     assert "upgrade-check" in record.failed_steps
     assert not record.upgrade_check.passed
@@ -145,13 +158,13 @@ def test_state_lost_on_upgrade_fails_the_journey(tmp_path: Path) -> None:
     assert record.failed_steps == list(update_facts(record, rules).failed)
 
 
-def test_a_downgrade_the_policy_forbids_but_the_app_allows_fails(tmp_path: Path) -> None:
-    record, _ = _journey(tmp_path, previous_mode="plain", candidate_mode="marks", downgrade="refuse")
+def test_a_downgrade_the_policy_forbids_but_the_app_allows_fails(tmp_path: Path, runner: StageRunner) -> None:
+    record, _ = _journey(tmp_path, runner, previous_mode="plain", candidate_mode="marks", downgrade="refuse")
     assert record.failed_steps == ["downgrade-check"]
     assert record.downgrade_check.report is not None
     assert record.downgrade_check.report.observed == "allow"
 
 
-def test_an_allowed_downgrade_passes_with_an_app_that_opens_newer_state(tmp_path: Path) -> None:
-    record, _ = _journey(tmp_path, previous_mode="plain", candidate_mode="marks", downgrade="allow")
+def test_an_allowed_downgrade_passes_with_an_app_that_opens_newer_state(tmp_path: Path, runner: StageRunner) -> None:
+    record, _ = _journey(tmp_path, runner, previous_mode="plain", candidate_mode="marks", downgrade="allow")
     assert record.passed

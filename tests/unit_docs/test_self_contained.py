@@ -139,7 +139,7 @@ def test_every_relative_markdown_link_lands_inside_the_repository() -> None:
 
 # Each fixture is spelled in pieces, so that this file does not cite what it tests for.
 @pytest.mark.parametrize(("where", "line"), [
-    ("producer/_gate.py", "The source gate (DESIGN" + ".md section 3)."),
+    ("producer/source/_gate.py", "The source gate (DESIGN" + ".md section 3)."),
     ("README.md", "see ../" + "shared/DESIGN" + ".md"),
     ("noxfile.py", "VECTORS = '../" + "shared/vectors'"),
     ("tools/x.py", "ROOT = '/" + "work/main'"),

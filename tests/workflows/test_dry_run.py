@@ -39,9 +39,10 @@ def test_the_dry_run_runs_the_yaml_commands_with_only_local_values(tmp_path: Pat
     # The same commands in the same order, other platforms' producers and what reads GitHub itself aside.
     assert [c for c, _ in planned] == [c for c in commands if c.platform in (None, host) and c.argv[1] != "readback"
                                        and "--from-attestations" not in c.argv]
-    assert [(c.job, c.argv[1]) for c, _ in planned] == [("produce", "produce"), ("aggregate", "aggregate"),
-                                                      ("aggregate", "verify"), ("aggregate", "bundle"),
-                                                      ("gate", "verify")]
+    assert [(c.job, c.argv[1]) for c, _ in planned] == [("run", "produce"), ("sign", "sign"),
+                                                      ("aggregate", "aggregate"), ("aggregate", "verify"),
+                                                      ("aggregate", "bundle"), ("gate", "verify")]
+    assert {c.workflow for c, _ in planned[:2]} == {f"produce-{host}.yml"}
     assert [c.argv[1] for c in commands if dry.skip_reason(c, _local(tmp_path, host)) == "it reads back a published "
             "GitHub release"] == ["readback"]
     # The read-back's verify of the published assets reads the attestation store (tests/e2e_github runs it).
@@ -58,6 +59,40 @@ def test_the_dry_run_runs_the_yaml_commands_with_only_local_values(tmp_path: Pat
     verify = planned[-1][1]
     assert verify.count("--artifact") == 2
     assert verify[verify.index("--sha") + 1] == SHA
+
+
+def test_the_run_job_the_sign_job_and_the_aggregate_use_their_own_folders(tmp_path: Path) -> None:
+    """The run job writes its own folder; the sign job reads the handed-on copy and writes what the aggregate reads."""
+    local = _local(tmp_path, "linux")
+    planned = {(c.job, c.argv[1]): argv for c, argv in dry.plan(local)}
+    produce, sign = planned[("run", "produce")], planned[("sign", "sign")]
+    assert produce[produce.index("--out") + 1] == str(local.run_out)
+    assert "--unsigned" in produce
+    assert sign[sign.index("--run") + 1] == str(local.run_in)
+    assert sign[sign.index("--out") + 1] == str(tmp_path)
+    assert len({local.run_out, local.run_in, tmp_path}) == 3
+    aggregate = planned[("aggregate", "aggregate")]
+    assert aggregate[aggregate.index("--evidence") + 1] == str(tmp_path / "evidence")
+
+
+@pytest.mark.parametrize("platform", ["linux", "macos", "windows"])
+def test_the_sign_job_gets_only_what_the_run_job_uploads(tmp_path: Path, platform: str) -> None:
+    assert dry.handed_on(platform) == ["unsigned", "artifacts"]
+    local = _local(tmp_path, platform)
+    (local.run_out / "unsigned").mkdir(parents=True)
+    (local.run_out / "unsigned" / f"platform-{platform}.run.json").write_text("{}")
+    (local.run_out / "artifacts").mkdir()
+    (local.run_out / "artifacts" / "app.tar.gz").write_bytes(b"app")
+    (local.run_out / "records").mkdir()  # the run job's own records: not uploaded, so not handed on
+    (local.run_in / "stale").mkdir(parents=True)  # a folder left by an earlier dry run: gone
+    dry.hand_on(local, platform)
+    assert sorted(p.relative_to(local.run_in).as_posix() for p in local.run_in.rglob("*")) == [
+        "artifacts", "artifacts/app.tar.gz", "unsigned", f"unsigned/platform-{platform}.run.json"]
+
+
+def test_a_run_job_that_wrote_nothing_stops_the_hand_on(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="the run job wrote no"):
+        dry.hand_on(_local(tmp_path, "linux"), "linux")
 
 
 def test_a_workflow_value_the_dry_run_cannot_fill_stops_it(tmp_path: Path) -> None:

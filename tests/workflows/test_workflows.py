@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workflow_rules import PLATFORMS, RULES, Policy, Workflows, load
+from shell_commands import invoked
+from workflow_rules import PLATFORMS, RULES, Policy, Workflows, jobs, load, mints_tokens
 
 REPO = Path(__file__).resolve().parents[2]
 Change = Callable[[Workflows, Policy], None]
@@ -49,7 +50,9 @@ def _prepend_run(w: Workflows, name: str, job: str, containing: str, text: str) 
     step["run"] = f"{text}\n{step['run']}"
 
 
-PRODUCE_LINUX = ("produce-linux.yml", "produce")
+PRODUCE_LINUX = ("produce-linux.yml", "run")
+SIGN_LINUX = ("produce-linux.yml", "sign")
+SHA = "0" * 40
 CHANGES: list[tuple[str, str, Change]] = [
     # triggers
     ("triggers", "qualify runs on pull_request_target",
@@ -78,7 +81,9 @@ CHANGES: list[tuple[str, str, Change]] = [
     ("least permissions", "the aggregate may write packages",
      lambda w, p: _set(_job(w, "qualify.yml", "aggregate")["permissions"], "packages", "write")),
     ("least permissions", "a producer may store attestations",
-     lambda w, p: _set(_job(w, "produce-windows.yml", "produce")["permissions"], "attestations", "write")),
+     lambda w, p: _set(_job(w, "produce-windows.yml", "sign")["permissions"], "attestations", "write")),
+    ("least permissions", "a run job may mint OIDC tokens",
+     lambda w, p: _set(_job(w, "produce-macos.yml", "run")["permissions"], "id-token", "write")),
     ("least permissions", "the aggregate may not store attestations",
      lambda w, p: _job(w, "qualify.yml", "aggregate")["permissions"].pop("attestations")),
     ("least permissions", "the ci job may mint OIDC tokens",
@@ -93,10 +98,15 @@ CHANGES: list[tuple[str, str, Change]] = [
     ("three platforms, each once", "a producer's runner comes from an expression",
      lambda w, p: _set(_job(w, *PRODUCE_LINUX), "runs-on", "${{ vars.RUNNER }}")),
     ("three platforms, each once", "the macos producer runs on linux",
-     lambda w, p: _set(_job(w, "produce-macos.yml", "produce"), "runs-on", "ubuntu-latest")),
+     lambda w, p: _set(_job(w, "produce-macos.yml", "run"), "runs-on", "ubuntu-latest")),
+    ("three platforms, each once", "the windows signer signs on an expression's runner",
+     lambda w, p: _set(_job(w, "produce-windows.yml", "sign"), "runs-on", "${{ inputs.runner }}")),
+    ("three platforms, each once", "the linux sign job signs macos",
+     lambda w, p: _set(_step(w, *SIGN_LINUX, "qualify sign"), "run",
+                       "qualify sign --policy policies/release.toml --platform macos --run run --out out")),
     ("three platforms, each once", "the windows producer produces linux",
-     lambda w, p: _set(_step(w, "produce-windows.yml", "produce", "--platform"), "run",
-                       "qualify produce --policy policies/release.toml --platform linux --out out")),
+     lambda w, p: _set(_step(w, "produce-windows.yml", "run", "--platform"), "run",
+                       "qualify produce --policy policies/release.toml --platform linux --out out --unsigned")),
     # pins
     ("actions pinned, credentials not persisted", "checkout by tag",
      lambda w, p: _set(_step(w, *PRODUCE_LINUX, "actions/checkout@"), "uses", "actions/checkout@v4")),
@@ -145,12 +155,16 @@ CHANGES: list[tuple[str, str, Change]] = [
     # policy paths
     ("policy paths literal", "the policy from a variable",
      lambda w, p: _set(_step(w, *PRODUCE_LINUX, "--platform"), "run",
-                       'qualify produce --policy "$POLICY" --platform linux --out out')),
+                       'qualify produce --policy "$POLICY" --platform linux --out out --unsigned')),
+    ("policy paths literal", "the sign job under another policy",
+     lambda w, p: _set(_step(w, *SIGN_LINUX, "qualify sign"), "run",
+                       "qualify sign --policy policies/local.toml --platform linux --run run --out out")),
     ("policy paths literal", "another policy file",
      lambda w, p: _set(_step(w, "qualify.yml", "aggregate", "qualify aggregate"), "run",
                        "qualify aggregate --policy policies/local.toml --evidence e --out e")),
     ("policy paths literal", "qualify without a policy",
-     lambda w, p: _set(_step(w, *PRODUCE_LINUX, "--platform"), "run", "qualify produce --platform linux --out out")),
+     lambda w, p: _set(_step(w, *PRODUCE_LINUX, "--platform"), "run",
+                       "qualify produce --platform linux --out out --unsigned")),
     # signers
     ("policy signers are these files", "the policy lets the linux file sign macos",
      lambda w, p: _set(p["producer"]["signers"], "macos", ".github/workflows/produce-linux.yml")),
@@ -168,6 +182,94 @@ CHANGES: list[tuple[str, str, Change]] = [
     ("installs hash-pinned", "the lock without hashes",
      lambda w, p: _set(_step(w, "release.yml", "gate", "pip install"), "run",
                        "python -m pip install -r requirements/pipeline.txt")),
+    # the signing jobs
+    ("signing jobs run no app code", "the sign job runs qualify produce",
+     lambda w, p: _prepend_run(w, *SIGN_LINUX, "qualify sign",
+                               "qualify produce --policy policies/release.toml --platform linux --out out")),
+    ("signing jobs run no app code", "the sign job runs nox",
+     lambda w, p: _prepend_run(w, *SIGN_LINUX, "qualify sign", "nox -s tests")),
+    ("signing jobs run no app code", "the aggregate runs the app's build script",
+     lambda w, p: _prepend_run(w, "qualify.yml", "aggregate", "qualify aggregate", "python reference_app/build.py")),
+    ("signing jobs run no app code", "the sign job runs the example app's build",
+     lambda w, p: _prepend_run(w, "produce-macos.yml", "sign", "qualify sign", "cd examples/qt-notes && ./build.sh")),
+    ("signing jobs run no app code", "the sign job pip-installs the downloaded artifact",
+     lambda w, p: _prepend_run(w, *SIGN_LINUX, "qualify sign", "python -m pip install run/artifacts/app.whl")),
+    ("signing jobs run no app code", "the sign job installs the pipeline without hashes",
+     lambda w, p: _set(_step(w, *SIGN_LINUX, "pip install"), "run", "python -m pip install .")),
+    ("signing jobs run no app code", "the sign job executes the downloaded artifact",
+     lambda w, p: _prepend_run(w, "produce-windows.yml", "sign", "qualify sign",
+                               "run/artifacts/skillhost.exe --probe")),
+    ("signing jobs run no app code", "the sign job unpacks the artifact",
+     lambda w, p: _prepend_run(w, *SIGN_LINUX, "qualify sign", "tar -xzf run/artifacts/app.tar.gz")),
+    ("signing jobs run no app code", "the release gate hides nox in a command substitution",
+     lambda w, p: _prepend_run(w, "release.yml", "gate", "--draft=false", 'echo "$(nox -s tests)"')),
+    ("signing jobs run no app code", "the sign job runs another qualify subcommand",
+     lambda w, p: _prepend_run(w, *SIGN_LINUX, "qualify sign", "qualify keygen --policy policies/release.toml")),
+    ("signing jobs run no app code", "the sign job uses an action off the allow-list",
+     lambda w, p: _job(w, *SIGN_LINUX)["steps"].insert(1, {"uses": f"actions/cache@{SHA}",
+                                                         "with": {"path": "run", "key": "k"}})),
+    ("signing jobs run no app code", "the sign job runs its script with Python",
+     lambda w, p: _set(_step(w, *SIGN_LINUX, "qualify sign"), "shell", "python {0}")),
+    ("signing jobs run no app code", "the sign job's default shell is Python",
+     lambda w, p: _set(_job(w, "produce-windows.yml", "sign"), "defaults", {"run": {"shell": "python {0}"}})),
+    ("signing jobs run no app code", "the sign job is given an OS code-signing secret",
+     lambda w, p: _set(_step(w, "produce-windows.yml", "sign", "qualify sign")["env"], "QUALIFY_SIGNTOOL_PFX_BASE64",
+                       "${{ secrets.QUALIFY_SIGNTOOL_PFX_BASE64 }}")),
+    ("signing jobs run no app code", "BASH_ENV sources a downloaded file",
+     lambda w, p: _set(_job(w, *SIGN_LINUX), "env", {"BASH_ENV": "run/unsigned/platform-linux.run.json"})),
+    ("signing jobs run no app code", "PYTHONPATH into the downloaded folder",
+     lambda w, p: _set(_step(w, *SIGN_LINUX, "qualify sign")["env"], "PYTHONPATH", "run")),
+    ("signing jobs run no app code", "the sign job downloads into the checkout",
+     lambda w, p: _set(_step(w, *SIGN_LINUX, "actions/download-artifact@")["with"], "path", ".")),
+    ("signing jobs run no app code", "the sign job runs in the downloaded folder",
+     lambda w, p: _set(_step(w, *SIGN_LINUX, "qualify sign"), "working-directory", "run")),
+    ("signing jobs run no app code", "the sign job installs the pipeline after the download",
+     lambda w, p: _job(w, *SIGN_LINUX)["steps"].append(_step(w, *SIGN_LINUX, "pip install"))),
+    ("signing jobs run no app code", "the aggregate puts the downloaded folder on PATH",
+     lambda w, p: _prepend_run(w, "qualify.yml", "aggregate", "qualify aggregate",
+                               'echo "$PWD/downloaded" >> "$GITHUB_PATH"')),
+    ("signing jobs run no app code", "the sign job runs in a container",
+     lambda w, p: _set(_job(w, *SIGN_LINUX), "container", "python:3.11")),
+    ("signing jobs run no app code", "a new job that mints tokens and runs the tests",
+     lambda w, p: _set(w["ci.yml"]["jobs"], "publish", {"runs-on": "ubuntu-latest", "permissions": {
+         "id-token": "write"}, "steps": [{"run": "nox -s tests"}]})),
+    ("signing jobs run no app code", "a job with write-all runs the app",
+     lambda w, p: _set(_job(w, "ci.yml", "tests"), "permissions", "write-all")),
+    # the jobs that run the app
+    ("producing jobs mint no token", "the run job may mint OIDC tokens",
+     lambda w, p: _set(_job(w, *PRODUCE_LINUX)["permissions"], "id-token", "write")),
+    ("producing jobs mint no token", "the run job gets write-all",
+     lambda w, p: _set(_job(w, "produce-windows.yml", "run"), "permissions", "write-all")),
+    ("producing jobs mint no token", "produce signs in the run job",
+     lambda w, p: _set(_step(w, *PRODUCE_LINUX, "qualify produce"), "run",
+                       "qualify produce --policy policies/release.toml --platform linux --out out")),
+    ("producing jobs mint no token", "the aggregate job produces",
+     lambda w, p: _prepend_run(w, "qualify.yml", "aggregate", "qualify aggregate",
+                               "qualify produce --policy policies/release.toml --platform linux --out o --unsigned")),
+    # the split
+    ("each producer runs, then signs once", "the sign job does not wait for the run job",
+     lambda w, p: _job(w, *SIGN_LINUX).pop("needs")),
+    ("each producer runs, then signs once", "a second signing job",
+     lambda w, p: _set(w["produce-macos.yml"]["jobs"], "sign-again", copy.deepcopy(_job(w, "produce-macos.yml",
+                                                                                         "sign")))),
+    ("each producer runs, then signs once", "produce and sign in one job again",
+     lambda w, p: _set(w["produce-linux.yml"], "jobs", {"produce": {**_job(w, *PRODUCE_LINUX), "permissions": {
+         "contents": "read", "id-token": "write"}}})),
+    ("each producer runs, then signs once", "the sign job downloads every artifact of the run",
+     lambda w, p: _set(_step(w, *SIGN_LINUX, "actions/download-artifact@"), "with", {"path": "run"})),
+    ("each producer runs, then signs once", "the sign job signs another platform's run",
+     lambda w, p: _set(_step(w, "produce-windows.yml", "sign", "actions/download-artifact@")["with"], "name",
+                       "unsigned-linux")),
+    ("each producer runs, then signs once", "the sign job reads the run from another folder",
+     lambda w, p: _set(_step(w, *SIGN_LINUX, "qualify sign"), "run",
+                       "qualify sign --policy policies/release.toml --platform linux --run out --out out")),
+    ("each producer runs, then signs once", "the run job uploads straight to the aggregate",
+     lambda w, p: _set(_step(w, *PRODUCE_LINUX, "actions/upload-artifact@")["with"], "name",
+                       "qualification-platform-linux")),
+    ("each producer runs, then signs once", "the aggregate downloads the unsigned runs",
+     lambda w, p: _set(_step(w, "qualify.yml", "aggregate", "actions/download-artifact@")["with"], "pattern", "*")),
+    ("each producer runs, then signs once", "the sign job uploads under another name",
+     lambda w, p: _set(_step(w, *SIGN_LINUX, "actions/upload-artifact@")["with"], "name", "evidence-linux")),
 ]
 
 
@@ -187,4 +289,31 @@ def test_each_platform_is_signed_by_the_file_that_produces_it(committed: tuple[W
     workflows, policy = committed
     for platform in PLATFORMS:
         signer = policy["producer"]["signers"][platform].removeprefix(".github/workflows/")
-        assert f"--platform {platform} " in str(workflows[signer]["jobs"]["produce"]["steps"])
+        jobs = workflows[signer]["jobs"]
+        assert f"qualify produce --policy policies/release.toml --platform {platform} --out out --unsigned" in \
+            str(jobs["run"]["steps"])
+        assert f"qualify sign --policy policies/release.toml --platform {platform} --run run --out out" in \
+            str(jobs["sign"]["steps"])
+
+
+def test_only_the_sign_jobs_the_aggregate_and_the_gate_can_sign(committed: tuple[Workflows, Policy]) -> None:
+    """The jobs that can mint an OIDC token, by name: none of them is a job where the app's code runs."""
+    workflows, _ = committed
+    minting = sorted((name, job_id) for name, job_id, job in jobs(workflows)
+                     if "uses" not in job and mints_tokens(workflows[name], job))
+    assert minting == sorted([*((f"produce-{p}.yml", "sign") for p in PLATFORMS), ("qualify.yml", "aggregate"),
+                              ("release.yml", "gate")])
+
+
+@pytest.mark.parametrize(("script", "programs"), [
+    ("qualify sign --policy p --run run --out out", ["qualify"]),
+    ('echo "$(nox -s tests)"', ["echo", "nox"]),
+    ("x=`make app`; y=$((1 + 2))", ["make"]),
+    ("args=(--artifact a); args+=(b)\nfor f in run/*; do ./$f; done", ["./$f"]),
+    ("if [ -e x ]; then (cd run && python build.py); fi # python evil.py", ["[", "cd", "python"]),
+    ('case "$f" in *.zip | *.jsonl) ;; *) sh "$f" ;; esac', ["sh"]),
+    ("while IFS= read -r l; do printf '%s' \"$l\" > out; done < list", ["read", "printf"]),
+    ("test a = b || { echo no; exit 1; }", ["test", "echo", "exit"]),
+])
+def test_the_shell_reader_finds_every_program(script: str, programs: list[str]) -> None:
+    assert sorted(argv[0] for argv in invoked(script)) == sorted(programs)

@@ -8,12 +8,15 @@ shows, for each one, that a change to the property makes it fail.
 
 from __future__ import annotations
 
+import fnmatch
 import re
+import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
+from shell_commands import invoked
 
 Workflows = dict[str, dict[str, Any]]
 Policy = dict[str, Any]
@@ -22,12 +25,17 @@ Rule = Callable[[Workflows, Policy], list[str]]
 PLATFORMS = ("linux", "macos", "windows")
 RUNNERS = {"linux": "ubuntu-", "macos": "macos-", "windows": "windows-"}
 PRODUCERS = {p: f"produce-{p}.yml" for p in PLATFORMS}
+# Each producer file: `run` (the app's code, no OIDC token) and then `sign` (the OIDC token, no app code).
+PRODUCER_JOBS = ("run", "sign")
 POLICY_PATH = "policies/release.toml"
 CI_LOCK = "requirements/ci.txt"
 LOCK = "requirements/pipeline.txt"
 # The least each job needs, and no more (a job not named here may not exist).
 LEAST: dict[tuple[str, str], dict[str, str]] = {
-    **{(PRODUCERS[p], "produce"): {"contents": "read", "id-token": "write"} for p in PLATFORMS},
+    # Each producer's two jobs: `run`, where the app's code runs, can mint no OIDC token; `sign` runs none of it.
+    **{(PRODUCERS[p], "run"): {"contents": "read"} for p in PLATFORMS},
+    **{(PRODUCERS[p], "sign"): {"contents": "read", "id-token": "write"} for p in PLATFORMS},
+    # A called workflow's jobs get at most what the caller grants: id-token: write, for the sign job.
     **{("qualify.yml", p): {"contents": "read", "id-token": "write"} for p in PLATFORMS},
     # attestations: write on the aggregate job alone: it stores the statements it verified.
     ("qualify.yml", "aggregate"): {"contents": "read", "id-token": "write", "attestations": "write"},
@@ -47,7 +55,7 @@ ALLOWED_INPUTS = {"release.yml": {"tag"}}
 _FORBIDDEN_INPUT = re.compile(r"ref|sha|commit|branch|workflow|policy|path|repo", re.IGNORECASE)
 _SHA_PIN = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}")
 _EXPRESSION = re.compile(r"\$\{\{")
-_QUALIFY = re.compile(r"\bqualify\s+(produce|aggregate|verify|audit|keygen|schemas|bundle|readback)\b")
+_QUALIFY = re.compile(r"\bqualify\s+(produce|sign|gate|aggregate|verify|audit|keygen|schemas|bundle|readback)\b")
 # The one write besides publishing: the run's bundle, attached to the draft once it verified.
 ATTACH_BUNDLE = 'gh release upload "$TAG" "evidence-bundle/qualification-$CANDIDATE_SHA.qualify-bundle.zip"'
 # ... and the gate's signed Verification Summary Attestations, written by that verify.
@@ -136,18 +144,20 @@ def platforms_once(workflows: Workflows, _: Policy) -> list[str]:
         if called.count(target) != 1 or (qualify.get(platform) or {}).get("uses") != target:
             bad.append(f"qualify.yml: {platform} must be job {platform!r} calling {target} exactly once")
         producer = workflows.get(PRODUCERS[platform], {}).get("jobs") or {}
-        if list(producer) != ["produce"]:
-            bad.append(f"{PRODUCERS[platform]}: exactly one job, 'produce', expected")
+        if sorted(producer) != sorted(PRODUCER_JOBS):
+            bad.append(f"{PRODUCERS[platform]}: jobs {sorted(producer)}, expected exactly {list(PRODUCER_JOBS)}")
             continue
-        job = producer["produce"]
-        runner = job.get("runs-on")
-        if not isinstance(runner, str) or not runner.startswith(RUNNERS[platform]) or "${{" in runner \
-                or "strategy" in job:
-            bad.append(f"{PRODUCERS[platform]}: runner {runner!r} is not a fixed {RUNNERS[platform]}* label")
-        said = [arg for _, _, line in runs({"x": workflows[PRODUCERS[platform]]})
-                for arg in re.findall(r"--platform\s+(\S+)", line)]
-        if said != [platform]:
-            bad.append(f"{PRODUCERS[platform]}: produces {said}, expected exactly [{platform!r}]")
+        for job_id in PRODUCER_JOBS:
+            job = producer[job_id]
+            runner = job.get("runs-on")
+            if not isinstance(runner, str) or not runner.startswith(RUNNERS[platform]) or "${{" in runner \
+                    or "strategy" in job:
+                bad.append(f"{PRODUCERS[platform]}: {job_id}'s runner {runner!r} is not a fixed "
+                           f"{RUNNERS[platform]}* label")
+            said = [arg for _, _, line in runs({"x": {"jobs": {job_id: job}}})
+                    for arg in re.findall(r"--platform\s+(\S+)", line)]
+            if said != [platform]:
+                bad.append(f"{PRODUCERS[platform]}: {job_id} names platforms {said}, expected exactly [{platform!r}]")
     if len(called) != len(PLATFORMS):
         bad.append(f"qualify.yml: {len(called)} reusable calls, expected {len(PLATFORMS)}")
     return bad
@@ -247,6 +257,203 @@ def installs_hash_pinned(workflows: Workflows, _: Policy) -> list[str]:
     return bad
 
 
+# What a job that can mint an OIDC token (and so sign as its workflow) may run: nothing of the app's, nothing
+# from an artifact, only the pipeline, as slsa-github-generator keeps the user's build out of its signing job.
+SIGNING_ACTIONS = ("actions/checkout", "actions/setup-python", "actions/download-artifact", "actions/upload-artifact")
+SIGNING_QUALIFY = {"sign", "aggregate", "verify", "bundle", "readback", "verify-vsa"}
+PIPELINE_INSTALL = {("python", "-m", "pip", "install", "--require-hashes", "--only-binary", ":all:", "-r", LOCK),
+                    ("python", "-m", "pip", "install", "--no-deps", "--no-build-isolation", ".")}
+STORE_ATTESTATIONS = ("python", "-m", "desktop_qualify.qualify_github", "store-attestations")
+# The shell's own plumbing (the release gate's checks and loops): none of it runs a file it is given.
+SHELL_PLUMBING = {"set", "test", "[", "echo", "printf", "exit", "true", "read", "mkdir"}
+# The release gate's reads and writes of its release, and its check of the tag: data in and out, no code.
+GITHUB_CLI = {("gh", "release", "view"), ("gh", "release", "download"), ("gh", "release", "upload"),
+              ("gh", "release", "edit"), ("gh", "run", "list"), ("gh", "run", "download"), ("git", "rev-parse"),
+              ("git", "fetch")}
+# The variables a signing job's steps may be given: none that a shell or an interpreter reads as code
+# (BASH_ENV, PYTHONPATH, LD_PRELOAD ...), and no secret.
+SIGNING_ENV = {"GITHUB_TOKEN", "GH_TOKEN", "TAG"}
+# The one variable a signing job hands on to its later steps, and how.
+SIGNING_ENV_WRITES = {'echo "CANDIDATE_SHA=$sha" >> "$GITHUB_ENV"'}
+# What names the app's code: its build scripts, its sources, the frozen bundle, the freezer.
+_APP_CODE = re.compile(r"build\.(py|sh|ps1)|reference_app|examples/|pyinstaller|skillhost", re.IGNORECASE)
+_DATA_DOWNLOAD = re.compile(r"\bgh\s+(run|release)\s+download\b")
+
+
+def mints_tokens(data: dict[str, Any], job: dict[str, Any]) -> bool:
+    """Whether ``job`` can ask for an OIDC token: id-token: write, or write-all, its own or its workflow's."""
+    granted = job["permissions"] if "permissions" in job else data.get("permissions", "write-all")
+    if isinstance(granted, dict):
+        return granted.get("id-token") == "write"
+    return granted is None or "write" in str(granted)
+
+
+def _refused_command(argv: list[str]) -> str | None:
+    """Why a signing job may not run ``argv``, or None."""
+    head = argv[0]
+    if head == "qualify":
+        sub = argv[1] if len(argv) > 1 else ""
+        if sub == "produce":
+            return "runs qualify produce (the app's build, install, launch and journey)"
+        return None if sub in SIGNING_QUALIFY else f"runs qualify {sub or '(no subcommand)'}"
+    if head == "nox":
+        return "runs nox (its sessions build and run the app)"
+    if head in ("python", "python3", "py", "pip", "pip3") or head.endswith(("/python", "/python3")):
+        if tuple(argv) in PIPELINE_INSTALL or tuple(argv[:4]) == STORE_ATTESTATIONS:
+            return None
+        if "install" in argv:
+            return "installs something other than the hash-pinned pipeline"
+        if len(argv) > 1 and _APP_CODE.search(argv[1]):
+            return "runs the app's build script or the app"
+        return "runs Python code other than the pipeline's"
+    if _APP_CODE.search(head):
+        return "runs the app's build script or the app"
+    if "/" in head or head.endswith((".py", ".sh", ".ps1", ".exe")):
+        return "runs a script or a program of the checkout or of an artifact"
+    if head in SHELL_PLUMBING or tuple(argv[:3]) in GITHUB_CLI or tuple(argv[:2]) in GITHUB_CLI:
+        return None
+    return "is not on the signing jobs' allow-list"
+
+
+def _signing_job_setup(data: dict[str, Any], job: dict[str, Any]) -> list[str]:
+    """What a signing job's setting, rather than its steps, lets run: a container, a secret, a shell, a variable."""
+    bad = [f"runs in a {key}" for key in ("container", "services") if key in job]
+    if "secrets." in str(job):
+        bad.append("is given a secret (the OS code-signing secrets stay in the run job)")
+    for scope in (data, job):
+        run_defaults = (scope.get("defaults") or {}).get("run") or {}
+        if run_defaults.get("shell") not in (None, "bash", "sh"):
+            bad.append(f"default shell {run_defaults['shell']!r}")
+        if "working-directory" in run_defaults:
+            bad.append(f"runs its scripts in {run_defaults['working-directory']!r}")
+    bad += [f"sets {key}" for key in sorted({*(data.get("env") or {}), *(job.get("env") or {})} - SIGNING_ENV)]
+    return bad
+
+
+def _signing_step(step: dict[str, Any], downloaded: bool) -> list[str]:
+    """What a signing job's step runs that is not on the allow-list (``downloaded``: data is on disk already)."""
+    bad = [f"a step sets {key}" for key in sorted(set(step.get("env") or {}) - SIGNING_ENV)]
+    if step.get("shell") not in (None, "bash", "sh"):
+        bad.append(f"a step runs with shell {step['shell']!r}")
+    if "working-directory" in step:
+        bad.append(f"a step runs in {step['working-directory']!r}")
+    if "uses" in step:
+        action = str(step["uses"]).split("@", 1)[0]
+        if action not in SIGNING_ACTIONS:
+            bad.append(f"uses {action!r}, not on the signing jobs' allow-list")
+        if action == "actions/download-artifact" and str((step.get("with") or {}).get("path", "")).strip("./") == "":
+            bad.append("downloads an artifact into the checkout itself")
+        return bad
+    script = str(step.get("run", ""))
+    try:
+        argvs = invoked(script)
+    except ValueError as error:
+        return [*bad, f"a script that cannot be read: {error}"]
+    for argv in argvs:
+        why = _refused_command(argv)
+        if why is not None:
+            bad.append(f"{shlex.join(argv)[:80]!r} {why}")
+        elif tuple(argv) in PIPELINE_INSTALL and downloaded:
+            bad.append("installs the pipeline after downloading data")
+    bad += [f"changes a later step's environment: {line[:80]!r}" for line in commands(script)
+            if "GITHUB_PATH" in line or ("GITHUB_ENV" in line and line not in SIGNING_ENV_WRITES)]
+    return bad
+
+
+def _downloads(step: dict[str, Any]) -> bool:
+    return str(step.get("uses", "")).split("@", 1)[0] == "actions/download-artifact" or \
+        _DATA_DOWNLOAD.search(str(step.get("run", ""))) is not None
+
+
+def signing_jobs_run_no_app_code(workflows: Workflows, _: Policy) -> list[str]:
+    """Every job that can mint an OIDC token runs only the pipeline, from an allow-list of steps."""
+    bad = []
+    for name, data in workflows.items():
+        for job_id, job in (data.get("jobs") or {}).items():
+            if "uses" in job or not mints_tokens(data, job):
+                continue  # a call: the called file's jobs are held here one by one
+            found = _signing_job_setup(data, job)
+            downloaded = False
+            for step in job.get("steps") or []:
+                found += _signing_step(step, downloaded)
+                downloaded = downloaded or _downloads(step)
+            bad += [f"{name}: {job_id} (id-token: write): {what}" for what in found]
+    return bad
+
+
+def producing_jobs_mint_no_token(workflows: Workflows, _: Policy) -> list[str]:
+    """Every job that runs `qualify produce` (the app's code) can mint no OIDC token and signs nothing."""
+    bad = []
+    for name, data in workflows.items():
+        for job_id, job in (data.get("jobs") or {}).items():
+            produces = [argv for step in job.get("steps") or [] if "run" in step
+                        for argv in invoked(str(step["run"])) if argv[:2] == ["qualify", "produce"]]
+            if not produces:
+                continue
+            if mints_tokens(data, job):
+                bad.append(f"{name}: {job_id} runs qualify produce and can mint an OIDC token")
+            bad += [f"{name}: {job_id}: qualify produce without --unsigned" for argv in produces
+                    if "--unsigned" not in argv]
+    return bad
+
+
+def _uploads(job: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    return [step.get("with") or {} for step in job.get("steps") or []
+            if str(step.get("uses", "")).split("@", 1)[0] == action]
+
+
+def _paths(spec: dict[str, Any]) -> set[str]:
+    return {line.strip() for line in str(spec.get("path", "")).splitlines() if line.strip()}
+
+
+def each_producer_runs_then_signs(workflows: Workflows, _: Policy) -> list[str]:
+    """Each produce-*.yml: `run` hands `unsigned-P` to exactly one `sign` job, which needs it and signs it."""
+    bad = []
+    for platform, file in PRODUCERS.items():
+        jobs_here = workflows.get(file, {}).get("jobs") or {}
+        signing = [job_id for job_id, job in jobs_here.items() if mints_tokens(workflows[file], job)]
+        if signing != ["sign"]:
+            bad.append(f"{file}: signing jobs {signing}, expected exactly one, 'sign'")
+        run, sign = jobs_here.get("run") or {}, jobs_here.get("sign") or {}
+        needs = sign.get("needs")
+        if (needs if isinstance(needs, list) else [needs]) != ["run"] or "needs" in run:
+            bad.append(f"{file}: sign needs {needs!r}, expected the run job alone (and run needs nothing)")
+        handed = f"unsigned-{platform}"
+        produce = ["qualify", "produce", "--policy", POLICY_PATH, "--platform", platform, "--out", "out", "--unsigned"]
+        said = [argv for step in run.get("steps") or [] if "run" in step for argv in invoked(str(step["run"]))
+                if argv[:1] == ["qualify"]]
+        if said != [produce]:
+            bad.append(f"{file}: run job's qualify commands {said}, expected [{' '.join(produce)}]")
+        if [(u.get("name"), _paths(u)) for u in _uploads(run, "actions/upload-artifact")] != \
+                [(handed, {"out/unsigned/", "out/artifacts/"})] or _uploads(run, "actions/download-artifact"):
+            bad.append(f"{file}: run job must upload exactly {handed} (out/unsigned/, out/artifacts/) and download "
+                       "nothing")
+        steps_here = sign.get("steps") or []
+        downloads = [(i, s.get("with") or {}) for i, s in enumerate(steps_here)
+                     if str(s.get("uses", "")).split("@", 1)[0] == "actions/download-artifact"]
+        if [(w.get("name"), w.get("path"), w.get("pattern")) for _, w in downloads] != [(handed, "run", None)]:
+            bad.append(f"{file}: sign job must download exactly {handed} into run/")
+        sign_argv = ["qualify", "sign", "--policy", POLICY_PATH, "--platform", platform, "--run", "run", "--out", "out"]
+        signs = [(i, argv) for i, s in enumerate(steps_here) if "run" in s for argv in invoked(str(s["run"]))
+                 if argv[:1] == ["qualify"]]
+        if [argv for _, argv in signs] != [sign_argv] or not downloads or signs[0][0] < downloads[0][0]:
+            bad.append(f"{file}: sign job's qualify commands {[a for _, a in signs]}, expected "
+                       f"[{' '.join(sign_argv)}] after the download")
+        if [(u.get("name"), _paths(u)) for u in _uploads(sign, "actions/upload-artifact")] != \
+                [(f"qualification-platform-{platform}", {"out/evidence/", "out/artifacts/"})]:
+            bad.append(f"{file}: sign job must upload exactly qualification-platform-{platform}")
+    # Nothing but a producer's own sign job reads what a run job wrote.
+    for name, job_id, step in steps(workflows):
+        if str(step.get("uses", "")).split("@", 1)[0] != "actions/download-artifact":
+            continue
+        spec = step.get("with") or {}
+        wanted = str(spec.get("pattern") or spec.get("name") or "*")
+        for platform, file in PRODUCERS.items():
+            if fnmatch.fnmatchcase(f"unsigned-{platform}", wanted) and (name, job_id) != (file, "sign"):
+                bad.append(f"{name}: {job_id} downloads {wanted!r}, which takes the unsigned-{platform} artifact")
+    return bad
+
+
 RULES: dict[str, Rule] = {
     "triggers": triggers,
     "inputs name nothing trusted": inputs_name_nothing_trusted,
@@ -259,4 +466,7 @@ RULES: dict[str, Rule] = {
     "policy paths literal": policy_paths_literal,
     "policy signers are these files": signers_are_these_files,
     "installs hash-pinned": installs_hash_pinned,
+    "signing jobs run no app code": signing_jobs_run_no_app_code,
+    "producing jobs mint no token": producing_jobs_mint_no_token,
+    "each producer runs, then signs once": each_producer_runs_then_signs,
 }

@@ -21,7 +21,7 @@ from pathlib import Path
 from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 from desktop_qualify.qualify_archive import audit_tree
 
-from ._installer_tools import ToolRunner, run_tool, run_tool_process
+from ._tools import ToolRunner, run_tool, run_tool_process
 
 HDIUTIL = "/usr/bin/hdiutil"
 # Folders macOS keeps on every volume for itself: not the image's content, and not always readable.

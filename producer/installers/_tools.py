@@ -25,7 +25,7 @@ from typing import Protocol
 
 from desktop_qualify.evidence_schemas import Code, QualificationError
 
-from ._process import excerpt, minimal_environment, run_bounded
+from ..processes import excerpt, minimal_environment, run_bounded
 
 TOOL_TIMEOUT = 600.0
 

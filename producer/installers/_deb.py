@@ -23,8 +23,8 @@ from typing import IO
 from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 from desktop_qualify.qualify_archive import audit_tar_listing
 
-from ._installer_tools import TOOL_TIMEOUT, ToolRunner, require_tool, run_tool, run_tool_process
-from ._process import excerpt, minimal_environment
+from ..processes import excerpt, minimal_environment
+from ._tools import TOOL_TIMEOUT, ToolRunner, require_tool, run_tool, run_tool_process
 
 # GNU tar pads its output to whole records (10 KiB by default); a listing ends with at most that.
 _MAX_TRAILER = 1024 * 1024

@@ -165,8 +165,11 @@ def run_bounded(
     stderr_cap: int = 16 * 1024,
     umask: int | None = None,
     cancel: threading.Event | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessResult:
     """``umask``: the child's umask on POSIX (a reproducibility check's varied condition); ignored on Windows.
+
+    ``pass_fds``: descriptors the child keeps (a confinement wrapper's report pipe); POSIX only.
 
     ``cancel``: set from another thread, it ends the child's whole tree as a timeout would (a second build
     running beside the first is stopped so when the first fails). Only the main thread turns SIGTERM into a
@@ -196,6 +199,7 @@ def run_bounded(
                 creationflags=creationflags,
                 start_new_session=sys.platform != "win32",
                 umask=umask if umask is not None and sys.platform != "win32" else -1,
+                pass_fds=tuple(pass_fds) if sys.platform != "win32" else (),
             )
         except BaseException:
             if guard is not None:

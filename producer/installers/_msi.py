@@ -19,7 +19,7 @@ from pathlib import Path, PureWindowsPath
 
 from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 
-from ._installer_tools import ToolRunner, run_tool, run_tool_process
+from ._tools import ToolRunner, run_tool, run_tool_process
 
 
 def msiexec_path(system_root: str | None) -> str:

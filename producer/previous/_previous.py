@@ -32,7 +32,7 @@ from desktop_qualify.qualify_files import file_sha256
 from desktop_qualify.qualify_policy import Policy
 from pydantic import ValidationError
 
-from ._process import excerpt, minimal_environment, run_bounded
+from ..processes import excerpt, minimal_environment, run_bounded
 
 # An audit of one bundle re-verifies a few statements: minutes would mean something is wrong.
 AUDIT_TIMEOUT_SECONDS = 600

@@ -22,7 +22,7 @@ from pathlib import Path
 from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 from desktop_qualify.qualify_archive import MAX_MEMBERS
 
-from ._installer_tools import ToolRunner, require_tool, run_tool, run_tool_process
+from ._tools import ToolRunner, require_tool, run_tool, run_tool_process
 
 _NEEDED = "the appimage installer needs unsquashfs (Debian and Ubuntu: apt-get install squashfs-tools)"
 _SQUASHFS_MAGIC = b"hsqs"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from desktop_qualify.evidence_schemas import InstallerKind
 
-from ._installer_tools import ToolRunner, run_tool, run_tool_process
+from ._tools import ToolRunner, run_tool, run_tool_process
 
 PKGUTIL = "/usr/sbin/pkgutil"
 

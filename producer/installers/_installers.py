@@ -9,13 +9,13 @@ The method recorded is the kind; the verifier checks it against the policy's.
 
 | kind | module | tool |
 |---|---|---|
-| archive | ``_installer_archive`` | the hardened unpack (tar.gz, zip) |
-| deb | ``_installer_deb`` | ``dpkg-deb -x``, its listing checked first |
-| appimage | ``_installer_appimage`` | ``unsquashfs`` of the embedded image, its listing checked first |
-| dmg | ``_installer_dmg`` | ``hdiutil attach -readonly -nobrowse``, copy, detach |
-| pkg | ``_installer_pkg`` | ``pkgutil --expand-full`` |
-| msi | ``_installer_msi`` | ``msiexec /a`` (administrative install) |
-| nsis | ``_installer_nsis`` | the installer itself, ``/S /D=<prefix>`` |
+| archive | ``_archive`` | the hardened unpack (tar.gz, zip) |
+| deb | ``_deb`` | ``dpkg-deb -x``, its listing checked first |
+| appimage | ``_appimage`` | ``unsquashfs`` of the embedded image, its listing checked first |
+| dmg | ``_dmg`` | ``hdiutil attach -readonly -nobrowse``, copy, detach |
+| pkg | ``_pkg`` | ``pkgutil --expand-full`` |
+| msi | ``_msi`` | ``msiexec /a`` (administrative install) |
+| nsis | ``_nsis`` | the installer itself, ``/S /D=<prefix>`` |
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from typing import Protocol
 from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 from desktop_qualify.qualify_archive import audit_tree
 
-from ._installer_appimage import AppImageInstaller
-from ._installer_archive import ArchiveInstaller
-from ._installer_deb import DebInstaller
-from ._installer_dmg import DmgInstaller
-from ._installer_msi import MsiInstaller
-from ._installer_nsis import NsisInstaller
-from ._installer_pkg import PkgInstaller
+from ._appimage import AppImageInstaller
+from ._archive import ArchiveInstaller
+from ._deb import DebInstaller
+from ._dmg import DmgInstaller
+from ._msi import MsiInstaller
+from ._nsis import NsisInstaller
+from ._pkg import PkgInstaller
 
 
 class Installer(Protocol):

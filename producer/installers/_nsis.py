@@ -19,7 +19,7 @@ from pathlib import Path
 
 from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 
-from ._installer_tools import ToolRunner, run_tool, run_tool_process
+from ._tools import ToolRunner, run_tool, run_tool_process
 
 
 def silent_install_command(copy: Path, prefix: Path) -> str:

@@ -1,0 +1,8 @@
+"""Operating-system code signing of the build's output: codesign and notarization, signtool, or none."""
+
+from __future__ import annotations
+
+from ._output_signing import sign_output
+from ._platform_signing import PlatformSigner, SigningOutcome, platform_signer_from_env
+
+__all__ = ["PlatformSigner", "SigningOutcome", "platform_signer_from_env", "sign_output"]
