@@ -40,6 +40,7 @@ from desktop_qualify.evidence_schemas import (
     canonical_bytes,
     unsigned_run_file_name,
     utc_now,
+    validate_model,
 )
 from desktop_qualify.qualify_files import file_sha256, write_atomic
 from desktop_qualify.qualify_policy import InstallTarget, Policy, host_arch, host_platform, load_policy
@@ -430,8 +431,10 @@ def _check_artifact(job: _Job, built: BuildOutput, *, before: str | None = None,
 
 def _confinement(job: _Job) -> list[StageConfinement]:
     """Each run of app code, in order, as its adapter read it back."""
-    return [StageConfinement(stage=f.stage, mechanism=f.mechanism, layers=list(f.layers), network=f.network,
-                             detail=f.detail[:2000]) for f in job.runner.facts]
+    # Validated, not cast: an adapter that reported a layer the evidence cannot name is a bug, said as one.
+    return [validate_model(StageConfinement, {"stage": f.stage, "mechanism": f.mechanism, "layers": list(f.layers),
+                                              "network": f.network, "detail": f.detail[:2000]},
+                           what=f"the {f.stage} stage's confinement") for f in job.runner.facts]
 
 
 def _produce(job: _Job, audited: AuditedPrevious | None, *, sign: bool) -> ProduceResult:

@@ -131,7 +131,7 @@ def sign_checked_run(policy: Policy, run: UnsignedRun, archive: Path, *, gate: S
                      signer: Callable[[], StatementSigner], verifier: StatementVerifier, evidence: Path) -> Signed:
     """Steps 4 and 5 on a run already checked: the signature over the artifact, then the statement."""
     statement_signer = signer()  # the private key is read here, once no app process of the run is left
-    accepted = sorted(policy.accepted_signing(run.platform))
+    accepted: list[str] = sorted(policy.accepted_signing(run.platform))
     os_signing = SigningOutcome(run.os_signing.tool, run.os_signing.state, run.os_signing.notarization)
     signature = sign_artifact(archive=archive, build=run.build, signing=os_signing, signer=statement_signer,
                               verifier=verifier, accepted_states=accepted)

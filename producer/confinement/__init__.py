@@ -1,10 +1,10 @@
 """Confinement of app-controlled code: one adapter per platform behind one interface, and the stage runner."""
 
+from desktop_qualify.evidence_schemas import APP_STAGES, AppStage
+
 from ._choose import choose_confinement, platform_confinement
 from ._run import StageRunner, producer_python
 from ._stage import (
-    APP_STAGES,
-    AppStage,
     ConfinedCommand,
     Confinement,
     ConfinementError,

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import Code, QualificationError
+from desktop_qualify.evidence_schemas import AppStage, Code, QualificationError
 
 from ..processes import ProcessResult, run_bounded
-from ._stage import AppStage, Confinement, ConfinementError, ConfinementFacts, StageSandbox, exposes
+from ._stage import Confinement, ConfinementError, ConfinementFacts, StageSandbox, exposes
 
 
 def producer_python() -> str:

@@ -22,20 +22,12 @@ import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-AppStage = Literal["build", "build-reproduction", "build-tools", "probe", "journey", "update"]
-APP_STAGES: tuple[AppStage, ...] = ("build", "build-reproduction", "build-tools", "probe", "journey", "update")
+from desktop_qualify.evidence_schemas import AppStage, ConfinementMechanism
 
-Mechanism = Literal["bubblewrap", "sandbox-exec", "job-object", "none"]
-
-# The layer names an adapter may report, per mechanism; the evidence model accepts exactly these.
-LINUX_LAYERS = ("user-namespace", "pid-namespace", "mount-namespace", "network-namespace", "ipc-namespace",
-                "uts-namespace", "no-capabilities", "private-home", "private-tmp", "dies-with-stage")
-MACOS_LAYERS = ("sandbox-profile", "separate-account", "private-home", "private-tmp", "dies-with-stage")
-WINDOWS_LAYERS = ("job-object", "kill-on-job-close", "restricted-token", "low-integrity", "private-home",
-                  "private-tmp", "dies-with-stage")
-CONFINEMENT_LAYERS: tuple[str, ...] = tuple(dict.fromkeys((*LINUX_LAYERS, *MACOS_LAYERS, *WINDOWS_LAYERS)))
+# The stage, mechanism and layer names are the evidence's (one list, in evidence_schemas): an adapter reports
+# only names the statement can carry.
+Mechanism = ConfinementMechanism
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from desktop_qualify.evidence_schemas import MACOS_LAYERS
 from desktop_qualify.producer.confinement._macos import CHDIR_SCRIPT, SandboxExecConfinement
 from desktop_qualify.producer.confinement._macos_account import create_commands
 from desktop_qualify.producer.confinement._macos_profile import UNFILTERED, profile, sbpl_string
-from desktop_qualify.producer.confinement._stage import MACOS_LAYERS, ConfinementError, StageSandbox
+from desktop_qualify.producer.confinement._stage import ConfinementError, StageSandbox
 
 SUDO, DSCL = "/usr/bin/sudo", "/usr/bin/dscl"
 KNOWN_OPERATIONS = {"default", "process-fork", "process-exec", "file-read*", "file-read-metadata", "file-write*",

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from desktop_qualify.evidence_schemas import WINDOWS_LAYERS
 from desktop_qualify.producer.confinement import _windows_structs as ws
-from desktop_qualify.producer.confinement._stage import WINDOWS_LAYERS, ConfinementError, StageSandbox
+from desktop_qualify.producer.confinement._stage import ConfinementError, StageSandbox
 from desktop_qualify.producer.confinement._windows import (
     LAUNCHER,
     JobObjectConfinement,
