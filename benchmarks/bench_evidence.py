@@ -20,6 +20,8 @@ Figures (modules alongside this file):
   `qualify verify` process (<= 0.5 s), the frozen bundle's worker start (<= 150 ms);
 - bench_bundles: 1,000 local bundles audited in one call (parallel across cores) vs
   one `qualify audit --bundle` process each (>= 50x);
+- bench_install: the archive and deb installers' time per GiB (a ~256 MiB payload) vs `tar -xzf` and
+  `dpkg-deb -x` of the same file (<= 2x);
 - bench_sizes: bytes of each statement vs `max_statement_bytes`;
 - bench_worker_sandbox: the worker sandbox's cost, layer by layer, and the source worker's start
   with and without it;
@@ -46,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_bundles
 import bench_confinement
 import bench_digest
+import bench_install
 import bench_parse
 import bench_rerun
 import bench_sigstore
@@ -92,7 +95,7 @@ def print_table(rows: list[Row]) -> None:
 
 
 NAMES = ("digest", "verify", "start-up", "sigstore verify", "bundles", "worker", "worker sandbox", "confinement",
-         "sizes", "parse", "rerun")
+         "install", "sizes", "parse", "rerun")
 
 
 def main(argv: list[str]) -> int:
@@ -135,6 +138,7 @@ def main(argv: list[str]) -> int:
     run("worker", lambda: [bench_startup.bench_worker()])
     run("worker sandbox", bench_worker_sandbox.bench)
     run("confinement", bench_confinement.bench)
+    run("install", bench_install.bench)
     run("sizes", bench_sizes.bench)
     run("parse", bench_parse.bench)
     run("rerun", bench_rerun.bench)

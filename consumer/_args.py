@@ -46,9 +46,11 @@ def build_audit_parser(parser: argparse.ArgumentParser | None = None) -> argpars
     parser.add_argument("--policy", type=Path, required=True,
                         help="the policy as of the runs (folders), and the anchor a bundle's own policy must match")
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
-    parser.add_argument("--evidence", type=Path, nargs="+", default=[], help="one folder per run (one or more)")
+    parser.add_argument("--evidence", type=Path, nargs="+", default=[],
+                        help="one folder per run (one or more; repeatable, every value kept)")
     parser.add_argument("--bundle", type=Path, nargs="+", default=[],
-                        help="qualification bundles (*.qualify-bundle.zip), each judged under its own policy")
+                        help="qualification bundles (*.qualify-bundle.zip), each judged under its own policy "
+                             "(repeatable)")
     parser.add_argument("--rebuild", type=Path, nargs="+", default=[],
                         help="rebuild attestations (qualify rebuild --attest), each shown beside the run it rebuilt "
                              "once its signature verifies; they never change a decision")
@@ -69,6 +71,10 @@ def build_verify_vsa_parser(parser: argparse.ArgumentParser | None = None) -> ar
                              "the summary names")
     parser.add_argument("--root", type=Path, help=ROOT_HELP)
     parser.add_argument("--artifact", type=Path, required=True, help="the artifact file the summary must name")
+    parser.add_argument("--level", metavar="LEVEL",
+                        help="the verifiedLevels entry every summary of the artifact must assert: "
+                             "DESKTOP_QUALIFIED_RELEASE_GATE, DESKTOP_QUALIFIED_LOCAL_CHECK or DESKTOP_QUALIFIED_AUDIT "
+                             "(default: the gate's level for the policy's mode, so an audit's summary is refused)")
     parser.add_argument("vsa", type=Path, metavar="VSA",
                         help="the summaries file (JSON Lines) that qualify verify --vsa wrote")
     return parser

@@ -32,6 +32,7 @@ from desktop_qualify.qualify_verify import Expectations, Verdict, verify_release
 from ._anchor import Anchor, anchor_for, check_keys, check_policy_at, differences, is_auditors, precheck_policy
 from ._audit import audit_run
 from ._decide import decide
+from ._rebuilds import RebuildTarget, rebuild_targets
 from ._source_digest import check_source_digest_at
 from ._vsa import summary_statements
 
@@ -57,6 +58,12 @@ def audit_bundle(source: Path, anchor: Anchor, workspace: Path) -> AuditRun:
 def audit_bundle_summarised(source: Path, anchor: Anchor, workspace: Path, *,
                             summarise: bool) -> tuple[AuditRun, list[bytes]]:
     """``audit_bundle``, with the run's unsigned VSA statements when ``summarise`` (signed by the caller)."""
+    run, statements, _ = _audit_bundle_summarised(source, anchor, workspace, summarise)
+    return run, statements
+
+
+def _audit_bundle_summarised(source: Path, anchor: Anchor, workspace: Path,
+                             summarise: bool) -> tuple[AuditRun, list[bytes], list[RebuildTarget]]:
     try:
         return _audit_bundle(source, anchor, workspace, summarise)
     except QualificationError as exc:
@@ -105,7 +112,8 @@ def _bundle_source_digest(policy: Policy, anchor: Anchor, verdict: Verdict) -> s
     return check_source_digest_at(Path(anchor.repository), relative, verdict)
 
 
-def _audit_bundle(source: Path, anchor: Anchor, workspace: Path, summarise: bool) -> tuple[AuditRun, list[bytes]]:
+def _audit_bundle(source: Path, anchor: Anchor, workspace: Path,
+                  summarise: bool) -> tuple[AuditRun, list[bytes], list[RebuildTarget]]:
     with verified_bundle(source, anchor, workspace) as (opened, policy, verdict, notes):
         notes.append(_bundle_source_digest(policy, anchor, verdict))
         # The commit whose history anchored the bundle's policy: the summary's policy URI may name it.
@@ -120,7 +128,8 @@ def _audit_bundle(source: Path, anchor: Anchor, workspace: Path, summarise: bool
         decision = decide(verdict, policy, policy_path=f"{source}:{opened.manifest.policy}", mode="audit",
                           notes=notes, show=in_bundle)
         statements = summary_statements(verdict, policy, decision, committed_at=committed_at) if summarise else []
-        return audit_run(source, verdict, decision), statements
+        run = audit_run(source, verdict, decision)
+        return run, statements, rebuild_targets(run.evidence, verdict)
 
 
 def _refused(source: Path, policy: Policy, exc: QualificationError) -> AuditRun:
@@ -132,52 +141,59 @@ def _refused(source: Path, policy: Policy, exc: QualificationError) -> AuditRun:
     return audit_run(source, verdict, decision)
 
 
-# (source, audit-run JSON, or the refusal's code and message, the run's unsigned VSA statements): plain strings
-# cross the process boundary.
-Outcome = tuple[str, str | None, str | None, list[str]]
+# (source, audit-run JSON, or the refusal's code and message, the run's unsigned VSA statements, what its
+# verified statements say a rebuild must give): plain values cross the process boundary.
+Outcome = tuple[str, str | None, str | None, list[str], list[RebuildTarget]]
 
 
 def _audit_in_worker(source: str, anchor: Anchor, workspace: str, summarise: bool = False) -> Outcome:
     try:
-        run, statements = audit_bundle_summarised(Path(source), anchor, Path(workspace), summarise=summarise)
+        run, statements, targets = _audit_bundle_summarised(Path(source), anchor, Path(workspace), summarise)
     except QualificationError as exc:
-        return source, None, f"{exc.code.value}\n{exc.message}", []
-    return source, run.model_dump_json(), None, [statement.decode("utf-8") for statement in statements]
+        return source, None, f"{exc.code.value}\n{exc.message}", [], []
+    return source, run.model_dump_json(), None, [statement.decode("utf-8") for statement in statements], targets
 
 
 Progress = Callable[[int, int], None]
 
 
 def audit_bundles(sources: list[Path], policy: Policy, *, progress: Progress | None = None,
-                  workers: int | None = None, summaries: list[bytes] | None = None) -> list[AuditRun]:
+                  workers: int | None = None, summaries: list[bytes] | None = None,
+                  rebuild_targets: list[RebuildTarget] | None = None) -> list[AuditRun]:
     """Decisions in the order of ``sources``; bundles are checked across the machine's cores.
 
-    ``summaries``, when given, receives each run's unsigned VSA statements, in the order of ``sources``.
+    ``summaries``, when given, receives each run's unsigned VSA statements, in the order of ``sources``;
+    ``rebuild_targets`` what each run's verified statements say a rebuild must give.
     """
     summarise = summaries is not None
     statements: dict[str, list[str]] = {}
+    targets: dict[str, list[RebuildTarget]] = {}
     anchor = anchor_for(policy)
     count = workers or min(len(sources), os.cpu_count() or 1)
     results: dict[str, AuditRun] = {}
     with tempfile.TemporaryDirectory(prefix="qualify-audit-") as workspace:
         if count <= 1:
             outcomes = (_audit_in_worker(str(s), anchor, workspace, summarise) for s in sources)
-            results = _collect(outcomes, policy, len(sources), progress, statements)
+            results = _collect(outcomes, policy, len(sources), progress, statements, targets=targets)
         else:
             with concurrent.futures.ProcessPoolExecutor(max_workers=count) as pool:
                 futures = [pool.submit(_audit_in_worker, str(s), anchor, workspace, summarise) for s in sources]
                 results = _collect((f.result() for f in concurrent.futures.as_completed(futures)), policy,
-                                   len(sources), progress, statements)
+                                   len(sources), progress, statements, targets=targets)
     if summaries is not None:
         summaries += [line.encode("utf-8") for s in sources for line in statements.get(str(s), [])]
+    if rebuild_targets is not None:
+        rebuild_targets += [t for s in sources for t in targets.get(str(s), [])]
     return [results[str(s)] for s in sources]
 
 
 def _collect(outcomes: Iterable[Outcome], policy: Policy, total: int,
-             progress: Progress | None, statements: dict[str, list[str]]) -> dict[str, AuditRun]:
+             progress: Progress | None, statements: dict[str, list[str]], *,
+             targets: dict[str, list[RebuildTarget]]) -> dict[str, AuditRun]:
     results: dict[str, AuditRun] = {}
-    for done, (source, decision, refusal, summaries) in enumerate(outcomes, start=1):
+    for done, (source, decision, refusal, summaries, run_targets) in enumerate(outcomes, start=1):
         statements[source] = summaries
+        targets[source] = run_targets
         if decision is not None:
             results[source] = AuditRun.model_validate_json(decision)
         else:

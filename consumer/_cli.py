@@ -8,7 +8,6 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
 
 from desktop_qualify.evidence_schemas import (
     GIT_SHA_PATTERN,
@@ -17,18 +16,19 @@ from desktop_qualify.evidence_schemas import (
     QualificationError,
 )
 from desktop_qualify.qualify_bundle import write_bundle
-from desktop_qualify.qualify_files import is_stdout, write_output
+from desktop_qualify.qualify_files import write_output
 from desktop_qualify.qualify_policy import Policy, load_policy
 from desktop_qualify.qualify_runtime import (
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
     ArgumentParser,
-    distinct_outputs,
+    check_outputs,
     guarded,
     refuse_repeats,
     require_inputs,
     terminal_safe,
+    text_stream,
 )
 from desktop_qualify.qualify_trust import verifier_for
 from desktop_qualify.qualify_verify import EvidenceSource, Expectations, Findings, Verdict, verify_release
@@ -40,9 +40,10 @@ from ._decide import Mode, decide
 from ._freshness import check_candidate_is_main_head
 from ._html import render_audit_html
 from ._markdown import render_audit_markdown
-from ._rebuilds import attach_rebuilds
+from ._rebuilds import RebuildTarget, attach_rebuilds, rebuild_targets
 from ._render import render_audit_text, render_markdown, render_text
 from ._source_digest import check_source_digest
+from ._update_rows import verdict_update_rows
 from ._vsa import SummaryWriter, check_release_tag, summary_statements
 
 _SHA = re.compile(GIT_SHA_PATTERN)
@@ -51,14 +52,21 @@ _KEYRING_HINT = ("the evidence verifies only under the keyring that signed it: u
                  "checkout that made it; keys created now cannot verify evidence signed earlier")
 
 
-def _text_stream(*outputs: Path | None) -> TextIO:
-    """Where the human-readable verdict goes: standard error when an output (``-``) took standard output."""
-    return sys.stderr if any(map(is_stdout, outputs)) else sys.stdout
-
-
 def _load(policy: Path, root: Path | None) -> Policy:
     require_inputs("--root", [root], "folder")
     return load_policy(policy, root)
+
+
+def trust_inputs(policy: Policy) -> list[tuple[str, Path | None]]:
+    """The files the policy makes a command read (its trust root or keyring, local keys): inputs an output may not
+    overwrite either."""
+    sigstore = policy.sigstore
+    if sigstore is not None:
+        return [("the policy's trusted root", policy.resolve_pinned(sigstore.trusted_root))]
+    trust = policy.ed25519
+    return [(f"the policy's {what}", policy.resolve(relative)) for what, relative in
+            (("keyring", trust.keyring), ("platform key", trust.platform_key),
+             ("aggregate key", trust.aggregate_key), ("verifier key", trust.verifier_key)) if relative is not None]
 
 
 def _verify(policy: Policy, evidence: Sequence[EvidenceSource], artifacts: list[Path] | None, sha: str | None,
@@ -77,10 +85,13 @@ def run_verify(args: argparse.Namespace) -> int:
         if not args.from_attestations:
             require_inputs("--evidence", [args.evidence], "folder")
         refuse_repeats("--artifact", args.artifact)
-        distinct_outputs([("--json", args.json), ("--summary", args.summary), ("--vsa", args.vsa)])
+        check_outputs([("--json", args.json), ("--summary", args.summary), ("--vsa", args.vsa)],
+                      [("--policy", args.policy), ("--evidence", args.evidence),
+                       *(("--artifact", path) for path in args.artifact)])
         if args.sha is not None and not _SHA.match(args.sha):
             raise QualificationError(Code.USAGE, f"--sha {args.sha[:80]!r} is not a full lowercase commit id")
         policy = _load(args.policy, args.root)
+        check_outputs([("--json", args.json), ("--summary", args.summary), ("--vsa", args.vsa)], trust_inputs(policy))
         # Who signs the summaries is settled before anything is verified: a missing key is exit 2, not a verdict.
         summaries = _summary_writer(policy, args.vsa, args.release_tag)
         if args.from_attestations:
@@ -96,12 +107,13 @@ def run_verify(args: argparse.Namespace) -> int:
         decision = decide(verdict, policy, policy_path=str(args.policy), mode=mode, notes=notes)
         # Outputs first: a verdict is printed only once everything it reports has been written.
         if args.json:
-            write_output(args.json, decision.model_dump_json(indent=2).encode() + b"\n")
+            write_output(args.json, decision.model_dump_json(indent=2).encode() + b"\n", option="--json")
         if args.summary:
-            write_output(args.summary, render_markdown(decision).encode(), append=True)
+            summary = render_markdown(decision, verdict_update_rows(verdict))
+            write_output(args.summary, summary.encode(), append=True, option="--summary")
         if summaries is not None:
             _write_summaries(summaries, summary_statements(verdict, policy, decision, release_tag=args.release_tag))
-        _text_stream(args.json, args.summary, args.vsa).write(terminal_safe(render_text(decision)))
+        text_stream(args.json, args.summary, args.vsa).write(terminal_safe(render_text(decision)))
         return EXIT_OK if decision.decision == "QUALIFIED" else EXIT_REJECTED
 
     return guarded(body)
@@ -120,7 +132,7 @@ def _write_summaries(writer: SummaryWriter, statements: list[bytes]) -> None:
 
 
 def _audit_one(policy: Policy, policy_path: str, folder: Path,
-               summaries: list[bytes] | None = None) -> AuditRun:
+               summaries: list[bytes] | None = None, targets: list[RebuildTarget] | None = None) -> AuditRun:
     """One historical run; a folder that cannot be read is a rejected run, not the end of the audit."""
     notes = ["audit: candidate files not checked; head of main not required"]
     try:
@@ -134,7 +146,10 @@ def _audit_one(policy: Policy, policy_path: str, folder: Path,
     decision = decide(verdict, policy, policy_path=policy_path, mode="audit", notes=notes)
     if summaries is not None:
         summaries += summary_statements(verdict, policy, decision)
-    return audit_run(folder, verdict, decision)
+    run = audit_run(folder, verdict, decision)
+    if targets is not None:
+        targets += rebuild_targets(run.evidence, verdict)
+    return run
 
 
 def run_audit(args: argparse.Namespace) -> int:
@@ -146,27 +161,35 @@ def run_audit(args: argparse.Namespace) -> int:
         require_inputs("--evidence", args.evidence, "folder")
         require_inputs("--bundle", args.bundle, "file")
         require_inputs("--rebuild", args.rebuild, "file")
-        distinct_outputs([("--json", args.json), ("--html", args.html), ("--markdown", args.markdown),
-                          ("--vsa", args.vsa)])
+        check_outputs([("--json", args.json), ("--html", args.html), ("--markdown", args.markdown),
+                       ("--vsa", args.vsa)],
+                      [("--policy", args.policy), *(("--evidence", path) for path in args.evidence),
+                       *(("--bundle", path) for path in args.bundle),
+                       *(("--rebuild", path) for path in args.rebuild)])
         policy = _load(args.policy, args.root)
+        check_outputs([("--json", args.json), ("--html", args.html), ("--markdown", args.markdown),
+                       ("--vsa", args.vsa)], trust_inputs(policy))
         writer = _summary_writer(policy, args.vsa, None)
         statements: list[bytes] | None = [] if writer is not None else None
-        runs = [_audit_one(policy, str(args.policy), folder, statements) for folder in args.evidence]
+        # What each run's verified statements say a rebuild must give: the attestations' claims are checked by it.
+        targets: list[RebuildTarget] = []
+        runs = [_audit_one(policy, str(args.policy), folder, statements, targets) for folder in args.evidence]
         if args.bundle:
-            runs += audit_bundles(list(args.bundle), policy, progress=terminal_progress(), summaries=statements)
-        runs, rebuild_notes = attach_rebuilds(runs, list(args.rebuild))
+            runs += audit_bundles(list(args.bundle), policy, progress=terminal_progress(), summaries=statements,
+                                  rebuild_targets=targets)
+        runs, rebuild_notes = attach_rebuilds(runs, list(args.rebuild), targets)
         report = audit_report(policy, str(args.policy), runs)
         if rebuild_notes:
             report = report.model_copy(update={"notes": [*report.notes, *rebuild_notes]})
         if args.json:
-            write_output(args.json, report.model_dump_json(indent=2).encode() + b"\n")
+            write_output(args.json, report.model_dump_json(indent=2).encode() + b"\n", option="--json")
         if args.html:
-            write_output(args.html, render_audit_html(report).encode())
+            write_output(args.html, render_audit_html(report).encode(), option="--html")
         if args.markdown:
-            write_output(args.markdown, render_audit_markdown(report).encode())
+            write_output(args.markdown, render_audit_markdown(report).encode(), option="--markdown")
         if writer is not None and statements is not None:
             _write_summaries(writer, statements)
-        _text_stream(args.json, args.html, args.markdown, args.vsa).write(terminal_safe(render_audit_text(report)))
+        text_stream(args.json, args.html, args.markdown, args.vsa).write(terminal_safe(render_audit_text(report)))
         return EXIT_OK if report.decision == "QUALIFIED" else EXIT_REJECTED
 
     return guarded(body)
@@ -176,7 +199,10 @@ def run_bundle(args: argparse.Namespace) -> int:
     """`qualify bundle` on parsed arguments: pack the run's evidence, policy and trust root into one bundle."""
     def body() -> int:
         require_inputs("--evidence", [args.evidence], "folder")
-        manifest = write_bundle(_load(args.policy, args.root), args.evidence, args.out)
+        check_outputs([("--out", args.out)], [("--policy", args.policy), ("--evidence", args.evidence)])
+        policy = _load(args.policy, args.root)
+        check_outputs([("--out", args.out)], trust_inputs(policy))
+        manifest = write_bundle(policy, args.evidence, args.out)
         print(f"wrote {args.out}: {len(manifest.evidence)} statements, policy {manifest.policy} "
               f"({manifest.policy_sha256[:12]}), trust {', '.join(manifest.trust)}")
         return EXIT_OK

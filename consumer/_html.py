@@ -21,12 +21,14 @@ from ._rebuilds import rebuild_line
 from ._render import (
     CHECK_LABELS,
     SUMMARY_COLUMNS,
+    UPDATE_COLUMNS,
     absent_step,
     expectation,
     reason_codes,
     step_observed,
     summary_cells,
     totals_line,
+    update_cells,
     who,
 )
 
@@ -150,6 +152,19 @@ def _matrix(platforms: list[PlatformChecks]) -> list[str]:
     return [*out, "</tbody></table>"]
 
 
+def _update(platforms: list[PlatformChecks]) -> list[str]:
+    """The update journey's upgrade, state, rollback and downgrade rows of each platform that has one."""
+    rows = [(p.platform, update_cells(step), step.outcome) for p in platforms for step in p.update]
+    if not rows:
+        return []
+    out = ["<h3>Update journey</h3>", "<table class='update'><thead><tr>"
+           + "".join(f"<th>{_e(c)}</th>" for c in UPDATE_COLUMNS if c not in ("outcome", "observed"))
+           + "<th>outcome: observed</th></tr></thead><tbody>"]
+    out += [f"<tr><td>{_e(platform)}</td><td>{_e(part)}</td><td class='mono'>{_e(step_id)}</td>"
+            f"{_cell(outcome, observed)}</tr>" for platform, (part, step_id, _, observed), outcome in rows]
+    return [*out, "</tbody></table>"]
+
+
 def _artifacts(platforms: list[PlatformChecks]) -> list[str]:
     known = [p for p in platforms if p.artifact is not None]
     if not known:
@@ -178,7 +193,7 @@ def _run(n: int, run: AuditRun) -> list[str]:
     title = f"{d.run_id}#{d.attempt}" if d.run_id else run.evidence
     out = [f"<section class='run' id='run-{n}'><h2>{n}. Run {_e(title)} {_word(d.decision)}</h2>", _facts(run),
            "<h3>Signers</h3>", *_signers(run), "<h3>Platform &times; check</h3>", *_matrix(run.platforms),
-           "<h3>Artifacts</h3>", *_artifacts(run.platforms),
+           *_update(run.platforms), "<h3>Artifacts</h3>", *_artifacts(run.platforms),
            f"<h3>Reasons ({_e(', '.join(reason_codes(d)) or 'none')})</h3>", *_reasons(run)]
     out += [f"<p class='meta'>Note: {_e(note)}</p>" for note in d.notes]
     out += [f"<p class='meta'>{_e(rebuild_line(seen))}</p>" for seen in run.rebuilds]

@@ -19,6 +19,7 @@ from ._render import (
     step_observed,
     summary_cells,
     totals_line,
+    update_markdown,
     who,
 )
 
@@ -80,6 +81,9 @@ def _run(n: int, run: AuditRun) -> list[str]:
                       [[_md(p.platform), _code(p.artifact.name), str(p.artifact.size), _code(p.artifact.sha256)]
                        for p in known if p.artifact is not None])
         out.append("")
+    journey = update_markdown([(p.platform, p.update) for p in run.platforms if p.update])
+    if journey:
+        out += ["#### Update journey", "", *journey, ""]
     for r in d.reasons:
         line = f"{_code(r.code.value)}{f' ({r.platform})' if r.platform else ''}: {_md(r.message)}"
         out.append(f"- {line}" if r.cause == "root" else f"  - which leaves {line}")

@@ -23,6 +23,8 @@ from desktop_qualify.evidence_schemas import (
 )
 from desktop_qualify.qualify_verify import COLUMN_CODES, Expectations, Verdict, VerifiedPlatform, platform_journey_facts
 
+from ._update_rows import update_rows
+
 _MAX_TEXT = 4000
 # The decision table's signature column, split in two: the artifact signature (and its read-back) and the
 # OS code-signing state.
@@ -116,7 +118,8 @@ def _verified_column(vp: VerifiedPlatform, verdict: Verdict) -> PlatformChecks:
             outcome, text = "n/a", "not checked: an audit has no candidate files"
         cells.append(CheckCell(check=check, outcome=outcome, observed=text[:_MAX_TEXT], codes=codes[check]))
     return PlatformChecks(platform=vp.platform, produced_at=p.produced_at, artifact=p.build.artifact,
-                          checks=cells, steps=_steps(p, verdict.expectations))
+                          checks=cells, steps=_steps(p, verdict.expectations),
+                          update=update_rows(p, verdict.expectations))
 
 
 def _absent_column(platform: str, blocked: Reason | None) -> PlatformChecks:

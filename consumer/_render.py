@@ -20,10 +20,12 @@ from desktop_qualify.evidence_schemas import (
     Reason,
     Signer,
     StepCell,
+    UpdateStepCell,
 )
 
 from ._escape import md_code, md_text, terminal_field
 from ._rebuilds import rebuild_line
+from ._update_rows import PART_LABELS
 
 _STAGES = ("gate", "build", "signature", "install", "probe", "journey", "candidate")
 _COLUMNS = ("platform", "artifact", "sha256", *_STAGES)
@@ -90,8 +92,31 @@ def render_text(decision: ConsumerDecision) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_markdown(decision: ConsumerDecision) -> str:
-    """The job summary: every evidence string through the one Markdown escaper (``_escape``)."""
+UPDATE_COLUMNS = ("platform", "part", "step", "outcome", "observed")
+
+
+def update_cells(step: UpdateStepCell) -> list[str]:
+    """One update journey step in words (unescaped: each format escapes them): part, step, outcome, observed."""
+    observed = step.observed + (f"; fails: {step.problem}" if step.problem else "")
+    return [PART_LABELS[step.part], step.step, step.outcome, observed]
+
+
+def update_markdown(update: list[tuple[str, list[UpdateStepCell]]]) -> list[str]:
+    """The update journey's upgrade, state, rollback and downgrade rows as a Markdown table (escaped)."""
+    rows = [[md_text(platform), md_text(part), md_code(step_id), md_text(outcome), md_text(observed)]
+            for platform, steps in update for part, step_id, outcome, observed in map(update_cells, steps)]
+    if not rows:
+        return []
+    return ["| " + " | ".join(UPDATE_COLUMNS) + " |", "|" + "---|" * len(UPDATE_COLUMNS),
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def render_markdown(decision: ConsumerDecision,
+                    update: list[tuple[str, list[UpdateStepCell]]] | None = None) -> str:
+    """The job summary: every evidence string through the one Markdown escaper (``_escape``).
+
+    ``update``: each platform's update journey rows (``verdict_update_rows``), shown when there are any.
+    """
     icon = "✅" if decision.decision == "QUALIFIED" else "❌"
     p = decision.policy
     attempt = decision.attempt if decision.attempt is not None else "-"
@@ -103,6 +128,9 @@ def render_markdown(decision: ConsumerDecision) -> str:
     out += [f"- {md_code(s.statement)} signed by {md_text(who(s))}" for s in decision.signers]
     out += ["", "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     out += ["| " + " | ".join(md_text(c) for c in cells) + " |" for cells in _cells(decision)]
+    journey = update_markdown(update or [])
+    if journey:
+        out += ["", "### Update journey", "", *journey]
     if decision.reasons:
         out += ["", f"### Reasons: {_roots_count(decision.reasons)}", ""]
         for r in decision.reasons:
@@ -127,6 +155,8 @@ def render_audit_text(report: AuditReport) -> str:
     parts = ["runs, by run time:\n", *(f"{line}\n" for line in summary), "\n"]
     for run in report.runs:
         parts.append(f"== {_t(run.evidence)}\n{render_text(run.decision)}")
+        parts += [f"update [{_t(p.platform)}] {' | '.join(map(_t, update_cells(step)))}\n"
+                  for p in run.platforms for step in p.update]
         parts += [f"{_t(rebuild_line(seen))}\n" for seen in run.rebuilds]
     parts.append(totals_line(report) + "\n")
     parts += [f"note: {_t(note)}\n" for note in report.notes]

@@ -8,9 +8,15 @@ Checks, in this order, each refusal with its own code (exit 1):
    a file holding one forged line is refused whole;
 2. a summary's subject digest is the artifact's, hashed here (``QE_VSA_SUBJECT``);
 3. its policy digest is the committed policy's, this ``--policy`` file (``QE_VSA_POLICY``);
-4. its result is PASSED (``QE_VSA_FAILED``).
+4. its result is PASSED (``QE_VSA_FAILED``);
+5. its ``verifiedLevels`` include the level asked for (``QE_VSA_LEVEL``):
+   ``--level``, by default the gate's level for the policy's mode
+   (``DESKTOP_QUALIFIED_RELEASE_GATE`` in GitHub mode, else
+   ``DESKTOP_QUALIFIED_LOCAL_CHECK``), so a summary ``qualify audit --vsa``
+   wrote (``DESKTOP_QUALIFIED_AUDIT``) never passes for a gate's unless asked
+   for by name. A level the project never writes is refused with that code too.
 
-Every summary naming the artifact must pass 3 and 4: a later FAILED summary of
+Every summary naming the artifact must pass 3 to 5: a later FAILED summary of
 the same bytes is never outvoted by an earlier PASSED one.
 """
 
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import (
+    VSA_LEVELS,
     Code,
     QualificationError,
     VsaStatement,
@@ -86,8 +93,23 @@ def check_signatures(data: bytes, verifier: StatementVerifier, what: str) -> lis
     return out
 
 
+def gate_level(policy: Policy) -> str:
+    """The level the release gate writes under ``policy``: what a summary must assert unless told otherwise."""
+    return VSA_LEVELS["release-gate" if policy.sigstore is not None else "local-check"]
+
+
+def check_level(level: str | None, policy: Policy) -> str:
+    """``--level``: one the project writes (exit 2 otherwise); None is the gate's level for the policy's mode."""
+    if level is None:
+        return gate_level(policy)
+    if level not in VSA_LEVELS.values():
+        raise QualificationError(Code.USAGE, f"--level {level[:80]!r} is not a level this project writes: one of "
+                                             f"{', '.join(VSA_LEVELS.values())}")
+    return level
+
+
 def check_summaries(data: bytes, artifact_sha256: str, policy: Policy, verifier: StatementVerifier,
-                    what: str) -> list[AcceptedSummary]:
+                    what: str, *, level: str | None = None) -> list[AcceptedSummary]:
     """The summaries of the artifact, once each check in the module's order has passed."""
     signed = check_signatures(data, verifier, what)
     # Step 2: the subject is the artifact's bytes, not its name.
@@ -98,11 +120,11 @@ def check_summaries(data: bytes, artifact_sha256: str, policy: Policy, verifier:
         raise QualificationError(Code.VSA_SUBJECT, f"{what}: no summary's subject has the artifact's SHA-256 "
                                                    f"{artifact_sha256} (it summarises {named})")
     for summary in mine:
-        _check_passed_under(policy, summary.statement, f"{what} line {summary.line}")
+        _check_passed_under(policy, summary.statement, f"{what} line {summary.line}", level)
     return mine
 
 
-def _check_passed_under(policy: Policy, statement: VsaStatement, where: str) -> None:
+def _check_passed_under(policy: Policy, statement: VsaStatement, where: str, level: str | None = None) -> None:
     predicate = statement.predicate
     # Step 3: judged under this very policy file, byte for byte.
     if predicate.policy.digest.sha256 != policy.sha256:
@@ -113,6 +135,14 @@ def _check_passed_under(policy: Policy, statement: VsaStatement, where: str) -> 
     if predicate.verificationResult != "PASSED":
         raise QualificationError(Code.VSA_FAILED, f"{where}: the gate's result for {statement.artifact.name} is "
                                                   f"{predicate.verificationResult}")
+    # Step 5: the level asked for, as the gate signed it: an audit's summary is not a gate's.
+    wanted = level or gate_level(policy)
+    if wanted not in predicate.verifiedLevels:
+        levels = ", ".join(predicate.verifiedLevels) or "none"
+        raise QualificationError(Code.VSA_LEVEL, f"{where}: the summary of {statement.artifact.name} asserts "
+                                                 f"{levels}, not {wanted}",
+                                 hint="a summary qualify audit --vsa wrote passes only with --level "
+                                      f"{VSA_LEVELS['audit']}")
 
 
 def check_release_summaries(data: bytes, qualified: Mapping[str, str], policy: Policy, verifier: StatementVerifier,
@@ -139,6 +169,17 @@ def artifact_digest(policy: Policy, path: Path) -> str:
     return digest
 
 
+def _read_vsa(path: Path) -> bytes:
+    """The VSA file's bytes; one that is no regular file (a FIFO, a device) is an unusable input: exit 2."""
+    try:
+        return read_bounded(path, max_bytes=MAX_VSA_FILE_BYTES, what=str(path))
+    except QualificationError as exc:
+        if exc.code == Code.INPUT_NOT_REGULAR:
+            raise QualificationError(Code.USAGE, f"VSA {exc.code.value}: {exc.message}",
+                                     hint="name the summaries file itself (a regular file)") from exc
+        raise
+
+
 def run_verify_vsa(args: argparse.Namespace) -> int:
     """Exit 0: the summary says this gate passed these bytes under this policy; 1: refused; 2: unusable input."""
 
@@ -147,15 +188,16 @@ def run_verify_vsa(args: argparse.Namespace) -> int:
         require_inputs("--artifact", [args.artifact], "file")
         require_inputs("VSA", [args.vsa], "file")
         policy = load_policy(args.policy, args.root)
+        level = check_level(getattr(args, "level", None), policy)
         verifier = vsa_verifier_for(policy)
         digest = artifact_digest(policy, args.artifact)
-        data = read_bounded(args.vsa, max_bytes=MAX_VSA_FILE_BYTES, what=str(args.vsa))
-        accepted = check_summaries(data, digest, policy, verifier, str(args.vsa))
+        data = _read_vsa(args.vsa)
+        accepted = check_summaries(data, digest, policy, verifier, str(args.vsa), level=level)
         lines = [f"ok   {args.vsa} line {s.line}: {s.statement.artifact.name} sha256 {digest} "
                  f"{s.statement.predicate.verificationResult} "
                  f"({', '.join(s.statement.predicate.verifiedLevels)}) at {s.statement.predicate.timeVerified}, "
                  f"signed by {s.signer}" for s in accepted]
-        lines.append(f"VSA ACCEPTED: {args.artifact.name} passed the gate under {policy.path.name} "
+        lines.append(f"VSA ACCEPTED: {args.artifact.name} passed at {level} under {policy.path.name} "
                      f"(sha256 {policy.sha256[:16]})")
         sys.stdout.write(terminal_safe("\n".join(lines) + "\n"))
         return EXIT_OK

@@ -161,7 +161,7 @@ class SummaryWriter:
         No statement (nothing could be named) still replaces the file: an older summary never stands in.
         """
         lines = [_one_line(self.signer.sign_statement(statement)) for statement in statements]
-        write_output(self.path, b"".join(line + b"\n" for line in lines))
+        write_output(self.path, b"".join(line + b"\n" for line in lines), option="--vsa")
         return len(lines)
 
 

@@ -54,6 +54,8 @@ from ._decision import (
     Reason,
     Signer,
     StepCell,
+    UpdatePart,
+    UpdateStepCell,
 )
 from ._limits import (
     MAX_APP_OUTPUT_BYTES,
@@ -258,6 +260,8 @@ __all__ = [
     "Signer",
     "SourceGateRecord",
     "StepCell",
+    "UpdatePart",
+    "UpdateStepCell",
     "Subject",
     "canonical_bytes",
     "load_json",

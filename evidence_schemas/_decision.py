@@ -214,6 +214,27 @@ class StepCell(LateRecord):
     """Why the step fails, when it does."""
 
 
+# The update journey's steps by what they show: the previous release, the upgrade, the user state kept across it,
+# the rollback, the downgrade rule (``journey``: the journey as a whole, when there is none or it is not asked for).
+UpdatePart = Literal["previous", "upgrade", "state", "rollback", "downgrade", "journey"]
+
+
+class UpdateStepCell(LateRecord):
+    """One step of a platform's update journey, judged by the verifier's own rule from the step's facts."""
+
+    step: ShortText
+    """The step's name (previous-release, previous-install, write-state, upgrade-install, upgrade-check,
+    upgrade-probe, rollback-install, rollback-check, downgrade-check; update-journey for the journey itself)."""
+    part: UpdatePart
+    """What the step shows: the previous release, the upgrade, the state kept, the rollback or the downgrade rule."""
+    outcome: Cell
+    """The step's outcome under the verifier's rule (never the record's own ``passed``)."""
+    observed: Text
+    """What the verified record shows for the step, for people."""
+    problem: Text | None = None
+    """Why the step fails, when it does."""
+
+
 class PlatformChecks(LateRecord):
     """One platform's column of a run's matrix, from its verified statement only."""
 
@@ -227,6 +248,8 @@ class PlatformChecks(LateRecord):
     """Each check's cell, in the chain's order."""
     steps: list[StepCell] = Field(max_length=MAX_LIST)
     """Each journey step's cell."""
+    update: list[UpdateStepCell] = Field(default_factory=list, max_length=16)
+    """The update journey's steps, when the policy asks for one or the statement carries one."""
 
 
 class AuditRun(LateRecord):

@@ -69,7 +69,13 @@ class RebuildStatement(_StatementHead):
 
 
 class RebuildSeen(Record):
-    """A rebuild attestation as ``qualify audit`` shows it beside the run it rebuilt (its signature verified)."""
+    """A rebuild attestation as ``qualify audit`` shows it beside the run it rebuilt (its signature verified).
+
+    Its claims are re-derived, never taken: ``required_sha256`` is the digest the audited run's own verified
+    build record says a rebuild must give, and ``matches`` compares the rebuilt digest with it. An attestation
+    whose ``expected_sha256`` or ``matches`` says otherwise carries a ``contradiction`` and is never shown as a
+    reproduced build.
+    """
 
     attestation: Annotated[str, Field(min_length=1, max_length=4000)]
     """The attestation file as given to qualify audit --rebuild."""
@@ -84,8 +90,17 @@ class RebuildSeen(Record):
     """The qualified artifact's SHA-256."""
     rebuilt_sha256: Sha256Hex
     """The SHA-256 of the rebuilt output."""
-    matches: bool
-    """Whether the rebuild gave the expected bytes."""
+    required_sha256: Sha256Hex | None
+    """The digest the audited run's verified build record says a rebuild must give (the unsigned output's for an
+    OS-signed artifact, else the artifact's); None when the record names none."""
+    matches: bool | None
+    """Whether the rebuilt digest equals ``required_sha256``, re-derived by the audit; None when there is none."""
+    claimed_expected_sha256: Sha256Hex
+    """The digest the attestation says a rebuild had to give (its own claim)."""
+    claimed_matches: bool
+    """The attestation's own ``matches`` flag."""
+    contradiction: Excerpt | None
+    """Why the attestation's claims contradict the run's build record (QE_REBUILD_CLAIM_CONTRADICTED); else None."""
     first_difference: Excerpt | None
     """The first member that differs, when they differ; else None."""
     rebuilt_at: Timestamp

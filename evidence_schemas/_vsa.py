@@ -103,4 +103,13 @@ def parse_vsa_statement(payload: bytes, *, what: str) -> VsaStatement:
     if predicate_type != VSA_PREDICATE_TYPE:
         raise QualificationError(Code.PREDICATE_TYPE_UNKNOWN, f"{what}: predicate type {repr(predicate_type)[:100]} "
                                                               f"is not {VSA_PREDICATE_TYPE}")
+    # A level the project never writes is a summary of another kind of verdict, named as such (not a bad shape).
+    predicate = value.get("predicate")
+    levels = predicate.get("verifiedLevels") if isinstance(predicate, dict) else None
+    if isinstance(levels, list):
+        foreign = [level for level in levels if level not in VSA_LEVELS.values()]
+        if foreign:
+            raise QualificationError(Code.VSA_LEVEL, f"{what}: verifiedLevels names {repr(foreign[0])[:100]}, a "
+                                                     "level this project never writes (it writes "
+                                                     f"{', '.join(VSA_LEVELS.values())})")
     return validate_model(VsaStatement, value, what=what)

@@ -21,10 +21,14 @@ nothing is ever written through one. zip (Windows) carries no links at all.
 A folder's manifest (``tree_manifest``) never follows a link: a link is
 recorded by its target text, so a manifest entry names exactly one thing.
 
-Installer tools that extract themselves (``dpkg-deb``, ``unsquashfs``,
-``hdiutil``...) are held to the same rules: ``audit_tar_listing`` checks a
-package's listing before its tool writes anything, ``audit_tree`` checks
-what the tool wrote (``_audit``).
+Installer tools that extract themselves (``unsquashfs``, ``hdiutil``...)
+are held to the same rules: ``audit_tree`` checks what the tool wrote
+(``_audit``). A Debian package's data tar is not handed to a tool at all:
+``audit_tar_listing`` checks its whole listing, nothing written, then
+``unpack_package_tar`` writes it under the same rules (links confined to the
+installed tree rather than a top folder), so the one parser that checked the
+members is the one that writes them. Every tar header is held to one spelling
+of its numbers (plain octal or GNU base-256) and a matching checksum.
 
 Layout: ``_pack`` and ``_unpack`` (with ``_tar``, ``_zip`` and the per-member
 ``_members``), the rules they share in ``_names`` and ``_links``, the caps in
@@ -43,12 +47,13 @@ from ._git_source import (
 )
 from ._limits import MAX_MEMBERS, MAX_UNPACKED_BYTES
 from ._pack import pack
-from ._tar import audit_tar_listing
+from ._tar import audit_tar_listing, unpack_package_tar
 from ._tree import TreeEntry, manifest_sha256, read_link, tree_manifest, walk_tree
 from ._unpack import unpack
 
 __all__ = [
     "MAX_MEMBERS", "MAX_UNPACKED_BYTES", "TreeEntry", "app_relative_path", "audit_tar_listing", "audit_tree",
-    "commit_epoch", "committed_source_digest", "export_committed_tree", "first_difference", "manifest_sha256",
-    "pack", "read_link", "tree_manifest", "tree_sha256", "unpack", "walk_tree",
+    "commit_epoch", "committed_source_digest", "export_committed_tree", "first_difference",
+    "manifest_sha256", "pack", "read_link", "tree_manifest", "tree_sha256", "unpack", "unpack_package_tar",
+    "walk_tree",
 ]

@@ -67,16 +67,19 @@ def _require_real_folders(prefix: Path, name: PurePosixPath) -> None:
             raise refuse(str(name), f"is a link below {part[:120]!r}, which is not a real folder")
 
 
-def _check_links_resolve(prefix: Path, links: dict[PurePosixPath, str]) -> None:
-    # Only once all exist can chains be followed: every link must land inside its own bundle folder.
+def _check_links_resolve(prefix: Path, links: dict[PurePosixPath, str], *, confined_to_tree: bool) -> None:
+    # Only once all exist can chains be followed: every link must land inside its own bundle folder (or, for a
+    # package's tree, inside the prefix).
     for name in links:
-        if not resolves_inside(prefix.joinpath(*name.parts), prefix / name.parts[0]):
-            raise refuse(str(name), "is a link that resolves outside the bundle (or nowhere)")
+        root = prefix if confined_to_tree else prefix / name.parts[0]
+        if not resolves_inside(prefix.joinpath(*name.parts), root):
+            where = "the installed tree" if confined_to_tree else "the bundle"
+            raise refuse(str(name), f"is a link that resolves outside {where} (or nowhere)")
 
 
-def place_links(prefix: Path, links: dict[PurePosixPath, str]) -> None:
-    # A refusal here leaves links behind on purpose: unpack removes the whole prefix.
+def place_links(prefix: Path, links: dict[PurePosixPath, str], *, confined_to_tree: bool = False) -> None:
+    # A refusal here leaves links behind on purpose: the caller removes the whole prefix.
     for name, target in sorted(links.items()):
         _require_real_folders(prefix, name)
         prefix.joinpath(*name.parts).symlink_to(target)
-    _check_links_resolve(prefix, links)
+    _check_links_resolve(prefix, links, confined_to_tree=confined_to_tree)

@@ -1,15 +1,26 @@
-"""Unpacking a tar.gz, read as a bounded stream.
+"""Unpacking a tar.gz (or a package's uncompressed data tar), read as a bounded stream.
 
 tarfile reads a pax record or a GNU long name whole into memory before its caller
 sees the member, so the archive is read through a counter of decompressed bytes,
 checked as they arrive, and each raw header's announced size is checked before
-tarfile reads what it announces.
+tarfile reads what it announces. Only header bytes count against the header
+window: a member's data is read (or skipped) by the caller with the window
+closed, bounded by the archive's size and member caps alone.
+
+Every raw 512-byte header is also held to one spelling of its numbers before
+tarfile parses it (``check_header_numbers``): plain octal digits (after
+optional leading spaces) ended by NUL or space, an all-NUL field (zero), or
+GNU base-256. tarfile reads ``+12`` as octal 10, GNU tar as its old base-64
+form (3446): a field two readers can disagree on is refused, as is a header
+whose checksum does not match (tarfile would silently end the archive there,
+GNU tar would skip it and read on).
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import re
 import stat
 import tarfile
 import zlib
@@ -55,13 +66,46 @@ class _HeaderBudget:
                                      "in all")
 
 
+# The numeric fields of a tar header: name, offset, length (POSIX ustar; GNU uses the same places).
+NUMERIC_FIELDS = (("mode", 100, 8), ("uid", 108, 8), ("gid", 116, 8), ("size", 124, 12), ("mtime", 136, 12),
+                  ("checksum", 148, 8), ("devmajor", 329, 8), ("devminor", 337, 8))
+_OCTAL = re.compile(rb" *[0-7]+[\0 ]*")
+_BASE256 = (0x80, 0xFF)  # GNU: a positive or negative big-endian binary number
+
+
+def number_field_problem(field: bytes | bytearray, *, binary: bool = True) -> str | None:
+    """Why one raw numeric field could read two ways (None when it cannot): see the module docstring."""
+    if binary and field[0] in _BASE256:
+        return None
+    if field.count(0) == len(field) or _OCTAL.fullmatch(field):
+        return None
+    return f"is not plain octal ({bytes(field)!r})"
+
+
+def check_header_numbers(buf: bytes | bytearray) -> None:
+    """Refuse a raw header whose numeric fields are not in the one form every tar reader agrees on."""
+    for name, start, length in NUMERIC_FIELDS:
+        if problem := number_field_problem(buf[start:start + length], binary=name != "checksum"):
+            raise QualificationError(Code.INSTALL_FAILED, f"archive has a header whose {name} field {problem}")
+
+
 def _bounded_tarinfo(budget: _HeaderBudget) -> type[tarfile.TarInfo]:
     class BoundedTarInfo(tarfile.TarInfo):
         # tarfile builds every header, extended ones included, through frombuf from the raw 512-byte block,
         # and only then reads the bytes that header announces: the earliest point a size can be refused.
         @classmethod
         def frombuf(cls, buf: bytes | bytearray, encoding: str, errors: str) -> Self:
-            info = super().frombuf(buf, encoding, errors)
+            if len(buf) != BLOCK:  # tarfile would take a cut-off archive for a whole one
+                raise QualificationError(Code.INSTALL_FAILED, "archive ends inside a header or before its "
+                                                              "end-of-archive block")
+            if buf.count(0) != BLOCK:  # an all-NUL block is the end; tarfile stops there
+                check_header_numbers(buf)
+                try:
+                    info = super().frombuf(buf, encoding, errors)
+                except tarfile.HeaderError as exc:  # tarfile would take a bad checksum for the end of the archive
+                    raise QualificationError(Code.INSTALL_FAILED, f"archive has a malformed header: {exc}") from exc
+            else:
+                info = super().frombuf(buf, encoding, errors)
             budget.admit(info.type, info.size)
             return info
 
@@ -163,14 +207,17 @@ def _unpack_tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo, prefix: Pat
         raise refuse(member.name, "is a hard link or special file")
 
 
+def _stream_limit() -> int:
+    return limits.MAX_UNPACKED_BYTES + limits.MAX_MEMBERS * MEMBER_OVERHEAD + 4 * RECORD
+
+
 def unpack_tar(archive: Path, prefix: Path) -> None:
     layout = Layout()
     links: dict[PurePosixPath, str] = {}
-    limit = limits.MAX_UNPACKED_BYTES + limits.MAX_MEMBERS * MEMBER_OVERHEAD + 4 * RECORD
     try:
         with archive.open("rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as gz:
             total = 0
-            for count, (tf, member) in enumerate(_tar_members(_CountingReader(gz, limit)), start=1):
+            for count, (tf, member) in enumerate(_tar_members(_CountingReader(gz, _stream_limit())), start=1):
                 total += member.size
                 check_budget(count, total)
                 _unpack_tar_member(tf, member, prefix, layout, links)
@@ -195,7 +242,7 @@ def _audit_listed_member(member: tarfile.TarInfo, layout: Layout) -> None:
     if any(key.startswith("GNU.sparse.") for key in member.pax_headers):
         raise refuse(member.name, "is a sparse file")
     if member.mode & (stat.S_ISUID | stat.S_ISGID):
-        # The unpack strips set-id bits as it writes; a tool that extracts for us would keep them.
+        # The unpack strips set-id bits as it writes; a package that asks for one is refused, not quietly changed.
         raise refuse(member.name, "has a set-user-id or set-group-id bit")
     if member.issym():
         check_link_target(name, member.linkname)
@@ -208,22 +255,75 @@ def _audit_listed_member(member: tarfile.TarInfo, layout: Layout) -> None:
         raise refuse(member.name, "is a hard link or special file")
 
 
+def _skip_data(tf: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+    """Read a regular member's data to its end, with the header window closed: only the stream caps apply."""
+    if not member.isreg() or member.size == 0:
+        return
+    source = tf.extractfile(member)
+    if source is None:  # pragma: no cover - a regular member always has a reader
+        raise refuse(member.name, "is unreadable")
+    while source.read(1 << 20):
+        pass
+
+
 def audit_tar_listing(stream: _Readable) -> int:
     """Read an uncompressed tar stream to its end, refusing any member the unpack would refuse; return the count.
 
-    For an installer whose own tool extracts (``dpkg-deb -x``): the listing
-    is checked first, so the tool is never handed a device, a set-id file, a
-    hard link, a name that climbs out, or a link that points out.
+    For a package whose data tar is read twice (``dpkg-deb --fsys-tarfile``):
+    the whole listing is checked first, nothing written, then
+    ``unpack_package_tar`` writes it under the same rules. Each member's data
+    is read through (not counted as header bytes), so a member of any size
+    within the caps passes.
     """
     layout = Layout()
-    limit = limits.MAX_UNPACKED_BYTES + limits.MAX_MEMBERS * MEMBER_OVERHEAD + 4 * RECORD
     count = 0
     try:
         total = 0
-        for count, (_, member) in enumerate(_tar_members(_CountingReader(stream, limit)), start=1):
+        for count, (tf, member) in enumerate(_tar_members(_CountingReader(stream, _stream_limit())), start=1):
             total += member.size
             check_budget(count, total)
             _audit_listed_member(member, layout)
+            _skip_data(tf, member)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise damaged(exc) from exc
+    return count
+
+
+def _unpack_package_member(tf: tarfile.TarFile, member: tarfile.TarInfo, prefix: Path, layout: Layout,
+                           links: dict[PurePosixPath, str]) -> None:
+    _audit_listed_member(member, layout)  # every rule, before anything is written for this member
+    if member.name in (".", "./"):
+        return  # the prefix itself
+    target = safe_member_path(member.name, prefix)
+    if member.issym():
+        links[PurePosixPath(member.name)] = member.linkname  # placed once every file is written
+    elif member.isdir():
+        target.mkdir(parents=True, exist_ok=True)
+    else:  # a regular file: the audit refused everything else
+        source = tf.extractfile(member)
+        if source is None:  # pragma: no cover - a regular member always has a reader
+            raise refuse(member.name, "is unreadable")
+        write_member(target, source, member.mode)
+
+
+def unpack_package_tar(stream: _Readable, prefix: Path) -> int:
+    """Write a package's uncompressed data tar into ``prefix`` (which exists, empty) under the listing's rules.
+
+    The rules of ``audit_tar_listing``, not the bundle's: the ``./`` root
+    entry is the prefix, and a link is confined to the installed tree as a
+    whole (``usr/bin/app`` -> ``../../opt/app/app``), checked lexically and
+    again once every link is placed. The caller removes the prefix on refusal.
+    """
+    layout = Layout()
+    links: dict[PurePosixPath, str] = {}
+    count = 0
+    try:
+        total = 0
+        for count, (tf, member) in enumerate(_tar_members(_CountingReader(stream, _stream_limit())), start=1):
+            total += member.size
+            check_budget(count, total)
+            _unpack_package_member(tf, member, prefix, layout, links)
+        place_links(prefix, links, confined_to_tree=True)
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise damaged(exc) from exc
     return count

@@ -28,7 +28,7 @@ from desktop_qualify.evidence_schemas import (
     read_bounded,
     utc_now,
 )
-from desktop_qualify.qualify_files import write_atomic
+from desktop_qualify.qualify_files import write_output
 from desktop_qualify.qualify_policy import Policy
 
 from . import _limits as limits
@@ -107,5 +107,6 @@ def write_bundle(policy: Policy, evidence_dir: Path, out: Path) -> BundleManifes
     if len(data) > limits.MAX_ARCHIVE_BYTES:
         raise QualificationError(Code.EVIDENCE_TOO_LARGE, f"the bundle would be {len(data)} bytes, over the "
                                                           f"{limits.MAX_ARCHIVE_BYTES} a reader accepts")
-    write_atomic(out, data)
+    # The one output rule: never through (or over) a link, a FIFO or a device; - is standard output.
+    write_output(out, data, option="--out")
     return manifest

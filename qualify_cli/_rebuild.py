@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -51,17 +50,20 @@ from desktop_qualify.qualify_policy import host_platform, load_policy
 from desktop_qualify.qualify_runtime import (
     EXIT_OK,
     EXIT_REJECTED,
+    check_outputs,
     guarded,
     require_inputs,
     terminal_safe,
+    text_stream,
 )
 from desktop_qualify.qualify_trust import load_private_key, public_key_text, sign_self_signed
 
 from desktop_qualify import consumer, producer
 
 
-def _say(text: str) -> None:
-    sys.stdout.write(terminal_safe(text + "\n"))
+def _say(attest: Path | None, text: str) -> None:
+    """Human text: standard output, or standard error when ``--attest -`` took standard output."""
+    text_stream(attest).write(terminal_safe(text + "\n"))
 
 
 def compared_digest(p: PlatformPredicate) -> tuple[str, str]:
@@ -95,6 +97,9 @@ def run_rebuild(args: argparse.Namespace) -> int:
         require_inputs("--bundle", [args.bundle], "file")
         require_inputs("--artifact", [args.artifact], "file")
         require_inputs("--key", [args.key], "file")
+        check_outputs([("--attest", args.attest)],
+                      [("--policy", args.policy), ("--evidence", args.evidence), ("--bundle", args.bundle),
+                       ("--artifact", args.artifact), ("--key", args.key)])
         if (args.attest is None) != (args.key is None):
             raise QualificationError(Code.USAGE, "--attest FILE and --key PEM go together: the attestation is "
                                                  "signed by the rebuilder's own key")
@@ -109,8 +114,8 @@ def _rebuild(args: argparse.Namespace, run: consumer.QualifiedRun) -> int:
     verdict = run.verdict
     if not verdict.qualified or verdict.sha is None:
         for reason in verdict.reasons:
-            _say(f"{reason.code.value}: {reason.message}")
-        _say("REJECTED: the evidence does not qualify; only a qualified run is rebuilt")
+            _say(args.attest, f"{reason.code.value}: {reason.message}")
+        _say(args.attest, "REJECTED: the evidence does not qualify; only a qualified run is rebuilt")
         return EXIT_REJECTED
     here = host_platform()
     mine = [vp for vp in verdict.platforms if vp.platform == here]
@@ -123,7 +128,7 @@ def _rebuild(args: argparse.Namespace, run: consumer.QualifiedRun) -> int:
     # The rebuilder's key is read only once the build and everything it started have ended, and its folder is
     # hidden from the build (which is the commit's code); here only that it is a readable file is checked.
     key_folders = [args.key.resolve().parent] if args.key is not None else []
-    _say(f"rebuilding {record.artifact.name} of {verdict.sha} from {run.app_source} ...")
+    _say(args.attest, f"rebuilding {record.artifact.name} of {verdict.sha} from {run.app_source} ...")
     difference: str | None = None
     with tempfile.TemporaryDirectory(prefix="qualify-rebuild-") as scratch:
         rebuilt = producer.rebuild(run.policy, app_source=run.app_source, sha=verdict.sha,
@@ -142,10 +147,10 @@ def _rebuild(args: argparse.Namespace, run: consumer.QualifiedRun) -> int:
             difference = (f"{Code.REBUILD_MISMATCH.value}: the rebuilt output sha256 {rebuilt.sha256} is not {what} "
                           f"({expected}); first difference: {where}")
     if difference is None:
-        _say(f"source digest {rebuilt.source_digest}: the build's")
-        _say(f"REBUILT: {rebuilt.output.name} sha256 {rebuilt.sha256} is {what}")
+        _say(args.attest, f"source digest {rebuilt.source_digest}: the build's")
+        _say(args.attest, f"REBUILT: {rebuilt.output.name} sha256 {rebuilt.sha256} is {what}")
     else:
-        _say(difference)
+        _say(args.attest, difference)
     key = load_private_key(args.key) if args.key is not None else None
     if args.attest is not None and key is not None:
         statement = RebuildStatement(
@@ -158,6 +163,6 @@ def _rebuild(args: argparse.Namespace, run: consumer.QualifiedRun) -> int:
                 rebuilt_size=rebuilt.size, source_digest=rebuilt.source_digest, matches=difference is None,
                 first_difference=None if difference is None else difference[:4000], tools=rebuilt.tools,
                 rebuilt_at=utc_now(), rebuilder_public_key=public_key_text(key)))
-        write_output(args.attest, sign_self_signed(canonical_bytes(statement), key))
-        _say(f"wrote the rebuild attestation {args.attest}")
+        write_output(args.attest, sign_self_signed(canonical_bytes(statement), key), option="--attest")
+        _say(args.attest, f"wrote the rebuild attestation {args.attest}")
     return EXIT_OK if difference is None else EXIT_REJECTED

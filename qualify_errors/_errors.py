@@ -75,6 +75,9 @@ class Code(enum.StrEnum):
     BUILD_NOT_REPRODUCED = "QE_BUILD_NOT_REPRODUCED"
     # `qualify rebuild`: the rebuilt artifact's digest is not the qualified one.
     REBUILD_MISMATCH = "QE_REBUILD_MISMATCH"
+    # `qualify audit --rebuild`: an attestation's expected digest or `matches` flag contradicts what the audited
+    # run's own build record says a rebuild must give (shown as a note, never as a reproduced build).
+    REBUILD_CLAIM_CONTRADICTED = "QE_REBUILD_CLAIM_CONTRADICTED"
     ARTIFACT_SIGNATURE_FAILED = "QE_ARTIFACT_SIGNATURE_FAILED"
     PLATFORM_SIGNING_UNACCEPTED = "QE_PLATFORM_SIGNING_UNACCEPTED"
     INSTALL_FAILED = "QE_INSTALL_FAILED"
@@ -88,6 +91,9 @@ class Code(enum.StrEnum):
     VSA_SUBJECT = "QE_VSA_SUBJECT"
     VSA_POLICY = "QE_VSA_POLICY"
     VSA_FAILED = "QE_VSA_FAILED"
+    # The summary does not assert the level asked for (the gate's, by default), or names a level the project
+    # never writes.
+    VSA_LEVEL = "QE_VSA_LEVEL"
     # The update journey: state lost on upgrade, a failed rollback, a downgrade rule broken, no journey at all.
     UPDATE_FAILED = "QE_UPDATE_FAILED"
     # The previous release an update journey starts from does not audit, or its artifact is not the audited one.
@@ -103,6 +109,11 @@ class Code(enum.StrEnum):
     POLICY_INVALID = "QE_POLICY_INVALID"
     KEY_INVALID = "QE_KEY_INVALID"
     USAGE = "QE_USAGE"
+    # An output option names one of the same command's inputs (by device and inode, links resolved): refused
+    # before any work, the input untouched.
+    OUTPUT_IS_INPUT = "QE_OUTPUT_IS_INPUT"
+    # The command was interrupted (Ctrl-C, SIGINT): exit status 130, as a shell reports it.
+    INTERRUPTED = "QE_INTERRUPTED"
     ENVIRONMENT = "QE_ENVIRONMENT"
     # The producer cannot confine app code on this machine (no bubblewrap, user namespaces refused...).
     CONFINEMENT_UNAVAILABLE = "QE_CONFINEMENT_UNAVAILABLE"
@@ -112,8 +123,10 @@ class Code(enum.StrEnum):
 
 # Codes that mean "the caller or the machine is wrong", not "the evidence does
 # not qualify": docs/design.md §7 gives them exit status 2.
-_USAGE_CODES = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE, Code.ENVIRONMENT,
-                          Code.CONFINEMENT_UNAVAILABLE, Code.SOURCE_GATE_FAILED, Code.INTERNAL})
+_USAGE_CODES = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE, Code.OUTPUT_IS_INPUT,
+                          Code.ENVIRONMENT, Code.CONFINEMENT_UNAVAILABLE, Code.SOURCE_GATE_FAILED, Code.INTERNAL})
+# An interruption exits as a shell reports SIGINT (128 + 2), so a script can tell it from a usage error.
+EXIT_INTERRUPTED = 130
 
 
 class QualificationError(Exception):
@@ -132,8 +145,11 @@ class QualificationError(Exception):
     @property
     def exit_status(self) -> int:
         """The exit status the code calls for: 2 for a usage, policy, key, environment (confinement unavailable
-        included), source-gate or internal fault, 1 for every other code (a rejection).
+        included), source-gate, output-is-input or internal fault, 130 for an interruption, 1 for every other
+        code (a rejection).
         """
+        if self.code == Code.INTERRUPTED:
+            return EXIT_INTERRUPTED
         return 2 if self.code in _USAGE_CODES else 1
 
     def diagnostics(self) -> str:

@@ -14,7 +14,7 @@ from ._outcomes import JourneyFacts, ProbeFacts, journey_facts, platform_journey
 from ._platform_checks import VerifiedPlatform
 from ._provenance_checks import VerifiedProvenance
 from ._run_checks import RunRef, VerifiedAggregate
-from ._update_outcome import UpdateFacts, UpdateRules, step_claims, update_facts
+from ._update_outcome import UpdateFacts, UpdateRules, rules_for, step_claims, update_facts
 from ._verifier import EvidenceSource, Verdict, verify_platform_set, verify_release
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "stages_that_ran",
     "UpdateFacts",
     "UpdateRules",
+    "rules_for",
     "step_claims",
     "update_facts",
     "CandidateError",

@@ -10,7 +10,7 @@ The method recorded is the kind; the verifier checks it against the policy's.
 | kind | module | tool |
 |---|---|---|
 | archive | ``_archive`` | the hardened unpack (tar.gz, zip) |
-| deb | ``_deb`` | ``dpkg-deb -x``, its listing checked first |
+| deb | ``_deb`` | ``dpkg-deb --fsys-tarfile`` into the hardened unpack (listing checked first, one parser) |
 | appimage | ``_appimage`` | ``unsquashfs`` of the embedded image, its listing checked first |
 | dmg | ``_dmg`` | ``hdiutil attach -readonly -nobrowse``, copy, detach |
 | pkg | ``_pkg`` | ``pkgutil --expand-full`` |

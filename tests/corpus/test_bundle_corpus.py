@@ -21,6 +21,7 @@ from desktop_qualify.evidence_schemas import Code
 from support.bundles import keyring_edit, make_bundle, one_key_both_roles, rewritten
 from support.evidence_factory import REPOSITORY, Evidence, make_evidence
 from support.github_emulator import DEFAULT_TOKEN, Asset, GitHubEmulator, Release
+from support.rebuild_attestation import OTHER, attestation
 
 TAG = "v1.0.0"
 
@@ -110,6 +111,16 @@ def _readback_other_policy_bytes(site: Site) -> list[str]:
     return site.readback(site.bundle)
 
 
+def _rebuild_claiming(**claim: Any) -> Attack:
+    """The untouched bundle audited beside a rebuild attestation, signed by its rebuilder's own key, whose claim
+    the bundle's own build record contradicts: the audit re-derives the match, shows the contradiction with its
+    code, and its decision (exit 0) is unchanged."""
+    def attack(site: Site) -> list[str]:
+        made = attestation(site.ev, site.tmp / "rebuild.dsse.json", **claim)
+        return site.audit(site.bundle, None, "--rebuild", str(made))
+    return attack
+
+
 BUNDLE_CORPUS = [
     BundleRow("bundle-untouched-audits", _audit(lambda s: s.bundle), None, 0),
     BundleRow("readback-untouched-reads-back", _readback(lambda s: s.bundle), None, 0),
@@ -136,6 +147,13 @@ BUNDLE_CORPUS = [
     BundleRow("readback-keyring-not-json",
               _readback(_forged(lambda m: {**m, "trust/keyring.json": b"not json"})), Code.BUNDLE_INVALID, 1),
     BundleRow("bundle-is-a-fifo", _fifo_bundle, Code.INPUT_NOT_REGULAR, 1),
+    # qualify audit --rebuild: the attestation's verdict is re-derived from the run's build record, never taken.
+    BundleRow("rebuild-claims-a-match-for-other-bytes", _rebuild_claiming(rebuilt=OTHER, expected=OTHER),
+              Code.REBUILD_CLAIM_CONTRADICTED, 0),
+    BundleRow("rebuild-expected-digest-not-the-runs", _rebuild_claiming(expected=OTHER),
+              Code.REBUILD_CLAIM_CONTRADICTED, 0),
+    BundleRow("rebuild-claims-a-difference-for-the-same-bytes", _rebuild_claiming(matches=False),
+              Code.REBUILD_CLAIM_CONTRADICTED, 0),
 ]
 
 

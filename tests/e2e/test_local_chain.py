@@ -36,7 +36,7 @@ def _copy_evidence(chain: Chain, tmp_path: Path) -> Path:
 
 def test_produce_reports_every_stage_with_timings(chain: Chain) -> None:
     err = chain.logs["produce"].stderr
-    for stage in ("source gate", "build", "sign", "install", "launch probe", "journey", "emit"):
+    for stage in ("source gate", "build", "install", "launch probe", "journey", "sign and emit"):
         assert f"[produce linux] {stage}" in err
     assert "passed=False" not in err
     assert f"sha={chain.sha[:12]}" in err

@@ -64,4 +64,6 @@ def test_the_update_policy_is_the_local_policy_plus_the_update_journey() -> None
     assert update["app"].pop("state") is not None
     assert local.pop("update") is None
     assert local["app"].pop("state") is None
+    # Its name is its own, so a decision or report says which of the two judged.
+    assert (update.pop("name"), local.pop("name")) == ("local-update", "local")
     assert update == local

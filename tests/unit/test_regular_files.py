@@ -13,7 +13,6 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -66,62 +65,16 @@ def test_dash_is_standard_output_and_no_file_named_dash_appears(ev: Evidence, tm
     assert list(work.iterdir()) == []
 
 
-@posix_only
-@pytest.mark.parametrize("option", ["--summary", "--json"])
-def test_a_link_to_the_process_standard_output_is_written_through_never_replaced(ev: Evidence, tmp_path: Path,
-                                                                                 option: str) -> None:
-    """The shape of /dev/stdout (a link to /proc/self/fd/1), in a folder of our own."""
-    outputs = tmp_path / "outputs"
-    outputs.mkdir()
-    link = outputs / "stdout"
-    link.symlink_to("/proc/self/fd/1")
-    before = _snapshot(outputs)
-    done = _qualify(*ev.verify_argv(option, str(link)))
-    assert done.returncode == 0, done.stderr
-    assert (b'"decision": "QUALIFIED"' if option == "--json" else b"Release qualification: QUALIFIED") in done.stdout
-    assert _snapshot(outputs) == before
-    assert link.is_symlink()
-
+# A link (/dev/stdout included), a FIFO or a device is never written through: tests/unit/test_one_output_rule.py.
 
 @posix_only
-def test_dev_stdout_itself_is_written_through(ev: Evidence) -> None:
-    done = _qualify(*ev.verify_argv("--json", "/dev/stdout"))
-    assert done.returncode == 0, done.stderr
-    assert b'"decision": "QUALIFIED"' in done.stdout
-    assert Path("/dev/stdout").is_symlink() or not Path("/dev/stdout").is_file()
-
-
-@posix_only
-def test_a_fifo_output_is_written_through_to_its_reader(ev: Evidence, tmp_path: Path) -> None:
-    outputs = tmp_path / "outputs"
-    outputs.mkdir()
-    fifo = outputs / "decision.fifo"
-    os.mkfifo(fifo)
-    before = _snapshot(outputs)
-    received: list[bytes] = []
-
-    def read() -> None:
-        with fifo.open("rb") as handle:
-            received.append(handle.read())
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    threading.Event().wait(0.3)  # the reader's open is under way: it counts as a reader from then on
-    done = _qualify(*ev.verify_argv("--json", str(fifo)))
-    reader.join(timeout=TIMEOUT)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(b"".join(received))["decision"] == "QUALIFIED"
-    assert _snapshot(outputs) == before
-
-
-@posix_only
-def test_a_fifo_output_nobody_reads_is_an_environment_error_not_a_hang(ev: Evidence, tmp_path: Path) -> None:
+def test_a_fifo_output_is_refused_without_a_hang_and_left_as_it_is(ev: Evidence, tmp_path: Path) -> None:
     fifo = tmp_path / "nobody.fifo"
     os.mkfifo(fifo)
     done = _qualify(*ev.verify_argv("--json", str(fifo)))
     assert done.returncode == 2
-    assert b"QE_ENVIRONMENT" in done.stderr
-    assert b"no process is reading" in done.stderr
+    assert b"QE_USAGE" in done.stderr
+    assert b"use - for standard output" in done.stderr
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
@@ -141,18 +94,6 @@ def test_a_link_to_a_file_or_a_disk_like_device_is_refused_and_nothing_changes(e
         assert done.returncode == 2, done.stderr
         assert b"QE_USAGE" in done.stderr
         assert _snapshot(outputs) == before
-
-
-@posix_only
-def test_a_link_to_the_null_device_is_written_through(ev: Evidence, tmp_path: Path) -> None:
-    outputs = tmp_path / "outputs"
-    outputs.mkdir()
-    (outputs / "null").symlink_to(os.devnull)
-    before = _snapshot(outputs)
-    for option in ("--json", "--summary"):
-        done = _qualify(*ev.verify_argv(option, str(outputs / "null")))
-        assert done.returncode == 0, done.stderr
-    assert _snapshot(outputs) == before
 
 
 @posix_only

@@ -198,6 +198,24 @@ def _not_a_summary(line: bytes, chain: Evidence, key: Ed25519PrivateKey) -> byte
     return _resign(line, key, lambda s: s.update(predicateType="https://slsa.dev/provenance/v1"))
 
 
+def _audit_level(line: bytes, chain: Evidence, key: Ed25519PrivateKey) -> bytes:
+    # Signed by the verifier key, PASSED, this artifact, this policy: but an audit's verdict, not the gate's.
+    return _resign(line, key, lambda s: s["predicate"].update(verifiedLevels=["DESKTOP_QUALIFIED_AUDIT"]))
+
+
+def _foreign_level(line: bytes, chain: Evidence, key: Ed25519PrivateKey) -> bytes:
+    return _resign(line, key, lambda s: s["predicate"].update(verifiedLevels=["SLSA_BUILD_LEVEL_3"]))
+
+
+def _github_level_under_a_local_policy(line: bytes, chain: Evidence, key: Ed25519PrivateKey) -> bytes:
+    # A level the project writes, but never under a local policy: not the local gate's.
+    return _resign(line, key, lambda s: s["predicate"].update(verifiedLevels=["DESKTOP_QUALIFIED_RELEASE_GATE"]))
+
+
+def _passed_with_no_level(line: bytes, chain: Evidence, key: Ed25519PrivateKey) -> bytes:
+    return _resign(line, key, lambda s: s["predicate"].update(verifiedLevels=[]))
+
+
 def _not_json(line: bytes, chain: Evidence, key: Ed25519PrivateKey) -> bytes:
     return line[: len(line) // 2]
 
@@ -215,6 +233,10 @@ ROWS = [
     ("summary-of-another-artifact", _another_artifact, "QE_VSA_SUBJECT"),
     ("another-policy", _another_policy, "QE_VSA_POLICY"),
     ("failed-result", _failed, "QE_VSA_FAILED"),
+    ("audit-level-where-the-gate-is-expected", _audit_level, "QE_VSA_LEVEL"),
+    ("level-the-project-never-writes", _foreign_level, "QE_VSA_LEVEL"),
+    ("release-gate-level-under-a-local-policy", _github_level_under_a_local_policy, "QE_VSA_LEVEL"),
+    ("passed-with-no-level", _passed_with_no_level, "QE_VSA_LEVEL"),
     ("another-statement-type", _not_a_summary, "QE_PREDICATE_TYPE_UNKNOWN"),
     ("truncated", _not_json, "QE_JSON_MALFORMED"),
     ("no-summary", _empty, "QE_VSA_SUBJECT"),
@@ -293,8 +315,26 @@ def test_audit_writes_a_summary_per_run(qualify: Qualify, chain: Evidence, tmp_p
     assert result.status == 0, result.text
     statement = _payload(_lines(vsa)[0])
     assert statement["predicate"]["verifiedLevels"] == ["DESKTOP_QUALIFIED_AUDIT"]
-    accepted = _verify_vsa(qualify, chain, vsa)
+    # An audit's summary is not the gate's: refused by default, accepted only when the audit's level is asked for.
+    refused = _verify_vsa(qualify, chain, vsa)
+    assert refused.status == 1, refused.text
+    assert "QE_VSA_LEVEL" in refused.err
+    accepted = qualify(["verify-vsa", "--policy", str(chain.policy_path), "--artifact", str(chain.artifact_paths[0]),
+                        "--level", "DESKTOP_QUALIFIED_AUDIT", str(vsa)])
     assert accepted.status == 0, accepted.text
+    assert "DESKTOP_QUALIFIED_AUDIT" in accepted.out
+
+
+def test_the_gates_summary_is_accepted_at_its_level_only(qualify: Qualify, chain: Evidence, tmp_path: Path) -> None:
+    vsa = _written(qualify, chain, tmp_path)
+    argv = ["verify-vsa", "--policy", str(chain.policy_path), "--artifact", str(chain.artifact_paths[0])]
+    assert qualify([*argv, "--level", "DESKTOP_QUALIFIED_LOCAL_CHECK", str(vsa)]).status == 0
+    audit = qualify([*argv, "--level", "DESKTOP_QUALIFIED_AUDIT", str(vsa)])
+    assert audit.status == 1
+    assert "QE_VSA_LEVEL" in audit.err
+    unknown = qualify([*argv, "--level", "SLSA_BUILD_LEVEL_3", str(vsa)])
+    assert unknown.status == 2
+    assert "QE_USAGE" in unknown.err
 
 
 def test_audit_of_a_bundle_writes_its_summary_under_the_bundles_policy(qualify: Qualify, tmp_path: Path) -> None:
@@ -309,7 +349,9 @@ def test_audit_of_a_bundle_writes_its_summary_under_the_bundles_policy(qualify: 
     predicate = _payload(lines[0])["predicate"]
     assert predicate["verifiedLevels"] == ["DESKTOP_QUALIFIED_AUDIT"]
     assert predicate["policy"]["digest"]["sha256"] == chain.policy.sha256
-    assert _verify_vsa(qualify, chain, vsa).status == 0
+    assert _verify_vsa(qualify, chain, vsa).status == 1  # an audit's level, not the gate's
+    assert qualify(["verify-vsa", "--policy", str(chain.policy_path), "--artifact", str(chain.artifact_paths[0]),
+                    "--level", "DESKTOP_QUALIFIED_AUDIT", str(vsa)]).status == 0
 
 
 @pytest.mark.parametrize(("section", "message"), [
