@@ -1,4 +1,16 @@
-"""Sessions: tests, lint, qualify (the whole local chain), schemas.
+"""Sessions (`nox -s NAME`; `nox` alone runs tests):
+
+- tests: the test suite, the end-to-end chains included, with the network cut.
+- lint: ruff, the docstring check, mypy --strict on the installed package and the apps, zizmor.
+- schemas: regenerate the committed JSON Schemas from the models.
+- qualify: the whole local chain on this machine's platform, into qualification-out/.
+- qualify-update: the local chain with the update journey from the last qualify run (qualification-out-update/).
+- qualify-example: the local chain on the second example app, examples/qt-notes (qualification-out-example/).
+- bench: the benchmarks against their named baselines; writes bench.json.
+- fuzz: the property tests under the fuzz profile for a wall-clock budget.
+- qualify-github-offline: the GitHub-mode chain offline (loopback emulator, test Sigstore instance).
+- interop: sigstore-js verifies the offline GitHub chain's bundles.
+- workflow-dry-run: the release workflows' own qualify commands, run here under the local policy.
 
 `nox -s qualify` is the README's main job: build, sign, install, launch and
 exercise the reference app on this machine's platform, sign and aggregate the
@@ -13,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import nox
@@ -144,7 +157,17 @@ def _git_out(*args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _source_gate_preconditions() -> str | None:
+def _requires_clean_worktree(policy: str) -> bool:
+    """The policy's ``[source] require_clean_worktree`` (read with tomllib; the producer validates the rest)."""
+    try:
+        with (ROOT / policy).open("rb") as handle:
+            source = tomllib.load(handle).get("source", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return False  # the producer itself reports the unreadable policy (QE_POLICY_INVALID)
+    return isinstance(source, dict) and source.get("require_clean_worktree") is True
+
+
+def _source_gate_preconditions(policy: str = LOCAL_POLICY) -> str | None:
     """What the source gate will refuse, found before a minute of installing: None when a run can pass it."""
     top = _git_out("rev-parse", "--show-toplevel")
     if top is None or Path(top).resolve() != ROOT.resolve():
@@ -156,6 +179,14 @@ def _source_gate_preconditions() -> str | None:
                                                                             "refs/heads/main^{commit}")
     if head is None or head != main:
         return "HEAD is not at main's head"
+    # As the gate reads it: changes to tracked files only, so git-ignored outputs and untracked files do not count.
+    if _requires_clean_worktree(policy):
+        status = _git_out("status", "--porcelain", "--untracked-files=no")
+        if status is None or status:
+            lines = (status or "").splitlines()
+            changed = ", ".join(line.split(maxsplit=1)[-1] for line in lines[:5]) or "git status failed"
+            return (f"QE_WORKTREE_DIRTY: the work tree has uncommitted changes to tracked files ({changed}) and "
+                    f"{policy} requires a clean tree; commit them first")
     return None
 
 
@@ -184,9 +215,10 @@ def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[st
     and ``out`` (the last good output) is replaced only once the new run has been verified QUALIFIED. A run that
     fails leaves its own output in the staging folder, beside ``out``, for inspection.
     """
-    refused = _source_gate_preconditions()
+    refused = _source_gate_preconditions(policy)
     if refused is not None:
-        session.error(f"QE_SOURCE_GATE_FAILED: {refused} (nothing installed; {out.name} left as it was)")
+        code = "" if refused.startswith("QE_") else "QE_SOURCE_GATE_FAILED: "
+        session.error(f"{code}{refused} (nothing installed; {out.name} left as it was)")
     _install_once(session, *install)
     _ensure_bubblewrap(session)
     staging = staging_folder(out)

@@ -39,7 +39,8 @@ from _common import ROOT, Row
 RERUNS = 3
 PRODUCES = 3
 _STAGE = re.compile(r"^\[produce \w+\] (\w[\w ]*?)\s+(\.\.\.|.*\(\d+\.\ds\))$")
-_CHILD = re.compile(r"desktop_qualify\.producer\.processes\._process: child .*: (\d+\.\d+) s, .*\(started at t=(\d+\.\d+) s\)$")
+_CHILD = re.compile(r"desktop_qualify\.producer\.processes\._process: child .*: (\d+\.\d+) s, "
+                    r".*\(started at t=(\d+\.\d+) s\)$")
 
 
 def _platform() -> str:

@@ -48,10 +48,33 @@ def signers(verdict: Verdict, policy: Policy, show: ShowPath = str) -> list[Sign
     return out
 
 
+# A note that starts so is shown first, before the table (text), under the heading (summary, report), not among
+# the notes at the end: what a reader must see before trusting the rest (``_render.split_notes``).
+DIRTY_TREE_NOTE = "dirty work tree: "
+
+
+def dirty_tree_note(verdict: Verdict, policy: Policy) -> str | None:
+    """The note for verified statements whose source gate recorded ``worktree_clean = false`` under a policy that
+    allows it (one that requires a clean tree rejects them: ``QE_WORKTREE_DIRTY``); None when every tree was clean.
+    """
+    if policy.file.source.require_clean_worktree:
+        return None
+    dirty = [vp for vp in verdict.platforms if not vp.statement.predicate.source_gate.worktree_clean]
+    if not dirty:
+        return None
+    where = ", ".join(f"{vp.platform} (commit {vp.statement.predicate.source_gate.sha[:12]})" for vp in dirty)
+    return (f"{DIRTY_TREE_NOTE}the source gate recorded uncommitted changes to tracked files "
+            f"(worktree_clean = false) for {where}; policy {policy.file.name} allows it "
+            "([source] require_clean_worktree = false): the artifact was built from the commit (git archive), but "
+            "the checkout it was qualified from held other changes")
+
+
 def decide(verdict: Verdict, policy: Policy, *, policy_path: str, mode: Mode,
            notes: list[str] | None = None, show: ShowPath = str) -> ConsumerDecision:
     """The consumer-decision document for ``verdict``: who decided under what, on which run, and why."""
     run = verdict.run
+    dirty = dirty_tree_note(verdict, policy)
+    notes = [*([dirty] if dirty else []), *(notes or [])]
     # With no verified platform statement, the run is still known when its aggregate verified.
     aggregated = verdict.aggregate.predicate.run if verdict.aggregate is not None else None
     return ConsumerDecision(
@@ -67,5 +90,5 @@ def decide(verdict: Verdict, policy: Policy, *, policy_path: str, mode: Mode,
         signers=signers(verdict, policy, show),
         rows=verdict.rows(),
         reasons=verdict.reasons,
-        notes=notes or [],
+        notes=notes,
     )

@@ -25,6 +25,7 @@ from ._render import (
     absent_step,
     expectation,
     reason_codes,
+    split_notes,
     step_observed,
     summary_cells,
     totals_line,
@@ -58,6 +59,7 @@ dl.facts{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin
 dl.facts dt{font-weight:bold}dl.facts dd{margin:0;overflow-wrap:anywhere}
 .reasons li{margin:3px 0}.reasons li.consequence{margin-left:22px;list-style:circle}
 .meta{color:#424a53}
+.warning{background:#fff8c5;border-left:4px solid #9a6700;padding:.4em .6em}
 @page{size:A4 landscape;margin:12mm}
 @media print{
 body{margin:0;font-size:9.5pt}
@@ -191,11 +193,14 @@ def _reasons(run: AuditRun) -> list[str]:
 def _run(n: int, run: AuditRun) -> list[str]:
     d = run.decision
     title = f"{d.run_id}#{d.attempt}" if d.run_id else run.evidence
-    out = [f"<section class='run' id='run-{n}'><h2>{n}. Run {_e(title)} {_word(d.decision)}</h2>", _facts(run),
-           "<h3>Signers</h3>", *_signers(run), "<h3>Platform &times; check</h3>", *_matrix(run.platforms),
-           *_update(run.platforms), "<h3>Artifacts</h3>", *_artifacts(run.platforms),
-           f"<h3>Reasons ({_e(', '.join(reason_codes(d)) or 'none')})</h3>", *_reasons(run)]
-    out += [f"<p class='meta'>Note: {_e(note)}</p>" for note in d.notes]
+    first, later = split_notes(d)
+    out = [f"<section class='run' id='run-{n}'><h2>{n}. Run {_e(title)} {_word(d.decision)}</h2>"]
+    out += [f"<p class='warning'><strong>Warning:</strong> {_e(note)}</p>" for note in first]
+    out += [_facts(run),
+            "<h3>Signers</h3>", *_signers(run), "<h3>Platform &times; check</h3>", *_matrix(run.platforms),
+            *_update(run.platforms), "<h3>Artifacts</h3>", *_artifacts(run.platforms),
+            f"<h3>Reasons ({_e(', '.join(reason_codes(d)) or 'none')})</h3>", *_reasons(run)]
+    out += [f"<p class='meta'>Note: {_e(note)}</p>" for note in later]
     out += [f"<p class='meta'>{_e(rebuild_line(seen))}</p>" for seen in run.rebuilds]
     return [*out, "</section>"]
 

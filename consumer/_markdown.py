@@ -16,6 +16,7 @@ from ._render import (
     SUMMARY_COLUMNS,
     absent_step,
     expectation,
+    split_notes,
     step_observed,
     summary_cells,
     totals_line,
@@ -64,9 +65,11 @@ def _run(n: int, run: AuditRun) -> list[str]:
     d, ident = run.decision, run.identity
     icon = "✅" if d.decision == "QUALIFIED" else "❌"
     title = f"{d.run_id}#{d.attempt}" if d.run_id else run.evidence
-    out = [f"### {n}. {icon} Run {_code(title)}: {d.decision}", "",
-           f"- commit {_code(d.candidate_sha or 'unknown')}, ref {_code(ident.ref if ident else 'unknown')}, "
-           f"ran at {_code(run.run_at or 'unknown')}, evidence {_code(run.evidence)}"]
+    first, later = split_notes(d)
+    out = [f"### {n}. {icon} Run {_code(title)}: {d.decision}", ""]
+    out += [line for note in first for line in (f"> **Warning:** {_md(note)}", "")]
+    out.append(f"- commit {_code(d.candidate_sha or 'unknown')}, ref {_code(ident.ref if ident else 'unknown')}, "
+               f"ran at {_code(run.run_at or 'unknown')}, evidence {_code(run.evidence)}")
     if ident is not None:
         out.append(f"- workflow {_code(ident.repository)} {_code(ident.workflow)}, trigger {_code(ident.trigger)}, "
                    f"runner {_code(ident.runner_environment)}, run {_code(ident.run_id)} attempt {ident.attempt}")
@@ -87,7 +90,7 @@ def _run(n: int, run: AuditRun) -> list[str]:
     for r in d.reasons:
         line = f"{_code(r.code.value)}{f' ({r.platform})' if r.platform else ''}: {_md(r.message)}"
         out.append(f"- {line}" if r.cause == "root" else f"  - which leaves {line}")
-    out += [f"- note: {_md(note)}" for note in d.notes]
+    out += [f"- note: {_md(note)}" for note in later]
     out += [f"- {_md(rebuild_line(seen))}" for seen in run.rebuilds]
     return [*out, ""]
 

@@ -23,6 +23,7 @@ from desktop_qualify.evidence_schemas import (
     UpdateStepCell,
 )
 
+from ._decide import DIRTY_TREE_NOTE
 from ._escape import md_code, md_text, terminal_field
 from ._rebuilds import rebuild_line
 from ._update_rows import PART_LABELS
@@ -72,11 +73,19 @@ def _aligned(rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def split_notes(decision: ConsumerDecision) -> tuple[list[str], list[str]]:
+    """The notes a reader must see first (a dirty work tree the policy allowed), and the others, in order."""
+    first = [note for note in decision.notes if note.startswith(DIRTY_TREE_NOTE)]
+    return first, [note for note in decision.notes if not note.startswith(DIRTY_TREE_NOTE)]
+
+
 def render_text(decision: ConsumerDecision) -> str:
     lines = _aligned([list(_COLUMNS), *([_t(c) for c in cells] for cells in _cells(decision))])
     sha = decision.candidate_sha or "unknown"
     run = f"{decision.run_id}#{decision.attempt}" if decision.run_id else "unknown"
-    out = [f"candidate {_t(sha)}  run {_t(run)}", _context(decision)]
+    first, later = split_notes(decision)
+    out = [f"WARNING: {_t(note)}" for note in first]
+    out += [f"candidate {_t(sha)}  run {_t(run)}", _context(decision)]
     out += [f"signed  {_t(s.statement)}: {_t(who(s))}" for s in decision.signers]
     out += [*lines, ""]
     if decision.reasons:
@@ -88,7 +97,7 @@ def render_text(decision: ConsumerDecision) -> str:
                 out.append(f"      which leaves: {_reason_line(reason)}")
     else:
         out.append(decision.decision)
-    out += [f"note: {_t(note)}" for note in decision.notes]
+    out += [f"note: {_t(note)}" for note in later]
     return "\n".join(out) + "\n"
 
 
@@ -120,11 +129,13 @@ def render_markdown(decision: ConsumerDecision,
     icon = "✅" if decision.decision == "QUALIFIED" else "❌"
     p = decision.policy
     attempt = decision.attempt if decision.attempt is not None else "-"
-    out = [f"## {icon} Release qualification: {decision.decision}", "",
-           f"Candidate {md_code(decision.candidate_sha or 'unknown')}, run {md_code(decision.run_id or 'unknown')} "
-           f"attempt {md_code(attempt)}; policy {md_code(p.name)} ({md_code(p.path)}, sha256 "
-           f"{md_code(p.sha256[:16])}), trust {md_code(decision.trust_mode)}, mode {md_code(decision.mode)}, "
-           f"qualify {md_code(decision.tool_version)}.", ""]
+    first, later = split_notes(decision)
+    out = [f"## {icon} Release qualification: {decision.decision}", ""]
+    out += [line for note in first for line in (f"> **Warning:** {md_text(note)}", "")]
+    out += [f"Candidate {md_code(decision.candidate_sha or 'unknown')}, run {md_code(decision.run_id or 'unknown')} "
+            f"attempt {md_code(attempt)}; policy {md_code(p.name)} ({md_code(p.path)}, sha256 "
+            f"{md_code(p.sha256[:16])}), trust {md_code(decision.trust_mode)}, mode {md_code(decision.mode)}, "
+            f"qualify {md_code(decision.tool_version)}.", ""]
     out += [f"- {md_code(s.statement)} signed by {md_text(who(s))}" for s in decision.signers]
     out += ["", "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     out += ["| " + " | ".join(md_text(c) for c in cells) + " |" for cells in _cells(decision)]
@@ -136,9 +147,9 @@ def render_markdown(decision: ConsumerDecision,
         for r in decision.reasons:
             line = f"{md_code(r.code.value)}{f' ({md_text(r.platform)})' if r.platform else ''}: {md_text(r.message)}"
             out.append(f"- {line}" if r.cause == "root" else f"  - which leaves {line}")
-    if decision.notes:
+    if later:
         out += ["", "### Notes", ""]
-        out += [f"- {md_text(note)}" for note in decision.notes]
+        out += [f"- {md_text(note)}" for note in later]
     return "\n".join(out) + "\n"
 
 

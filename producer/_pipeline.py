@@ -347,7 +347,8 @@ def _audited_previous(job: _Job, given: PreviousInput | None, downloads: Path | 
             except OSError as exc:
                 raise QualificationError(Code.ENVIRONMENT, f"{downloads}: cannot create it ({exc})") from exc
             with GitHubClient.from_env(job.env) as client:
-                audited = previous_from_release(job.policy, anchor, client, job.platform, downloads)
+                audited = previous_from_release(job.policy, anchor, client, job.platform, downloads,
+                                                candidate_sha=job.env.get("GITHUB_SHA", ""))
         said.append(f"{audited.facts.artifact.name} of {audited.facts.sha[:12]} audits QUALIFIED")
     return audited
 

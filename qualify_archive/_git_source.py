@@ -54,7 +54,14 @@ def export_committed_tree(repo: Path, sha: str, relative: str, dest: Path, *,
     data = _archive(repo, sha, relative, code)
     with tarfile.open(fileobj=io.BytesIO(data)) as tf:
         # The "data" filter refuses absolute names, escapes and devices, and drops set-id bits.
-        tf.extractall(dest, filter="data")
+        try:
+            tf.extractall(dest, filter="data")
+        except tarfile.FilterError as exc:
+            # A committed member the filter refuses (a link to an absolute path or out of the export): the
+            # caller's coded refusal, never an internal error.
+            raise QualificationError(code, f"{relative} at {sha[:12]} holds a member the export refuses: "
+                                           f"{exc!s:.300}",
+                                     hint="the app folder's committed links must stay inside it") from exc
     folder = dest / relative
     if not folder.is_dir():
         raise QualificationError(code, f"{relative} is not a folder in commit {sha[:12]}")

@@ -98,6 +98,9 @@ class Code(enum.StrEnum):
     UPDATE_FAILED = "QE_UPDATE_FAILED"
     # The previous release an update journey starts from does not audit, or its artifact is not the audited one.
     PREVIOUS_RELEASE_UNQUALIFIED = "QE_PREVIOUS_RELEASE_UNQUALIFIED"
+    # GitHub mode: the newest published release is not the last one the gate passed for an ancestor of the
+    # candidate (its tag is not the qualified commit, no PASSED summaries, re-published over a newer release).
+    PREVIOUS_RELEASE_NOT_VOUCHED = "QE_PREVIOUS_RELEASE_NOT_VOUCHED"
     # Confinement of app-controlled code (build, its tools, a second build, probe, journey, update verbs): a
     # stage ran with less than the policy's [confinement] requires, or its record contradicts itself.
     STAGE_UNCONFINED = "QE_STAGE_UNCONFINED"
@@ -124,7 +127,10 @@ class Code(enum.StrEnum):
 # Codes that mean "the caller or the machine is wrong", not "the evidence does
 # not qualify": docs/design.md §7 gives them exit status 2.
 _USAGE_CODES = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE, Code.OUTPUT_IS_INPUT,
-                          Code.ENVIRONMENT, Code.CONFINEMENT_UNAVAILABLE, Code.SOURCE_GATE_FAILED, Code.INTERNAL})
+                          Code.ENVIRONMENT, Code.CONFINEMENT_UNAVAILABLE, Code.SOURCE_GATE_FAILED,
+                          # Raised by the producer's source gate on this machine's own checkout; in a decision (a
+                          # statement recording a dirty tree) it is a reason, and the decision's rejection exits 1.
+                          Code.WORKTREE_DIRTY, Code.INTERNAL})
 # An interruption exits as a shell reports SIGINT (128 + 2), so a script can tell it from a usage error.
 EXIT_INTERRUPTED = 130
 
@@ -145,8 +151,8 @@ class QualificationError(Exception):
     @property
     def exit_status(self) -> int:
         """The exit status the code calls for: 2 for a usage, policy, key, environment (confinement unavailable
-        included), source-gate, output-is-input or internal fault, 130 for an interruption, 1 for every other
-        code (a rejection).
+        included), source-gate (a dirty work tree included), output-is-input or internal fault, 130 for an
+        interruption, 1 for every other code (a rejection).
         """
         if self.code == Code.INTERRUPTED:
             return EXIT_INTERRUPTED

@@ -6,6 +6,7 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ T = TypeVar("T")
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _REF_NAME = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]{0,254}$")
 _SHA = re.compile(GIT_SHA_PATTERN)
+_COMPARE_STATUSES = frozenset({"ahead", "identical", "behind", "diverged"})
 _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 # Annotated tags may point at annotated tags; a chain longer than this is not GitHub's shape.
 _MAX_TAG_DEPTH = 4
@@ -302,6 +304,26 @@ class GitHubClient:
 
         return self._call(what, op)
 
+    def compare(self, repository: str, base: str, head: str) -> str:
+        """``GET /repos/{owner}/{repo}/compare/{base}...{head}``: where ``head`` stands against ``base``.
+
+        GitHub's ``status``: ``"ahead"`` (base is an ancestor of head), ``"identical"``, ``"behind"`` (head is an
+        ancestor of base) or ``"diverged"``; any other answer is not GitHub's shape. Both must be commit ids.
+        """
+        repo_name = _check_repository(repository)
+        for name, sha in (("base", base), ("head", head)):
+            if not isinstance(sha, str) or not _SHA.match(sha):
+                raise QualificationError(Code.USAGE, f"compare {name} {str(sha)[:80]!r} is not a commit id")
+        what = f"GET /repos/{repo_name}/compare/{base[:12]}...{head[:12]}"
+
+        def op() -> str:
+            status = self._github.get_repo(repo_name).compare(base, head).status
+            if status not in _COMPARE_STATUSES:
+                raise _malformed(what, "status")
+            return str(status)
+
+        return self._call(what, op)
+
     def download_asset(self, asset: AssetInfo, dest: Path, *, max_bytes: int) -> Downloaded:
         """Download a release asset to ``dest``: at most ``max_bytes``, its SHA-256 checked where GitHub reports one."""
         what = f"GET /repos/{asset.repository}/releases/assets/{asset.id}"
@@ -315,8 +337,12 @@ class GitHubClient:
             for a in release.assets[: self._config.max_items + 1])
         if len(assets) > self._config.max_items:
             raise GitHubError(Code.ENVIRONMENT, f"{what}: more than {self._config.max_items} assets")
+        created = release.created_at
+        if created is not None and not isinstance(created, datetime):
+            raise _malformed(what, "created_at")
         return ReleaseInfo(repo_name, _int(release.id, what, "id"), _str(release.tag_name, what, "tag_name"),
-                           _bool(release.draft, what, "draft"), _bool(release.prerelease, what, "prerelease"), assets)
+                           _bool(release.draft, what, "draft"), _bool(release.prerelease, what, "prerelease"), assets,
+                           created)
 
     def _download(self, what: str, url: str, dest: Path, max_bytes: int, *, size: int,
                   digest: str | None) -> Downloaded:

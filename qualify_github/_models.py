@@ -7,6 +7,7 @@ network call (and its failures) happen anywhere. These values are complete.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 
@@ -82,6 +83,8 @@ class ReleaseInfo:
     draft: bool
     prerelease: bool
     assets: tuple[AssetInfo, ...]
+    # When GitHub says the release was created (``created_at``); None where the answer gives none.
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -58,12 +58,41 @@ def unqualified(message: str) -> QualificationError:
                               hint="give the bundle and artifact of the last release this policy qualified")
 
 
+def not_vouched(message: str) -> QualificationError:
+    return QualificationError(Code.PREVIOUS_RELEASE_NOT_VOUCHED, message[:2000],
+                              hint="the newest published release must be the last one the release gate passed, "
+                                   "for an ancestor of this commit (docs/update-journey.md)")
+
+
 def audit_command(anchor: Policy, bundle: Path, report: Path) -> list[str]:
     """The auditor's own command: ``qualify audit --policy ANCHOR [--root ROOT] --bundle B --json REPORT``."""
     argv = [sys.executable, "-m", "desktop_qualify.consumer", "audit", "--policy", str(anchor.path)]
     if anchor.root is not None:
         argv += ["--root", str(anchor.root)]
     return [*argv, "--bundle", str(bundle), "--json", str(report)]
+
+
+def summaries_command(anchor: Policy, artifact: Path, summaries: Path) -> list[str]:
+    """The auditor's check of the gate's verdict: ``qualify verify-vsa --policy ANCHOR [--root R] --artifact A S``."""
+    argv = [sys.executable, "-m", "desktop_qualify.qualify_cli", "verify-vsa", "--policy", str(anchor.path)]
+    if anchor.root is not None:
+        argv += ["--root", str(anchor.root)]
+    return [*argv, "--artifact", str(artifact), str(summaries)]
+
+
+def check_gate_summaries(anchor: Policy, artifact: Path, summaries: Path) -> None:
+    """The gate's Verification Summary Attestations say it PASSED ``artifact`` under ``anchor``, signed by the
+    policy's verifier, at the gate's level for the policy's mode: ``qualify verify-vsa`` as its own process,
+    exit 0; anything else is ``QE_PREVIOUS_RELEASE_NOT_VOUCHED``."""
+    with tempfile.TemporaryDirectory(prefix="qualify-previous-vsa-") as tmp:
+        work = Path(tmp)
+        env = {**minimal_environment(work), "PATH": _path_with_git()}
+        result = run_bounded(summaries_command(anchor, artifact.resolve(), summaries.resolve()),
+                             timeout=AUDIT_TIMEOUT_SECONDS, cwd=work, env=env)
+    if result.timed_out or result.exit_code != 0:
+        said = excerpt(result.stdout, 1500).strip() or excerpt(result.stderr, 1500).strip()
+        raise not_vouched(f"the gate's summaries {summaries.name} do not vouch for {artifact.name} "
+                          f"(qualify verify-vsa exit {result.exit_code}): {said}")
 
 
 def _run_audit(anchor: Policy, bundle: Path, work: Path) -> AuditReport:

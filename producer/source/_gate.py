@@ -80,8 +80,17 @@ class LocalGitGate(SourceGate):
             )
         if not head or sha != head:
             raise QualificationError(Code.NOT_MAIN_HEAD, f"HEAD {sha[:12]} is not the head of main ({head[:12]})")
+        # `--untracked-files=no`: only changes to tracked files count, so the git-ignored outputs of a run
+        # (qualification-out*/, .qualify/, .nox/) and untracked files never make the tree dirty.
         if self._require_clean and not clean:
-            raise QualificationError(Code.WORKTREE_DIRTY, "the work tree has uncommitted changes to tracked files")
+            changed = ", ".join(line.split(maxsplit=1)[-1] for line in status.splitlines()[:5])
+            raise QualificationError(
+                Code.WORKTREE_DIRTY, f"the work tree has uncommitted changes to tracked files ({changed[:400]}"
+                                     f"{', ...' if len(status.splitlines()) > 5 else ''}) and the policy requires "
+                                     "a clean tree",
+                hint="commit the changes (the build is made from the commit, not from the files on disk), or "
+                     "qualify under a policy with [source] require_clean_worktree = false",
+            )
         return SourceGateRecord(
             mode="local",
             repository=self._repository,

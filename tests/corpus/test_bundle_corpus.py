@@ -18,10 +18,13 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import Code
+from desktop_qualify.qualify_policy import host_platform
 from support.bundles import keyring_edit, make_bundle, one_key_both_roles, rewritten
-from support.evidence_factory import REPOSITORY, Evidence, make_evidence
+from support.evidence_factory import REPOSITORY, Evidence, PlatformSpec, make_evidence
 from support.github_emulator import DEFAULT_TOKEN, Asset, GitHubEmulator, Release
 from support.rebuild_attestation import OTHER, attestation
+
+from desktop_qualify import qualify_cli
 
 TAG = "v1.0.0"
 
@@ -100,6 +103,23 @@ def _planted_repository(site: Site) -> list[str]:
     return site.audit(site.bundle, policy)
 
 
+def _auditors_policy_edited_not_committed(site: Site) -> list[str]:
+    """The run is of a real commit that holds its policy; the auditor's copy of that file, in the same work tree,
+    is edited and not committed: without --root, a tracked file that changed has no history to anchor with."""
+    ev = site.ev
+    _git(ev.root, "init", "-q", "-b", "main")
+    _git(ev.root, "add", "policies/local.toml")
+    _git(ev.root, "commit", "-q", "-m", "policy")
+    ev.sha, ev.platforms = _git(ev.root, "rev-parse", "HEAD"), []
+    ev.write_platform(PlatformSpec(host_platform()))
+    ev.write_aggregate()
+    bundle = site.tmp / "at-commit.qualify-bundle.zip"
+    assert qualify_cli.main(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
+                             "--out", str(bundle)]) == 0
+    ev.policy_path.write_bytes(ev.policy_path.read_bytes() + b"\n# edited, not committed\n")
+    return site.audit(bundle)
+
+
 def _fifo_bundle(site: Site) -> list[str]:
     fifo = site.tmp / "fifo.qualify-bundle.zip"
     os.mkfifo(fifo)
@@ -137,6 +157,8 @@ BUNDLE_CORPUS = [
     # -- a policy anchors only as of the run's own commit
     BundleRow("bundle-policy-not-at-the-runs-commit", _other_policy_version, Code.BUNDLE_UNANCHORED, 1),
     BundleRow("bundle-policy-copy-under-a-planted-repository", _planted_repository, Code.BUNDLE_UNANCHORED, 1),
+    BundleRow("bundle-auditors-tracked-policy-edited-not-committed", _auditors_policy_edited_not_committed,
+              Code.BUNDLE_UNANCHORED, 1),
     BundleRow("readback-policy-not-byte-identical", _readback_other_policy_bytes, Code.BUNDLE_UNANCHORED, 1),
     BundleRow("readback-other-repository", lambda s: s.readback(s.bundle, "someone/else"), Code.USAGE, 2),
     # -- a hostile bundle is the bundle's fault: a rejection, never an environment error

@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -173,3 +174,51 @@ def test_every_conformance_case_gives_the_suites_verdict_through_the_installed_c
     assert not crashed, crashed
     assert not wrong, wrong
     assert len(cases) >= 70
+
+
+# Every documented `python -m desktop_qualify.<stage>` (docs/cli.md, docs/design.md §7) and the console scripts.
+_MODULE_ENTRY_POINTS = ("producer", "aggregate", "consumer", "qualify_cli", "qualify_sigstore_conformance")
+_SCRIPTS = ("qualify", "qualify-sigstore-conformance")
+
+
+def _entry_points_run_from_the_root(bindir: Path, root: Path) -> list[str]:
+    """Each entry point's ``--help`` run with the checkout's root as the current folder: what fails."""
+    python = bindir / ("python.exe" if sys.platform == "win32" else "python")
+    env = {"PATH": str(bindir), "PYTHONDONTWRITEBYTECODE": "1", "SYSTEMROOT": os.environ.get("SYSTEMROOT", "")}
+    runs = [[str(python), "-m", f"desktop_qualify.{stage}", "--help"] for stage in _MODULE_ENTRY_POINTS]
+    runs += [[str(bindir / script), "--help"] for script in _SCRIPTS]
+    failed = []
+    for argv in runs:
+        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=120, check=False, env=env)
+        if done.returncode != 0 or "usage:" not in done.stdout:
+            failed.append(f"{' '.join(argv[1:] if argv[0] == str(python) else argv)}: exit {done.returncode} "
+                          f"{done.stderr.strip()[-300:]}")
+    return failed
+
+
+def test_every_entry_point_runs_from_the_checkouts_root_after_a_regular_install(wheel: Path,
+                                                                              installed: Path) -> None:
+    """The checkout's desktop_qualify/ comes first on sys.path there, and must not hide the mapped stages."""
+    root = wheel.parent.parent / "source"  # the copy the wheel was built from: a checkout's root, laid out as one
+    assert (root / "desktop_qualify" / "__init__.py").is_file()
+    assert not (root / "desktop_qualify" / "producer").exists()
+    assert _entry_points_run_from_the_root(installed, root) == []
+
+
+def test_every_entry_point_runs_from_the_checkouts_root_after_an_editable_install(wheel: Path,
+                                                                                tmp_path: Path) -> None:
+    root = wheel.parent.parent / "source"
+    venv = tmp_path / "venv"
+    _run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
+    bindir = venv / ("Scripts" if sys.platform == "win32" else "bin")
+    python = bindir / ("python.exe" if sys.platform == "win32" else "python")
+    site = Path(_run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=tmp_path)
+                .stdout.strip())
+    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    _run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index",
+         "--no-build-isolation", "-e", root, cwd=tmp_path)
+    assert _entry_points_run_from_the_root(bindir, root) == []
+    # And from elsewhere: the editable install maps every stage to the checkout's folder.
+    done = _run(python, "-c", "import json, desktop_qualify.producer as p; print(json.dumps(p.__file__))",
+                cwd=tmp_path)
+    assert json.loads(done.stdout) == str(root / "producer" / "__init__.py")

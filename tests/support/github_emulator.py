@@ -13,6 +13,7 @@ of the client library: the client under test speaks real HTTP to it.
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
 import io
 import json
@@ -80,6 +81,8 @@ class Release:
     assets: list[Asset] = field(default_factory=list)
     draft: bool = False
     prerelease: bool = False
+    # ``created_at`` as GitHub answers it; None: a time that grows with ``id`` (a later release, a later time).
+    created_at: str | None = None
 
 
 @dataclass
@@ -108,6 +111,13 @@ class Repo:
     # Tag name -> the commit it names; a tag in ``annotated`` points at a tag object that names the commit.
     tags: dict[str, str] = field(default_factory=dict)
     annotated: set[str] = field(default_factory=set)
+    # The commit graph the compare endpoint answers from: commit -> its parents.
+    commits: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def history(self, *shas: str) -> None:
+        """A line of commits, oldest first: each one's parent is the one before it."""
+        for parent, sha in zip((None, *shas), shas, strict=False):
+            self.commits[sha] = () if parent is None else (parent,)
 
 
 @dataclass
@@ -435,6 +445,36 @@ def _tag_object(ctx: _Ctx, m: re.Match[str]) -> _Reply:
     raise _not_found()
 
 
+def _ancestry(repo: Repo, sha: str) -> set[str]:
+    """``sha`` and every commit it descends from."""
+    seen, todo = set(), [sha]
+    while todo:
+        commit = todo.pop()
+        if commit not in seen:
+            seen.add(commit)
+            todo.extend(repo.commits.get(commit, ()))
+    return seen
+
+
+def _compare(ctx: _Ctx, m: re.Match[str]) -> _Reply:
+    """``GET /repos/{owner}/{repo}/compare/{base}...{head}``: where head stands against base, as GitHub says it."""
+    base, head = urllib.parse.unquote(m.group(1)), urllib.parse.unquote(m.group(2))
+    if base not in ctx.repo.commits or head not in ctx.repo.commits:
+        raise _not_found()
+    of_base, of_head = _ancestry(ctx.repo, base), _ancestry(ctx.repo, head)
+    if base == head:
+        status = "identical"
+    elif base in of_head:
+        status = "ahead"
+    elif head in of_base:
+        status = "behind"
+    else:
+        status = "diverged"
+    return _Reply(200, {"url": f"{ctx.api}/compare/{base}...{head}", "status": status,
+                        "ahead_by": len(of_head - of_base), "behind_by": len(of_base - of_head),
+                        "total_commits": len(of_head - of_base), "commits": [], "files": []})
+
+
 def _attestations(ctx: _Ctx, m: re.Match[str]) -> _Reply:
     """The stored bundles for one subject digest, oldest first, optionally of one predicate type.
 
@@ -475,6 +515,7 @@ _ROUTES = [
     (re.compile(r"/attestations/(sha256:[0-9a-f]{64})"), _attestations),
     (re.compile(r"/git/ref/tags/(.+)"), _tag_ref),
     (re.compile(r"/git/tags/([0-9a-f]{40})"), _tag_object),
+    (re.compile(r"/compare/([^/]+?)\.\.\.([^/]+)"), _compare),
 ]
 
 
@@ -591,9 +632,16 @@ def _asset_json(api: str, asset: Asset) -> dict[str, Any]:
             "browser_download_url": f"https://github.invalid/download/{asset.name}"}
 
 
+def _release_time(release_id: int) -> str:
+    """A creation time that grows with the release's id: one minute apart, from 2025-01-01."""
+    return (datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(minutes=release_id)
+            ).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _release_json(api: str, release: Release) -> dict[str, Any]:
     return {"id": release.id, "tag_name": release.tag_name, "name": release.tag_name, "draft": release.draft,
             "prerelease": release.prerelease, "url": f"{api}/releases/{release.id}",
+            "created_at": release.created_at or _release_time(release.id),
             "assets_url": f"{api}/releases/{release.id}/assets",
             "upload_url": f"{api}/releases/{release.id}/assets{{?name,label}}",
             "assets": [_asset_json(api, a) for a in release.assets]}

@@ -131,6 +131,24 @@ def test_untracked_files_do_not_make_the_tree_dirty(repo: Path) -> None:
     assert gate(repo, require_clean=True).observe().worktree_clean
 
 
+def test_a_dirty_tree_is_the_callers_machine_exit_2_naming_the_files(repo: Path) -> None:
+    (repo / "a.txt").write_text("changed")
+    caught = refused(repo, Code.WORKTREE_DIRTY, require_clean=True)
+    assert caught.exit_status == 2
+    assert "(a.txt)" in caught.message
+    assert caught.hint is not None
+    assert "require_clean_worktree = false" in caught.hint
+
+
+def test_a_runs_git_ignored_outputs_do_not_make_the_tree_dirty(repo: Path) -> None:
+    commit(repo, ".gitignore", "qualification-out*/\n.qualify/\n.nox/\n")
+    for output in ("qualification-out/work/linux/out/app.tar.gz", "qualification-out-update/decision.json",
+                   ".qualify/keyring.json", ".nox/qualify/bin/qualify"):
+        (repo / output).parent.mkdir(parents=True, exist_ok=True)
+        (repo / output).write_text("output")
+    assert gate(repo, require_clean=True).observe().worktree_clean
+
+
 def test_not_a_repository(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()

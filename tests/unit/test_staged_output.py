@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -75,6 +76,7 @@ def test_publish_moves_one_platform_and_leaves_the_others(tmp_path: Path) -> Non
     assert not staging.exists()
 
 
+@functools.cache
 def _noxfile() -> ModuleType:
     pytest.importorskip("nox")
     spec = importlib.util.spec_from_file_location("noxfile_under_test", REPO / "noxfile.py")
@@ -108,3 +110,41 @@ def test_nox_checks_the_source_gates_preconditions_before_installing(tmp_path: P
     assert "not on branch main" in noxfile._source_gate_preconditions()
     _git(repo, "checkout", "-q", "--detach", "main")
     assert "a detached HEAD" in noxfile._source_gate_preconditions()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_nox_refuses_a_dirty_work_tree_before_installing_when_the_policy_requires_a_clean_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    noxfile = _noxfile()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.setattr(noxfile, "ROOT", repo)
+    (repo / "policies").mkdir()
+    (repo / "policies" / "strict.toml").write_text("[source]\nrequire_clean_worktree = true\n")
+    (repo / "policies" / "lax.toml").write_text("[source]\nrequire_clean_worktree = false\n")
+    (repo / ".gitignore").write_text("qualification-out*/\n.qualify/\n.nox/\n")
+    (repo / "f").write_text("x")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    # The committed local policies require a clean tree: the default (local.toml) is read from the policy.
+    assert noxfile._requires_clean_worktree("policies/strict.toml")
+    assert not noxfile._requires_clean_worktree("policies/lax.toml")
+    # A run's git-ignored outputs and an untracked file are not changes to the committed tree.
+    for ignored in ("qualification-out/work/linux/big", ".qualify/keys/k.pem", ".nox/qualify/bin/x", "notes.txt"):
+        (repo / ignored).parent.mkdir(parents=True, exist_ok=True)
+        (repo / ignored).write_text("output\n")
+    assert noxfile._source_gate_preconditions("policies/strict.toml") is None
+    (repo / "f").write_text("changed")
+    refused = noxfile._source_gate_preconditions("policies/strict.toml")
+    assert refused is not None
+    assert refused.startswith("QE_WORKTREE_DIRTY: ")
+    assert "(f)" in refused
+    # A policy that allows a dirty tree lets the run go on: the gate records it and the verdict shows it.
+    assert noxfile._source_gate_preconditions("policies/lax.toml") is None
+
+
+def test_the_committed_local_policies_require_a_clean_work_tree() -> None:
+    noxfile = _noxfile()
+    for policy in (noxfile.LOCAL_POLICY, noxfile.UPDATE_POLICY):
+        assert noxfile._requires_clean_worktree(policy), policy
