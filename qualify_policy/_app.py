@@ -86,8 +86,11 @@ class PerPlatform(Record, Generic[T]):
     """One value per platform; a platform the policy requires must have one (checked when loading)."""
 
     linux: T | None = None
+    """The value for Linux; absent: none."""
     macos: T | None = None
+    """The value for macOS; absent: none."""
     windows: T | None = None
+    """The value for Windows; absent: none."""
 
     def get(self, platform: Platform) -> T | None:
         """This platform's value, or None where the policy names none."""
@@ -96,19 +99,25 @@ class PerPlatform(Record, Generic[T]):
 
 class BuildPolicy(Record):
     argv: BuildArgv
+    """The build command: argv, no shell, run in a fresh export of ``source`` at the gated commit; placeholders
+    ``{python}``, ``{out}``, ``{source}``."""
     env: list[_EnvName] = Field(default_factory=list, max_length=32)
-    # Tool name -> the argv that prints its version (first line of stdout, recorded in the build record).
+    """Environment names the build gets on top of the allow-list; names that look like a secret, a token or the
+    pipeline's own variables are refused."""
     tools: dict[_ToolName, BuildArgv] = Field(default_factory=dict, max_length=8)
-    # Per platform: one glob under {out} that must match exactly one file, the artifact.
+    """Tool name -> the argv that prints its version (first line of stdout, recorded in the build record)."""
     outputs: PerPlatform[_Glob]
+    """Per platform: one glob under ``{out}`` that must match exactly one file, the artifact."""
 
 
 class InstallTarget(Record):
     """How one platform installs the artifact: the installer kind, and the executable inside the prefix."""
 
     kind: InstallerKind
-    # The executable's path inside the installed prefix (``Notepad.app/Contents/MacOS/Notepad`` is fine).
+    """The installer kind (docs/app-contract.md §5); it must install on this platform."""
     executable: _RelativePath
+    """The executable's path inside the installed prefix (``Notepad.app/Contents/MacOS/Notepad`` is fine): relative,
+    POSIX, no ``..``."""
 
 
 class InstallPolicy(PerPlatform[InstallTarget]):
@@ -123,8 +132,10 @@ class InstallPolicy(PerPlatform[InstallTarget]):
 
 class ProbePolicy(Record):
     argv: RunArgv
-    # The named checks the probe must report, each passed; the app may report more, never fewer.
+    """The launch probe: the installed executable's subcommand (``{executable}`` first) or a runner from the
+    exported source; it writes a ``qualify-probe`` record to ``{record}``."""
     require: list[_CheckName] = Field(default_factory=list, max_length=32)
+    """The named checks the probe must report, each passed; the app may report more, never fewer."""
 
     @model_validator(mode="after")
     def _each_check_once(self) -> ProbePolicy:
@@ -134,8 +145,9 @@ class ProbePolicy(Record):
 
 
 class JourneyCommand(Record):
-    # The app's own subcommand (argv[0] = "{executable}") or a runner from the exported source.
     argv: RunArgv
+    """The journey: the app's own subcommand (argv[0] = ``{executable}``) or a runner from the exported source; it
+    writes a ``qualify-journey`` record to ``{record}``."""
 
     @property
     def is_runner(self) -> bool:
@@ -150,7 +162,9 @@ class StatePolicy(Record):
     """
 
     write: RunArgv
+    """The verb that writes a known user state (argv, like the probe's)."""
     check: RunArgv
+    """The verb that checks the state and reports its digest, or refuses it (argv, like the probe's)."""
 
 
 class DisplayPolicy(PerPlatform[DisplayKind]):
@@ -179,6 +193,7 @@ def _anchored_regex(value: str) -> str:
 class CodesPolicy(Record):
     pattern: Annotated[str, Field(min_length=2, max_length=200), AfterValidator(_anchored_regex)] = \
         DEFAULT_CODE_PATTERN
+    """The anchored regular expression (``^...$``) every refusal code the policy names must match."""
 
     @cached_property
     def compiled(self) -> re.Pattern[str]:
@@ -188,18 +203,25 @@ class CodesPolicy(Record):
 class AppPolicy(Record):
     """The policy's ``[app]`` section: the app's name and folder, and how it is built, installed, probed and run."""
 
-    # A label: it names the artifact file (with the commit, platform and architecture), nothing else.
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
-    # The app's folder in the committed tree, relative to the policy file.
+    """A label: it names the artifact file (with the commit, platform and architecture), nothing else."""
     source: Annotated[str, Field(min_length=1, max_length=512)]
+    """The app's folder in the committed tree, relative to the policy file."""
     build: BuildPolicy
+    """How the app is built."""
     install: InstallPolicy
+    """How each platform installs the artifact."""
     probe: ProbePolicy
+    """The launch probe and the checks it must pass."""
     journey: JourneyCommand
+    """The command that walks the journey."""
     display: DisplayPolicy = Field(default_factory=DisplayPolicy)
-    # Only an app with state verbs can be put through the update journey ([update]).
+    """The display each platform's probe and journey run under: ``none`` (the default), ``xvfb`` (Linux only) or
+    ``offscreen``."""
     state: StatePolicy | None = None
+    """The state verbs; only an app with them can be put through the update journey (``[update]``)."""
     codes: CodesPolicy = Field(default_factory=CodesPolicy)
+    """The refusal-code pattern the policy's codes must match."""
 
     def missing_for(self, platform: Platform) -> list[str]:
         """The per-platform entries a required platform lacks (empty when the app can be qualified there)."""

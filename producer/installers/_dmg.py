@@ -8,8 +8,12 @@ file or a link out of it is refused there), and the copy again by the caller.
 
 Not copied: links at the volume's top level (the ``Applications -> /Applications``
 alias of a drag-to-install window is a convenience of the window, not
-content) and the volume's own bookkeeping folders. The detach runs on every
-path out; a busy volume is detached with ``-force``.
+content) and the volume's own bookkeeping folders. Each top-level entry is
+copied with ``ditto`` (``/usr/bin/ditto SRC DST``), not ``shutil``: ditto keeps
+extended attributes, resource forks and ACLs, which a signed app's
+``_CodeSignature`` seal and Gatekeeper read, so the installed copy verifies as
+the image's did (shutil drops extended attributes and can break the seal).
+The detach runs on every path out; a busy volume is detached with ``-force``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from desktop_qualify.qualify_archive import audit_tree
 from ._tools import ToolRunner, run_tool, run_tool_process
 
 HDIUTIL = "/usr/bin/hdiutil"
+DITTO = "/usr/bin/ditto"
 # Folders macOS keeps on every volume for itself: not the image's content, and not always readable.
 _VOLUME_BOOKKEEPING = frozenset({".fseventsd", ".Trashes", ".Spotlight-V100", ".TemporaryItems"})
 _DETACH_TIMEOUT = 120.0
@@ -37,16 +42,17 @@ def detach_argv(mountpoint: Path, *, force: bool = False) -> list[str]:
     return [HDIUTIL, "detach", str(mountpoint), *(["-force"] if force else [])]
 
 
-def copy_volume(volume: Path, prefix: Path) -> None:
-    """Copy the volume's content into the prefix, links kept as links, never followed."""
+def ditto_argv(source: Path, target: Path) -> list[str]:
+    # ditto copies links as links (never follows them) and a folder's contents into the target it creates.
+    return [DITTO, str(source), str(target)]
+
+
+def copy_volume(runner: ToolRunner, volume: Path, prefix: Path) -> None:
+    """Copy the volume's content into the prefix with ditto, one top-level entry at a time."""
     for entry in sorted(volume.iterdir()):
         if entry.name in _VOLUME_BOOKKEEPING or entry.is_symlink():
             continue
-        target = prefix / entry.name
-        if entry.is_dir():
-            shutil.copytree(entry, target, symlinks=True)
-        else:
-            shutil.copy2(entry, target, follow_symlinks=False)
+        run_tool(runner, ditto_argv(entry, prefix / entry.name), cwd=prefix.parent, what="ditto")
 
 
 class DmgInstaller:
@@ -67,7 +73,7 @@ class DmgInstaller:
                 for entry in staged:
                     if entry.is_dir():
                         audit_tree(entry)
-                copy_volume(mountpoint, prefix)
+                copy_volume(self._runner, mountpoint, prefix)
             except OSError as exc:
                 raise QualificationError(Code.INSTALL_FAILED, f"the disk image's volume cannot be copied: {exc}") \
                     from exc

@@ -8,6 +8,14 @@ its own command line, so the properties are written as it expects them
 (``TARGETDIR="C:\\path with spaces"``), one string, never argv-quoted. The
 log is written outside the prefix (not part of what was installed) and its
 tail quoted when msiexec fails.
+
+When the job has signtool (``signtool``), the package's own Authenticode
+signature is checked first with ``signtool verify /pa /tw`` (pinned with
+``/sha1`` to the policy's certificate when one is given), read as the signer
+reads it (``os_signing.signtool_verify_refusal``: a failure, a warning or no
+timestamp is refused). The outcome is kept (``MsiInstaller.signature``); with
+``require_signed`` (the policy accepts only signed Windows builds) anything
+but a pass is refused before msiexec runs.
 """
 
 from __future__ import annotations
@@ -19,7 +27,10 @@ from pathlib import Path, PureWindowsPath
 
 from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
 
+from ..os_signing import signtool_verify_argv, signtool_verify_refusal
 from ._tools import ToolRunner, run_tool, run_tool_process
+
+_VERIFY_TIMEOUT = 120.0
 
 
 def msiexec_path(system_root: str | None) -> str:
@@ -52,11 +63,33 @@ def _log_tail(log: Path) -> str:
 class MsiInstaller:
     kind: InstallerKind = "msi"
 
-    def __init__(self, runner: ToolRunner = run_tool_process, system_root: str | None = None) -> None:
+    def __init__(self, runner: ToolRunner = run_tool_process, system_root: str | None = None, *,
+                 signtool: str | None = None, thumbprint: str | None = None, require_signed: bool = False) -> None:
         self._runner = runner
         self._system_root = system_root
+        self._signtool = signtool
+        self._thumbprint = thumbprint
+        self._require_signed = require_signed
+        # None: not checked (no signtool); "" : verified; else why it was refused.
+        self.signature: str | None = None
+
+    def _check(self, copy: Path, cwd: Path) -> str | None:
+        if self._signtool is None:
+            return None
+        argv = signtool_verify_argv(self._signtool, copy, self._thumbprint)
+        try:
+            result = self._runner(argv, cwd=cwd, timeout=_VERIFY_TIMEOUT, stdout_cap=16384)
+        except OSError as exc:
+            return f"signtool cannot be run: {exc.strerror or exc}"
+        if result.exit_code is None:
+            return "signtool verify did not finish"
+        return signtool_verify_refusal(result.exit_code, result.output.encode()) or ""
 
     def install(self, copy: Path, prefix: Path) -> None:
+        self.signature = self._check(copy, prefix.parent)
+        if self._require_signed and self.signature != "":
+            raise QualificationError(Code.INSTALL_FAILED, "the package's own signature is refused: "
+                                                          f"{self.signature or 'signtool is not configured'}")
         logs = Path(tempfile.mkdtemp(prefix="qualify-msi-"))
         log = logs / "msiexec.log"
         msiexec = msiexec_path(self._system_root or os.environ.get("SYSTEMROOT"))

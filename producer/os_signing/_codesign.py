@@ -1,13 +1,21 @@
-"""macOS code signing: codesign over every Mach-O of the bundle, then the notarization hook."""
+"""macOS code signing: codesign over every Mach-O of the bundle, a verify and a display of each, then notarization.
+
+`codesign --verify --deep` follows nested code a bundle declares (frameworks,
+helpers), not the loose dylibs and `.so` files PyInstaller puts beside the
+executable: an unsigned or tampered one of those would pass. So each Mach-O
+is verified on its own, and its `-dvv` display checked (``_codesign_display``).
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from desktop_qualify.evidence_schemas import NotarizationRecord
 from desktop_qualify.qualify_files import NOFOLLOW
 
+from ._codesign_display import display_argv, display_refusal, identity_team
 from ._notarize import NoNotarizer, Notarizer
 from ._signing_base import PlatformSigner, SigningState, deepest_first, regular_files, run_tool
 from ._signing_identity import (
@@ -95,14 +103,28 @@ class CodesignSigner(PlatformSigner):
                 *extra, "--sign", self._identity, str(path)]
 
     def sign_commands(self, bundle: Path, executable: Path) -> list[list[str]]:
-        *nested, main = deepest_first(bundle, [path for path in regular_files(bundle) if is_macho(path)],
-                                       executable)
+        *nested, main = self._signed(bundle, executable)
         return [*(self._sign_one(path, entitlements=self._inherit if is_macho_executable(path) else None)
                   for path in nested),
                 self._sign_one(main, entitlements=self._entitlements)]
 
+    def _signed(self, bundle: Path, executable: Path) -> list[Path]:
+        return deepest_first(bundle, [path for path in regular_files(bundle) if is_macho(path)], executable)
+
     def verify_commands(self, bundle: Path, executable: Path) -> list[list[str]]:
-        return [["codesign", "--verify", "--strict", "--deep", "--verbose=2", str(executable)]]
+        *nested, main = self._signed(bundle, executable)
+        return [*(["codesign", "--verify", "--strict", "--verbose=2", str(path)] for path in nested),
+                ["codesign", "--verify", "--strict", "--deep", "--verbose=2", str(main)]]
+
+    def verified(self, bundle: Path, executable: Path, run: Callable[[list[str]], tuple[int, bytes]]) -> bool:
+        if not all(run(argv)[0] == 0 for argv in self.verify_commands(bundle, executable)):
+            return False
+        team = identity_team(self._identity)
+        for path in self._signed(bundle, executable):
+            code, output = run(display_argv(str(path)))
+            if code != 0 or display_refusal(output, team=team) is not None:
+                return False
+        return True
 
     def after_sign(self, bundle: Path, scratch: Path) -> NotarizationRecord | None:
         return self._notarizer.notarize(bundle, scratch, lambda argv: run_tool(argv, _NOTARY_DEADLINE))

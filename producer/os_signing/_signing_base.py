@@ -34,9 +34,11 @@ class SigningOutcome:
 IdentityFactory = Callable[[Path], SigningIdentity]
 
 
-def run_tool(argv: list[str], timeout: int = 600) -> tuple[int, bytes]:
+def run_tool(argv: list[str], timeout: int = 600, *, merged: bool = False) -> tuple[int, bytes]:
+    """(exit code, stdout); ``merged``: stderr folded into it (``codesign -d`` writes its display to stderr)."""
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False, shell=False)
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+                              timeout=timeout, check=False, shell=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         # argv[0] only: later arguments may be passwords.
         raise QualificationError(Code.BUILD_FAILED, f"{argv[0]} could not run: {type(exc).__name__}") from exc
@@ -71,6 +73,10 @@ class PlatformSigner(ABC):
     # The identity of the signing in progress (sign_commands may point the tool at it).
     _active: SigningIdentity = PreinstalledIdentity()
 
+    def verified(self, bundle: Path, executable: Path, run: Callable[[list[str]], tuple[int, bytes]]) -> bool:
+        """Whether the read-back passes; default: every verify command exits 0 (a signer may read their output)."""
+        return all(run(argv)[0] == 0 for argv in self.verify_commands(bundle, executable))
+
     def make_identity(self, scratch: Path) -> SigningIdentity:
         """The identity to set up for this signing; default: already on the runner, nothing to do."""
         return PreinstalledIdentity()
@@ -96,9 +102,9 @@ class PlatformSigner(ABC):
         try:
             identity = self.make_identity(scratch)
             self._active = identity
-            if all(run_tool(argv)[0] == 0 for argv in identity.setup_commands()) and all(
-                    run_tool(argv)[0] == 0 for argv in [*self.sign_commands(bundle, executable),
-                                                          *self.verify_commands(bundle, executable)]):
+            if all(run_tool(argv)[0] == 0 for argv in [*identity.setup_commands(),
+                                                        *self.sign_commands(bundle, executable)]) and \
+                    self.verified(bundle, executable, lambda argv: run_tool(argv, merged=True)):
                 notarization = self.after_sign(bundle, scratch)
                 outcome = SigningOutcome(self.tool, self.state_after(notarization), notarization)
         finally:

@@ -189,16 +189,22 @@ def _forms(text: str) -> list[object]:
 def test_macos_profile_denies_by_default_and_allows_only_the_listed_rules() -> None:
     forms = _forms(macos.PROFILE)
     assert forms[:2] == [["version", "1"], ["deny", "default"]]
-    listed = [_forms(rule.replace("{read_roots}", '(subpath (param "READ_ROOT_0"))'))[0]
+    # Denied explicitly, as Mozilla's profiles do, before any allow rule.
+    assert forms[2:6] == [["deny", "process-info*"], ["deny", "nvram*"], ["deny", "iokit-get-properties"],
+                          ["deny", "file-map-executable"]]  # fmt: skip
+    parents = " ".join(f'(literal (param "PARENT_{i}"))' for i in range(macos.MAX_PARENTS))
+    listed = [_forms(rule.replace("{read_roots}", '(subpath (param "READ_ROOT_0"))').replace("{parents}", parents))[0]
               for rule, _why in macos.ALLOWED_RULES]  # fmt: skip
-    assert forms[2:] == listed  # every other form is one of the listed allow rules, in order
+    assert forms[6:] == listed  # every other form is one of the listed allow rules, in order
     assert all(form[0] == "allow" for form in listed)
     assert all(len(why) > 20 for _rule, why in macos.ALLOWED_RULES)
     operations = {form[1] for form in listed}  # type: ignore[index]
     # No network, no fork, no default allow, no Mach lookup but the two named services, no exec but the worker.
     assert not {op for op in operations if str(op).startswith(("network", "process-fork", "default"))}
     assert operations == {"process-exec", "file-read*", "file-read-metadata", "file-write*", "mach-lookup",
-                          "sysctl-read", "signal"}  # fmt: skip
+                          "sysctl-read", "signal", "file-map-executable", "process-info-pidinfo"}  # fmt: skip
+    # Every allow rule has a filter: none is an operation allowed everywhere.
+    assert all(len(form) > 2 for form in listed)
     writes = [form for form in listed if form[1] == "file-write*"]
     assert writes == [["allow", "file-write*", ["subpath", ["param", '"WORKER_TMP"']], ["literal", '"/dev/null"']]]
     execs = [form for form in listed if form[1] == "process-exec"]
@@ -220,18 +226,24 @@ def test_macos_command_line_puts_paths_in_parameters_not_in_the_profile() -> Non
     assert argv[-2:] == [exe, "worker"]
     assert argv[argv.index("-p") + 1] == macos.PROFILE
     params = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-D")
-    assert list(params) == ["READ_ROOT_0", "WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL"]
+    parents = [f"PARENT_{i}" for i in range(macos.MAX_PARENTS)]
+    assert list(params) == ["READ_ROOT_0", *parents, "WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL"]
+    above = macos.parent_folders([os.path.realpath("/Applications/S kill (x).app"), os.path.realpath('/tmp/w"k'),
+                                  os.path.realpath(exe)])  # fmt: skip
+    assert [params[p] for p in parents] == above + ["/"] * (macos.MAX_PARENTS - len(above))
     assert params["WORKER_EXE"] == exe
     assert params["WORKER_TMP"] == os.path.realpath('/tmp/w"k')
+    parent_args = [a for p in parents for a in ("-D", f"{p}={params[p]}")]
     assert argv == ["/usr/bin/sandbox-exec", "-D", f"READ_ROOT_0={os.path.realpath('/Applications/S kill (x).app')}",
-                    "-D", "WORKER_TMP=" + os.path.realpath('/tmp/w"k'), "-D", f"WORKER_EXE={exe}",
+                    *parent_args, "-D", "WORKER_TMP=" + os.path.realpath('/tmp/w"k'), "-D", f"WORKER_EXE={exe}",
                     "-D", f"WORKER_EXE_REAL={os.path.realpath(exe)}", "-p", macos.PROFILE, exe, "worker"]  # fmt: skip
     for path in params.values():
-        assert path not in macos.PROFILE
+        assert path == "/" or path not in macos.PROFILE
 
 
 def test_macos_profile_names_one_parameter_per_read_root() -> None:
-    assert macos.profile(3).count("READ_ROOT_") == 3
+    assert {f"READ_ROOT_{i}" for i in range(3)} == set(re.findall(r"READ_ROOT_\d+", macos.profile(3)))
+    assert macos.profile(3).count("READ_ROOT_") == 6  # read, and executable maps
     assert macos.profile_digest(1) == hashlib.sha256(macos.PROFILE.encode()).hexdigest()
     with pytest.raises(ValueError):  # noqa: PT011
         macos.profile(0)
@@ -256,6 +268,69 @@ def test_macos_self_report_reads_sandbox_check_and_names_the_profile() -> None:
     digest = macos.profile_digest(1)[:16]
     assert macos.self_report(1, Lib()) == [  # type: ignore[arg-type]
         layer("sandbox-exec", applied=True, detail=f"sandbox_check=1, profile sha256 {digest}")]
+
+
+def test_macos_profile_scopes_sysctl_metadata_and_executable_maps() -> None:
+    forms = _forms(macos.PROFILE)
+    by_op: dict[str, list[object]] = {}
+    for form in forms[6:]:
+        by_op.setdefault(str(form[1]), []).append(form)  # type: ignore[index]
+    # sysctl: exactly the named list (each justified), and the hw.optional.* prefix; never every name.
+    (sysctl,) = by_op["sysctl-read"]
+    assert sysctl[2:] == [*(["sysctl-name", f'"{n}"'] for n in (
+        "hw.ncpu", "hw.activecpu", "hw.pagesize", "hw.memsize", "kern.osrelease", "kern.osversion", "kern.ostype",
+        "kern.version", "hw.machine", "sysctl.proc_translated")), ["sysctl-name-prefix", '"hw.optional."']]
+    assert all(len(why) > 15 for _name, why in macos.SYSCTL_NAMES)
+    # Metadata: "/", the parent folders handed in as parameters and the localtime link; nothing unfiltered.
+    (metadata,) = by_op["file-read-metadata"]
+    assert metadata[2:] == [["literal", '"/"'], *(["literal", ["param", f'"PARENT_{i}"']]
+                                                  for i in range(macos.MAX_PARENTS)),
+                            ["literal", '"/private/etc/localtime"']]  # fmt: skip
+    # Executable maps: the bundle and the system libraries, never the worker's writable folder.
+    (maps,) = by_op["file-map-executable"]
+    assert ["subpath", ["param", '"READ_ROOT_0"']] in maps
+    assert "WORKER_TMP" not in str(maps)
+    assert by_op["process-info-pidinfo"] == [["allow", "process-info-pidinfo", ["target", "self"]]]
+    assert all(len(why) > 15 for _rule, why in macos.DENIED_RULES)
+
+
+def test_macos_parent_folders_are_each_folder_above_once() -> None:
+    assert macos.parent_folders(["/a/b/c", "/a/d"]) == ["/a", "/a/b"]
+    assert macos.parent_folders(["/x"]) == []
+    with pytest.raises(ValueError):  # noqa: PT011
+        macos.parent_folders(["/" + "/".join(str(i) for i in range(macos.MAX_PARENTS + 2))])
+
+
+class _SandboxCheck:
+    """libsystem_sandbox's ``sandbox_check``, recording its exact arguments; answers ``answer``."""
+
+    def __init__(self, answer: int) -> None:
+        self.answer, self.calls = answer, []
+        self.restype: object = None
+        self.argtypes: object = None
+
+    def __call__(self, *args: object) -> int:
+        assert self.argtypes == [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+        self.calls.append(tuple(a.value if isinstance(a, ctypes.c_char_p) else a for a in args))
+        return self.answer
+
+
+def test_macos_a_refusal_is_the_sandbox_s_only_when_sandbox_check_says_so() -> None:
+    class Lib:
+        def __init__(self, answer: int) -> None:
+            self.sandbox_check = _SandboxCheck(answer)
+
+    denied = Lib(1)
+    assert macos.sandbox_denies("file-read-data", "/Users/u/secret", pid=42, libc=denied)  # type: ignore[arg-type]
+    assert denied.sandbox_check.calls == [(42, b"file-read-data", macos.SANDBOX_FILTER_PATH, b"/Users/u/secret")]
+    assert macos.SANDBOX_FILTER_PATH == 1
+    none = Lib(1)
+    assert macos.sandbox_denies("network-outbound", pid=42, libc=none)  # type: ignore[arg-type]
+    assert none.sandbox_check.calls == [(42, b"network-outbound", 0)]
+    # Allowed (a file's own permissions refused it), an error, or no sandbox_check: never the sandbox's.
+    assert not macos.sandbox_denies("file-read-data", "/x", pid=42, libc=Lib(0))  # type: ignore[arg-type]
+    assert not macos.sandbox_denies("file-read-data", "/x", pid=42, libc=Lib(-1))  # type: ignore[arg-type]
+    assert not macos.sandbox_denies("file-read-data", "/x", pid=42, libc=object())  # type: ignore[arg-type]
 
 
 def test_macos_refusals_are_the_sandbox_s() -> None:

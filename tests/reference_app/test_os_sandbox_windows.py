@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import skillhost.os_sandbox._windows as windows
+import skillhost.os_sandbox._windows_api as api_module
 import skillhost.os_sandbox._windows_process as process
 import skillhost.os_sandbox._windows_structs as st
 from skillhost.journey._kernel import refusing_layer
@@ -179,6 +180,9 @@ class Recorder:
         basic = info.BasicLimitInformation
         self._call("set_limits", (job, basic.LimitFlags, basic.ActiveProcessLimit, info.ProcessMemoryLimit))
 
+    def set_ui_limits(self, job: int, flags: int) -> None:
+        self._call("set_ui_limits", (job, flags))
+
     def assign(self, job: int, process: int) -> None:
         self._call("assign", (job, process))
 
@@ -236,6 +240,7 @@ def test_the_worker_starts_in_its_appcontainer_suspended_in_its_job_then_resumes
         }),
         ("create_job", None),
         ("set_limits", (_JOB, st.JOB_LIMIT_FLAGS, 1, 1 << 30)),
+        ("set_ui_limits", (_JOB, 0xFF)),  # every JOB_OBJECT_UILIMIT_*: no clipboard, desktop, atoms, USER handles
         ("assign", (_JOB, _PROCESS)),
         ("resume_thread", _THREAD),
         ("close", _THREAD),
@@ -301,11 +306,12 @@ def test_without_an_appcontainer_the_fallback_is_a_restricted_low_integrity_toke
 _APPCONTAINER_STEPS = [
     "derive_appcontainer_sid", "get_named_security_info", "set_entries_in_acl", "set_named_security_info",
     "make_inheritable", "initialize_attribute_list", "update_attribute:0x20009", "update_attribute:0x20002",
-    "create_process", "create_job", "set_limits", "assign", "resume_thread",
+    "create_process", "create_job", "set_limits", "set_ui_limits", "assign", "resume_thread",
 ]  # fmt: skip
 _FALLBACK_STEPS = [
     "open_process_token", "create_restricted_token", "string_sid_to_sid", "set_token_information", "new_label_acl",
-    "set_named_security_info", "initialize_attribute_list", "create_process", "create_job", "assign", "resume_thread",
+    "set_named_security_info", "initialize_attribute_list", "create_process", "create_job", "set_ui_limits", "assign",
+    "resume_thread",
 ]  # fmt: skip
 
 
@@ -424,8 +430,17 @@ class _TokenApi:
 
 
 class _K32:
-    @staticmethod
-    def QueryInformationJobObject(job, cls, info_ref, size, got_ref) -> int:  # noqa: N802
+    def __init__(self, ui: int | None = st.UI_LIMITS) -> None:
+        self.ui = ui
+
+    def QueryInformationJobObject(self, job, cls, info_ref, size, got_ref) -> int:  # noqa: N802
+        if cls == st.JOB_OBJECT_BASIC_UI_RESTRICTIONS:
+            if self.ui is None:
+                return 0
+            ctypes.cast(info_ref, ctypes.POINTER(st.JOBOBJECT_BASIC_UI_RESTRICTIONS)).contents.UIRestrictionsClass = (
+                self.ui
+            )
+            return 1
         info = ctypes.cast(info_ref, ctypes.POINTER(st.ExtendedLimits)).contents
         info.BasicLimitInformation.LimitFlags = st.JOB_LIMIT_FLAGS
         info.BasicLimitInformation.ActiveProcessLimit = 1
@@ -462,3 +477,220 @@ def test_each_windows_refusal_is_owned_by_the_layer_that_gives_it() -> None:
     # A low-integrity token refuses neither a world-readable file nor a loopback connect.
     assert refusing_layer("windows", "read-outside-bundle", "EACCES", fallback) is None
     assert refusing_layer("windows", "tcp-connect-loopback", "EACCES", fallback) is None
+
+
+def test_the_job_layer_requires_every_ui_limit_as_read_back() -> None:
+    api = _TokenApi(container=True, rid=st.SECURITY_MANDATORY_LOW_RID)
+    assert st.UI_LIMITS == 0xFF
+    report = windows.self_report(_K32(), api_factory=lambda: api)  # type: ignore[arg-type,return-value]
+    assert report[0] == layer("job-object", applied=True,
+                              detail="limit flags 0x2508, active processes 1, ui limits 0xff")  # fmt: skip
+    for ui in (0x7F, None):  # one limit missing, or not readable
+        report = windows.self_report(_K32(ui=ui), api_factory=lambda: api)  # type: ignore[arg-type,return-value]
+        assert not report[0]["applied"], report[0]
+
+
+# -- the Win32 calls themselves: every function with its C signature, every failure checked ------------------
+
+_VOID_P, _U32, _I32 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int32
+
+# The SDK's signatures, written here from the Windows headers, not from the module: (restype, argument count).
+# Handles, SIDs, ACLs and out-pointers must be pointer-sized; BOOL is a 32-bit int, DWORD/HRESULT 32 bits.
+_SDK = {
+    "CreateJobObjectW": (_VOID_P, 2), "GetCurrentProcess": (_VOID_P, 0), "LocalFree": (_VOID_P, 1),
+    "ResumeThread": (_U32, 1), "WaitForSingleObject": (_U32, 2), "CloseHandle": (_I32, 1),
+    "TerminateProcess": (_I32, 2), "GetExitCodeProcess": (_I32, 2), "AssignProcessToJobObject": (_I32, 2),
+    "SetInformationJobObject": (_I32, 4), "QueryInformationJobObject": (_I32, 5), "SetHandleInformation": (_I32, 3),
+    "CreateProcessW": (_I32, 10), "CreateProcessAsUserW": (_I32, 11), "InitializeProcThreadAttributeList": (_I32, 4),
+    "UpdateProcThreadAttribute": (_I32, 7), "DeleteProcThreadAttributeList": (None, 1),
+    "GetProcessMitigationPolicy": (_I32, 4), "GetSidSubAuthorityCount": (_VOID_P, 1),
+    "GetSidSubAuthority": (_VOID_P, 2), "IsValidSid": (_I32, 1), "GetLengthSid": (_U32, 1), "FreeSid": (_VOID_P, 1),
+    "ConvertStringSidToSidW": (_I32, 2), "ConvertSidToStringSidW": (_I32, 2), "GetNamedSecurityInfoW": (_U32, 8),
+    "SetEntriesInAclW": (_U32, 4), "SetNamedSecurityInfoW": (_U32, 7), "InitializeAcl": (_I32, 3),
+    "AddMandatoryAce": (_I32, 5), "OpenProcessToken": (_I32, 3), "CreateRestrictedToken": (_I32, 9),
+    "SetTokenInformation": (_I32, 4), "GetTokenInformation": (_I32, 5), "CreateAppContainerProfile": (_U32, 6),
+    "DeriveAppContainerSidFromAppContainerName": (_U32, 2),
+}  # fmt: skip
+# Arguments that are handles or pointers, by position: a 64-bit value there must never be cut to a C int.
+_POINTER_ARGS = {
+    "CloseHandle": (0,), "AssignProcessToJobObject": (0, 1), "ResumeThread": (0,), "WaitForSingleObject": (0,),
+    "TerminateProcess": (0,), "GetSidSubAuthority": (0,), "GetSidSubAuthorityCount": (0,), "IsValidSid": (0,),
+    "SetEntriesInAclW": (1, 2, 3), "SetNamedSecurityInfoW": (5, 6), "CreateProcessAsUserW": (0,),
+    "UpdateProcThreadAttribute": (0, 3, 5, 6), "LocalFree": (0,), "FreeSid": (0,),
+}  # fmt: skip
+
+
+class _Function:
+    """A DLL export: refuses a call unless its signature was declared, and converts each argument as ctypes would."""
+
+    def __init__(self, name: str, dll: _Dll) -> None:
+        self.name, self.dll = name, dll
+        self.argtypes: list[Any] | None = None
+        self.restype: Any = "unset"
+
+    def __call__(self, *args: Any) -> Any:
+        assert self.argtypes is not None, f"{self.name} called without its argtypes"
+        assert self.restype != "unset", f"{self.name} called without its restype"
+        assert len(args) == len(self.argtypes), self.name
+        for argtype, arg in zip(self.argtypes, args, strict=True):
+            argtype.from_param(arg)  # TypeError where ctypes would refuse it
+        self.dll.called.append(self.name)
+        return self.dll.answer(self.name, args)
+
+
+class _Dll:
+    def __init__(self, name: str, answer: Any) -> None:
+        self.name, self.answer, self.called = name, answer, []
+        self.functions: dict[str, _Function] = {}
+
+    def __getattr__(self, name: str) -> _Function:
+        if name not in _SDK:
+            raise AttributeError(name)
+        return self.functions.setdefault(name, _Function(name, self))
+
+
+def _fill(ref: Any, value: int) -> None:
+    ref._obj.value = value  # the object a byref() points at, as the DLL would write it
+
+
+class _Answers:
+    """Success answers, with every out-pointer filled; ``overrides`` replace one function's answer."""
+
+    def __init__(self, **overrides: Any) -> None:
+        self.overrides = overrides
+        self.count = ctypes.c_ubyte(3)
+        self.rids = (ctypes.c_uint32 * 3)(21, 22, 0x1000)
+
+    def __call__(self, name: str, args: tuple[Any, ...]) -> Any:
+        if name in self.overrides:
+            return self.overrides[name](*args) if callable(self.overrides[name]) else self.overrides[name]
+        if name in {"CreateAppContainerProfile", "DeriveAppContainerSidFromAppContainerName",
+                    "ConvertStringSidToSidW", "OpenProcessToken", "CreateRestrictedToken", "SetEntriesInAclW"}:
+            _fill(args[-1], 0x5100)
+        elif name == "GetNamedSecurityInfoW":
+            _fill(args[5], 0xAC10)
+            _fill(args[7], 0xD500)
+        elif name == "GetSidSubAuthorityCount":
+            return ctypes.addressof(self.count)
+        elif name == "GetSidSubAuthority":
+            return ctypes.addressof(self.rids) + 4 * args[1]
+        elif name == "InitializeProcThreadAttributeList" and args[0] is None:
+            _fill(args[3], 48)
+            return 0
+        elif name == "ConvertSidToStringSidW":
+            args[1]._obj.value = "S-1-15-2-1"
+        elif name == "GetExitCodeProcess":
+            _fill(args[1], 7)
+        _result = {"GetLengthSid": 12, "ResumeThread": 1, "GetCurrentProcess": 0xFFFFFFFFFFFFFFFF,
+                   "CreateJobObjectW": 0x7FFF00001234}  # a handle above 32 bits
+        restype = _SDK[name][0]
+        return _result.get(name, 1 if restype is _I32 else 0 if restype is _U32 else None)
+
+
+def _api(monkeypatch: pytest.MonkeyPatch, last_error: int = 122, **overrides: Any) -> tuple[Any, dict[str, _Dll]]:
+    monkeypatch.setattr(api_module, "_last_error", lambda: last_error)
+    answers = _Answers(**overrides)
+    dlls: dict[str, _Dll] = {}
+    win32 = api_module.Win32(loader=lambda name: dlls.setdefault(name, _Dll(name, answers)))
+    return win32, dlls
+
+
+def _every_method(win32: Any) -> None:
+    win32.create_appcontainer_profile("n", "d", "x")
+    win32.derive_appcontainer_sid("n")
+    win32.free_sid(0x5100)
+    win32.string_sid_to_sid(st.LOW_INTEGRITY_SID)
+    win32.sid_last_rid(0x5100)
+    win32.sid_length(0x5100)
+    win32.local_free(0xD500)
+    win32.get_named_security_info("C:\\x", st.DACL_SECURITY_INFORMATION)
+    win32.set_entries_in_acl((st.EXPLICIT_ACCESS_W * 1)(), 0xAC10)
+    win32.set_named_security_info("C:\\x", st.DACL_SECURITY_INFORMATION, 0x5100, 0)
+    win32.new_label_acl(0x5100, st.SUB_CONTAINERS_AND_OBJECTS_INHERIT, st.SYSTEM_MANDATORY_LABEL_NO_WRITE_UP)
+    attributes = win32.initialize_attribute_list(2)
+    win32.update_attribute(attributes, st.PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY, ctypes.c_uint32(1))
+    win32.delete_attribute_list(attributes)
+    token = win32.open_process_token(st.TOKEN_QUERY)
+    win32.create_restricted_token(token, st.DISABLE_MAX_PRIVILEGE)
+    win32.set_token_information(token, st.TOKEN_INTEGRITY_LEVEL, st.TOKEN_MANDATORY_LABEL(), 28)
+    win32.process_mitigation_flags(st.PROCESS_CHILD_PROCESS_POLICY)
+    win32.make_inheritable(0x7FFF00000011)
+    assert len(win32.get_token_information(token, st.TOKEN_IS_APP_CONTAINER)) == 8
+    assert win32.sid_to_string(0x5100) == "S-1-15-2-1"
+    for tok in (None, token):
+        win32.create_process(tok, "C:\\w.exe", '"C:\\w.exe" worker', flags=windows.START_FLAGS,
+                             environment="A=b\0\0", cwd="C:\\", startup=st.STARTUPINFOEXW())  # fmt: skip
+    job = win32.create_job()
+    assert job == 0x7FFF00001234  # a 64-bit handle, whole
+    win32.set_limits(job, st.job_limits())
+    win32.set_ui_limits(job, st.UI_LIMITS)
+    win32.assign(job, 0x7FFF00000080)
+    win32.resume_thread(0x7FFF00000081)
+    win32.terminate(0x7FFF00000080, 1)
+    assert win32.wait(0x7FFF00000080, 0) == st.WAIT_OBJECT_0
+    assert win32.exit_code(0x7FFF00000080) == 7
+    win32.close(job)
+
+
+def test_every_win32_function_is_called_with_its_sdk_signature(monkeypatch: pytest.MonkeyPatch) -> None:
+    win32, dlls = _api(monkeypatch)
+    declared = {name: (fn.restype, len(fn.argtypes or ())) for dll in dlls.values()
+                for name, fn in dll.functions.items()}  # fmt: skip
+    assert declared == _SDK  # every export the module names, as the SDK
+    for dll in dlls.values():
+        for name, positions in _POINTER_ARGS.items():
+            if name in dll.functions:
+                assert all(dll.functions[name].argtypes[i] is ctypes.c_void_p for i in positions), name
+    _every_method(win32)
+    called = {name for dll in dlls.values() for name in dll.called}
+    # Every export the methods call has its signature (the fake refuses any other); the job read-back is the
+    # worker's (``self_report``), through the same prototyped kernel32.
+    assert set(_SDK) - called == {"QueryInformationJobObject"}
+
+
+def test_sid_last_rid_reads_the_last_sub_authority_and_never_dereferences_null(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    win32, _ = _api(monkeypatch)
+    assert win32.sid_last_rid(0x5100) == 0x1000
+    for overrides in ({"IsValidSid": 0}, {"GetSidSubAuthorityCount": None}, {"GetSidSubAuthority": None}):
+        win32, dlls = _api(monkeypatch, **overrides)
+        with pytest.raises(OSError):  # noqa: PT011
+            win32.sid_last_rid(0x5100)
+    win32, _ = _api(monkeypatch)
+    with pytest.raises(OSError):  # noqa: PT011
+        win32.sid_last_rid(0)  # a token whose label has no SID
+    answers_count_zero = _Answers()
+    answers_count_zero.count.value = 0
+    dlls = {}
+    monkeypatch.setattr(api_module, "_last_error", lambda: 0)
+    win32 = api_module.Win32(loader=lambda name: dlls.setdefault(name, _Dll(name, answers_count_zero)))
+    with pytest.raises(OSError, match="no sub-authority"):
+        win32.sid_last_rid(0x5100)  # count - 1 would index -1
+
+
+@pytest.mark.parametrize(("method", "overrides"), [
+    ("wait", {"WaitForSingleObject": 0xFFFFFFFF}),  # WAIT_FAILED is neither "running" nor "exited"
+    ("sid_length", {"GetLengthSid": 0}),
+    ("get_named_security_info", {"GetNamedSecurityInfoW": 0x5}),
+    ("get_named_security_info", {"GetNamedSecurityInfoW": lambda *a: _fill(a[5], 0xAC10) or 0}),  # no descriptor
+    ("set_entries_in_acl", {"SetEntriesInAclW": lambda *a: 0}),  # success, but no ACL
+    ("create_appcontainer_profile", {"CreateAppContainerProfile": lambda *a: 0}),  # S_OK without a SID
+    ("derive_appcontainer_sid", {"DeriveAppContainerSidFromAppContainerName": lambda *a: 0}),
+    ("get_token_information", {"GetTokenInformation": 0}),  # the size query failed for another reason
+    ("initialize_attribute_list", {"InitializeProcThreadAttributeList": 0}),  # no size given
+    ("create_job", {"CreateJobObjectW": None}),
+    ("set_ui_limits", {"SetInformationJobObject": 0}),
+])  # fmt: skip
+def test_each_win32_failure_is_raised_before_its_result_is_used(
+    monkeypatch: pytest.MonkeyPatch, method: str, overrides: dict[str, Any],
+) -> None:
+    win32, _ = _api(monkeypatch, last_error=5 if method == "get_token_information" else 122, **overrides)
+    args = {
+        "wait": (0x80, 0), "sid_length": (0x5100,), "get_named_security_info": ("C:\\x", 4),
+        "set_entries_in_acl": ((st.EXPLICIT_ACCESS_W * 1)(), 0), "create_appcontainer_profile": ("n", "d", "x"),
+        "derive_appcontainer_sid": ("n",), "get_token_information": (0x70, st.TOKEN_INTEGRITY_LEVEL),
+        "initialize_attribute_list": (2,), "create_job": (), "set_ui_limits": (0x90, st.UI_LIMITS),
+    }[method]  # fmt: skip
+    with pytest.raises(OSError):  # noqa: PT011
+        getattr(win32, method)(*args)

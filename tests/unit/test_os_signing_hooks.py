@@ -34,6 +34,11 @@ P12 = base64.b64encode(b"not really a p12").decode()
 # A thin little-endian 64-bit Mach-O header: magic, cputype, cpusubtype, filetype.
 MH_EXECUTE = b"\xcf\xfa\xed\xfe" + b"\x07\x00\x00\x01" + b"\x03\x00\x00\x00" + b"\x02\x00\x00\x00"
 MH_DYLIB = b"\xcf\xfa\xed\xfe" + b"\x07\x00\x00\x01" + b"\x03\x00\x00\x00" + b"\x06\x00\x00\x00"
+# What `codesign -dvv` prints (to stderr) for a Developer ID signature with the hardened runtime and a timestamp.
+DISPLAY = (b"Executable=/x/skillhost\nIdentifier=skillhost\nFormat=Mach-O thin (arm64)\n"
+           b"CodeDirectory v=20500 size=1234 flags=0x10000(runtime) hashes=30+7 location=embedded\n"
+           b"Signature size=9000\nAuthority=Developer ID Application: Example (TEAMID)\n"
+           b"Timestamp=Jan 1, 2024 at 10:00:00 AM\nTeamIdentifier=TEAMID\nRuntime Version=14.0.0\n")
 CREDENTIALS = NotaryCredentials(Path("/tmp/key.p8"), "KEYID1234", "11111111-2222-3333-4444-555555555555")
 
 
@@ -49,13 +54,17 @@ class FakeTools:
         self.calls: list[list[str]] = []
 
     def key(self, argv: list[str]) -> str:
+        if argv[:2] == ["codesign", "-dvv"]:
+            return "codesign -dvv"
         return " ".join(argv[:3]) if argv[0] in ("xcrun", "security", "certutil") else argv[0]
 
     def __call__(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
         assert kwargs.get("shell") is False
         assert kwargs.get("timeout")
         self.calls.append(argv)
-        code, out = next((v for k, v in self.answers.items() if self.key(argv).startswith(k)), (0, b""))
+        # A signature's display answers as a good one unless a test says otherwise.
+        answers = {**self.answers, "codesign -dvv": self.answers.get("codesign -dvv", (0, DISPLAY))}
+        code, out = next((v for k, v in answers.items() if self.key(argv).startswith(k)), (0, b""))
         return subprocess.CompletedProcess(argv, code, out, b"")
 
     def tools(self) -> list[str]:
@@ -121,6 +130,13 @@ def test_notarytool_answer_is_read_bounded(stdout: bytes, expected: tuple[str | 
     assert parse_submission(stdout) == expected
 
 
+def _runner(tools: FakeTools) -> Any:
+    def run(argv: list[str]) -> tuple[int, bytes]:
+        done = tools(argv, shell=False, timeout=1)
+        return done.returncode, done.stdout
+    return run
+
+
 @pytest.mark.parametrize(("answers", "outcome", "stapled"), [
     ({}, "failed", False),  # notarytool printed nothing usable
     ({"xcrun notarytool submit": (0, _answer("Accepted"))}, "accepted", True),
@@ -129,20 +145,59 @@ def test_notarytool_answer_is_read_bounded(stdout: bytes, expected: tuple[str | 
     ({"xcrun notarytool submit": (1, _answer("Rejected"))}, "rejected", False),
     ({"xcrun notarytool submit": (0, _answer("In Progress"))}, "failed", False),
     ({"xcrun notarytool submit": (0, _answer("Accepted", None))}, "failed", False),
-    ({"ditto": (1, b"")}, "failed", False),
-], ids=["no answer", "accepted", "stapling failed", "invalid", "rejected", "still in progress", "no id", "no zip"])
+], ids=["no answer", "accepted", "stapling failed", "invalid", "rejected", "still in progress", "no id"])
 def test_notarization_outcome(tmp_path: Path, answers: dict[str, tuple[int, bytes]], outcome: str,
                               stapled: bool) -> None:
+    dmg = tmp_path / "Notes-1.0.dmg"
+    dmg.write_bytes(b"koly")
     tools = FakeTools(answers)
-
-    def run(argv: list[str]) -> tuple[int, bytes]:
-        done = tools(argv, shell=False, timeout=1)
-        return done.returncode, done.stdout
-
-    result = NotarytoolNotarizer(CREDENTIALS).notarize(tmp_path / "skillhost", tmp_path, run)
+    result = NotarytoolNotarizer(CREDENTIALS).notarize(dmg, tmp_path, _runner(tools))
+    # The disk image itself is submitted (no zip of it) and, once accepted, the ticket stapled to it.
+    assert "ditto" not in tools.tools()
+    assert tools.calls[0][:4] == ["xcrun", "notarytool", "submit", str(dmg)]
+    if outcome == "accepted":
+        assert tools.calls[1:] == NotarytoolNotarizer(CREDENTIALS).staple_commands(dmg)[:len(tools.calls) - 1]
     assert (result.outcome, result.stapled) == (outcome, stapled)
     if outcome == "accepted":
         assert (result.submission_id, result.status) == (SUBMISSION, "Accepted")
+    assert len(result.detail) <= 200
+
+
+def test_a_folder_that_cannot_be_zipped_is_not_submitted(tmp_path: Path) -> None:
+    tools = FakeTools({"ditto": (1, b"")})
+    result = NotarytoolNotarizer(CREDENTIALS).notarize(tmp_path / "skillhost", tmp_path, _runner(tools))
+    assert result.outcome == "failed"
+    assert tools.tools() == ["ditto"]
+
+
+@pytest.mark.parametrize(("name", "is_file", "stapled"), [
+    ("skillhost", False, False), ("skillhost", True, False), ("Notes.app", False, True), ("Notes.pkg", True, True)],
+    ids=["plain folder", "bare executable", "app bundle", "installer package"])
+def test_only_what_can_carry_a_ticket_is_stapled(tmp_path: Path, name: str, is_file: bool, stapled: bool) -> None:
+    target = tmp_path / name
+    target.write_bytes(b"x") if is_file else target.mkdir()
+    tools = FakeTools({"xcrun notarytool submit": (0, _answer("Accepted"))})
+    result = NotarytoolNotarizer(CREDENTIALS).notarize(target, tmp_path / "scratch", _runner(tools))
+    assert (result.outcome, result.stapled) == ("accepted", stapled)
+    assert ("xcrun stapler staple" in tools.tools()) is stapled, "no staple attempted on what cannot carry one"
+    if not stapled:
+        assert "Gatekeeper checks online" in result.detail
+
+
+def test_an_invalid_submission_fetches_its_log_into_the_bounded_record(tmp_path: Path) -> None:
+    log = json.dumps({"status": "Invalid", "issues": [
+        {"severity": "error", "path": "Notes-1.0.dmg/Notes.app/Contents/MacOS/Notes\u202e",
+         "message": "The binary is not signed with a valid Developer ID certificate." + "x" * 300},
+        {"severity": "error", "path": "b", "message": "The signature does not include a secure timestamp."}]})
+    dmg = tmp_path / "Notes-1.0.dmg"
+    dmg.write_bytes(b"koly")
+    tools = FakeTools({"xcrun notarytool submit": (1, _answer("Invalid")), "xcrun notarytool log": (0, log.encode())})
+    result = NotarytoolNotarizer(CREDENTIALS).notarize(dmg, tmp_path, _runner(tools))
+    assert tools.calls[-1] == ["xcrun", "notarytool", "log", SUBMISSION, "--key", "/tmp/key.p8",
+                               "--key-id", "KEYID1234", "--issuer", CREDENTIALS.issuer]
+    assert result.outcome == "rejected"
+    assert "not signed with a valid Developer ID" in result.detail
+    assert "\u202e" not in result.detail
     assert len(result.detail) <= 200
 
 
@@ -165,8 +220,8 @@ def test_macos_signing_imports_signs_notarizes_and_deletes_the_keychain(
     assert tools.tools() == [
         "security create-keychain -p", "security set-keychain-settings -lut", "security unlock-keychain -p",
         "security import " + tools.calls[3][2], "security set-key-partition-list -S",
-        "codesign", "codesign", "codesign", "codesign",
-        "ditto", "xcrun notarytool submit", "xcrun stapler staple", "xcrun stapler validate",
+        *["codesign"] * 6, *["codesign -dvv"] * 3,
+        "ditto", "xcrun notarytool submit",  # a plain folder: nothing to staple a ticket to
         "security delete-keychain " + tools.calls[-1][2]]
     keychain = tools.calls[0][4]
     signs = tools.calls[5:8]
@@ -203,6 +258,42 @@ def test_a_keychain_that_cannot_be_deleted_fails_the_signing(bundle: Path, monke
     assert signer.sign(bundle, bundle / "skillhost").state == "failed"
 
 
+def test_every_macho_is_verified_on_its_own_and_displayed(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tools = FakeTools()
+    monkeypatch.setattr(subprocess, "run", tools)
+    assert CodesignSigner(ID, Path("/app.plist")).sign(bundle, bundle / "skillhost").state == "signed"
+    helper, lib, main = (str(bundle / p) for p in ("_internal/helper", "_internal/libpython3.11.dylib", "skillhost"))
+    assert tools.calls[3:] == [
+        ["codesign", "--verify", "--strict", "--verbose=2", helper],
+        ["codesign", "--verify", "--strict", "--verbose=2", lib],
+        ["codesign", "--verify", "--strict", "--deep", "--verbose=2", main],
+        ["codesign", "-dvv", helper], ["codesign", "-dvv", lib], ["codesign", "-dvv", main]]
+
+
+@pytest.mark.parametrize("display", [
+    DISPLAY.replace(b"TeamIdentifier=TEAMID", b"TeamIdentifier=not set"),
+    DISPLAY.replace(b"TeamIdentifier=TEAMID", b"TeamIdentifier=OTHERTEAM"),
+    DISPLAY.replace(b"flags=0x10000(runtime)", b"flags=0x0(none)"),
+    DISPLAY.replace(b"Timestamp=", b"Signed Time="),
+    b"",
+], ids=["ad hoc", "another team", "no hardened runtime", "no secure timestamp", "nothing"])
+def test_a_signature_without_team_runtime_or_timestamp_is_refused(
+        bundle: Path, monkeypatch: pytest.MonkeyPatch, display: bytes) -> None:
+    monkeypatch.setattr(subprocess, "run", FakeTools({"codesign -dvv": (0, display)}))
+    assert CodesignSigner(ID, Path("/app.plist")).sign(bundle, bundle / "skillhost").state == "failed"
+
+
+def test_a_loose_library_that_does_not_verify_fails_the_signing(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class LibFails(FakeTools):
+        def __call__(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+            done = super().__call__(argv, **kwargs)
+            bad = argv[1] == "--verify" and argv[-1].endswith(".dylib")
+            return subprocess.CompletedProcess(argv, 1 if bad else done.returncode, done.stdout, b"")
+
+    monkeypatch.setattr(subprocess, "run", LibFails())
+    assert CodesignSigner(ID, Path("/app.plist")).sign(bundle, bundle / "skillhost").state == "failed"
+
+
 def test_without_notarization_credentials_a_signed_bundle_says_skipped(bundle: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     tools = FakeTools()
@@ -230,8 +321,30 @@ def test_windows_imports_the_pfx_and_removes_it_whatever_happens(tmp_path: Path,
     assert tools.calls[0][:4] == ["certutil", "-f", "-user", "-p"]
     assert tools.calls[1][:2] == ["signtool", "sign"]
     if not failing:
-        assert tools.calls[2][:3] == ["signtool", "verify", "/pa"]
+        assert tools.calls[2] == ["signtool", "verify", "/pa", "/tw", "/sha1", "ab" * 20, "/v",
+                                  str(root / "skillhost.exe")]
     assert tools.calls[-1] == ["certutil", "-user", "-delstore", "My", "ab" * 20]
+
+
+@pytest.mark.parametrize(("code", "said"), [
+    (2, b"SignTool Warning: Signature is not timestamped.\n"),
+    (0, b"Successfully verified: x.exe\nFile is not timestamped.\n"),
+    (1, b"SignTool Error: No signature found.\n"),
+], ids=["warned", "said not timestamped", "failed"])
+def test_windows_verify_refuses_a_warning_or_no_timestamp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           code: int, said: bytes) -> None:
+    root = tmp_path / "skillhost"
+    root.mkdir()
+    (root / "skillhost.exe").write_bytes(b"MZ")
+
+    class Verify(FakeTools):
+        def __call__(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+            super().__call__(argv, **kwargs)
+            answer = (code, said) if argv[1] == "verify" else (0, b"")
+            return subprocess.CompletedProcess(argv, *answer, b"")
+
+    monkeypatch.setattr(subprocess, "run", Verify())
+    assert SigntoolSigner("ab" * 20, "http://ts.example.invalid").sign(root, root / "skillhost.exe").state == "failed"
 
 
 def test_a_secret_that_is_not_base64_is_an_environment_error_that_does_not_echo_it(

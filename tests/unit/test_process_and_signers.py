@@ -205,7 +205,10 @@ def test_codesign_signs_every_macho_deepest_first_then_the_executable(mac_bundle
         _codesign(internal / "libpython3.11.dylib"),
         _codesign(exe, entitlements=True),
     ]
+    # Each loose Mach-O verified on its own (--deep follows only nested code a bundle declares), the executable last.
     assert signer.verify_commands(mac_bundle, exe) == [
+        *(["codesign", "--verify", "--strict", "--verbose=2", argv[-1]] for argv in signer.sign_commands(mac_bundle,
+                                                                                                        exe)[:-1]),
         ["codesign", "--verify", "--strict", "--deep", "--verbose=2", str(exe)]]
 
 
@@ -247,8 +250,9 @@ def test_signtool_signs_and_verifies_every_pe_file(windows_bundle: Path) -> None
     assert signer.sign_commands(windows_bundle, exe) == [
         ["signtool", "sign", "/sha1", "a" * 40, "/fd", "SHA256", "/tr", "http://timestamp.example", "/td", "SHA256",
          str(path)] for path in order]
+    # Pinned to the certificate signed with, and a warning (/tw) on a signature without a timestamp.
     assert signer.verify_commands(windows_bundle, exe) == [
-        ["signtool", "verify", "/pa", "/v", str(path)] for path in order]
+        ["signtool", "verify", "/pa", "/tw", "/sha1", "a" * 40, "/v", str(path)] for path in order]
 
 
 @pytest.mark.parametrize(
@@ -290,20 +294,24 @@ class _Recorder:
         self.calls.append((argv, kwargs))
         if isinstance(self.codes, Exception):
             raise self.codes
-        return subprocess.CompletedProcess(argv, self.codes.pop(0), b"", b"")
+        # `codesign -dvv` answers as for a Developer ID signature with the hardened runtime and a timestamp.
+        said = (b"CodeDirectory v=20500 size=1 flags=0x10000(runtime) hashes=1+0 location=embedded\n"
+                b"Timestamp=Jan 1, 2024 at 10:00:00 AM\nTeamIdentifier=TEAMID\n") if argv[1:2] == ["-dvv"] else b""
+        return subprocess.CompletedProcess(argv, self.codes.pop(0), said, b"")
 
 
 def test_sign_runs_every_sign_then_the_verify_without_a_shell(mac_bundle: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    recorder = _Recorder([0] * 8)
+    recorder = _Recorder([0] * 21)
     monkeypatch.setattr(subprocess, "run", recorder)
     signer = CodesignSigner("id", Path("/e.plist"))
     exe = mac_bundle / "skillhost"
-    expected = [*signer.sign_commands(mac_bundle, exe), *signer.verify_commands(mac_bundle, exe)]
+    signs = signer.sign_commands(mac_bundle, exe)
+    expected = [*signs, *signer.verify_commands(mac_bundle, exe), *(["codesign", "-dvv", a[-1]] for a in signs)]
     outcome = signer.sign(mac_bundle, exe)
     assert (outcome.tool, outcome.state) == ("codesign", "signed")
     assert [argv for argv, _ in recorder.calls] == expected
-    assert len(expected) == 8
+    assert len(expected) == 21
     assert all(kwargs.get("shell") is False and kwargs.get("timeout") for _, kwargs in recorder.calls)
 
 

@@ -27,7 +27,9 @@ NAMESPACE = "desktop_qualify."
 # Lowest first: a subpackage may import those of the tiers before its own, never one of its own tier or after it.
 TIERS: tuple[tuple[str, ...], ...] = (
     ("processes",),
-    ("installers", "os_signing", "source", "confinement"),
+    ("os_signing", "source", "confinement"),
+    # An installer checks an installer's own signature the way the platform's signer does (signtool's verify).
+    ("installers",),
     ("previous",),
 )
 
@@ -198,10 +200,13 @@ def test_the_rules_find_what_they_forbid(tmp_path):
         "installers/_install.py": "from ..source._gate import gate\nfrom .. import _cli\n",
         "source/__init__.py": "from ._gate import gate\n",
         "source/_gate.py": "from ..processes import run\n",
+        # One of its own tier: confinement and source are both tier 2.
+        "confinement/__init__.py": "from ..source import gate\n",
         "stray/_loose.py": "",
     })
     graph, packages = module_graph(root)
-    assert packages == {"producer.processes", "producer.installers", "producer.source", "producer.stray"}
+    assert packages == {"producer.processes", "producer.installers", "producer.source", "producer.confinement",
+                        "producer.stray"}
     assert sorted(loops(graph)) == [
         ["producer._build", "producer._reproduce"],
         ["producer._cli", "producer.installers", "producer.installers._install", "producer.processes",
@@ -213,8 +218,8 @@ def test_the_rules_find_what_they_forbid(tmp_path):
     ]
     assert private_crossings(graph) == ["producer.installers._install imports producer.source._gate"]
     assert upward_imports(graph, packages) == [
+        "producer.confinement imports producer.source: not below it (producer.confinement)",
         "producer.installers._install imports producer._cli: a top-level module (producer.installers)",
-        "producer.installers._install imports producer.source._gate: not below it (producer.installers)",
         "producer.processes imports producer.installers: not below it (producer.processes)",
         "producer.stray: a subpackage TIERS does not place",
     ]

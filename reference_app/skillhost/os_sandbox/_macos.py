@@ -22,7 +22,10 @@ from pathlib import PurePosixPath
 
 from skillhost.os_sandbox._interface import Layer, layer
 
-__all__ = ["ALLOWED_RULES", "PROFILE", "SANDBOX_EXEC", "profile", "profile_digest", "self_report", "wrap_command"]
+__all__ = [
+    "ALLOWED_RULES", "DENIED_RULES", "PROFILE", "SANDBOX_EXEC", "SYSCTL_NAMES", "parent_folders", "profile",
+    "profile_digest", "sandbox_denies", "self_report", "wrap_command",
+]  # fmt: skip
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 
@@ -31,26 +34,63 @@ MAX_READ_ROOTS = 8
 # System folders the interpreter and its extension modules load from (dyld's shared cache and libSystem).
 _SYSTEM_LIBRARIES = ("/usr/lib", "/System/Library", "/System/Volumes/Preboot/Cryptexes/OS", "/private/var/db/dyld")
 
-# Every allow rule of the profile and why; ``{read_roots}`` becomes one parameter per bundle folder.
+MAX_PARENTS = 32
+
+# The sysctl names the worker may read, each with who reads it; every other name stays denied.
+SYSCTL_NAMES: tuple[tuple[str, str], ...] = (
+    ("hw.ncpu", "os.cpu_count() and libdispatch size their pools from it"),
+    ("hw.activecpu", "sysconf(_SC_NPROCESSORS_ONLN), which libSystem answers from it"),
+    ("hw.pagesize", "getpagesize(): the allocator and mmap sizes"),
+    ("hw.memsize", "libmalloc sizes its zones from the physical memory"),
+    ("kern.osrelease", "uname() release (os.uname, platform)"),
+    ("kern.osversion", "the OS build, read by libSystem's version checks"),
+    ("kern.ostype", "uname() system name"),
+    ("kern.version", "uname() version string"),
+    ("hw.machine", "uname() machine (x86_64 or arm64)"),
+    ("sysctl.proc_translated", "whether the process runs under Rosetta, asked by libSystem and platform"),
+)
+# hw.optional.*: the CPU features libSystem, libm and libcrypto dispatch on (avx2, arm64 extensions...).
+SYSCTL_PREFIXES: tuple[tuple[str, str], ...] = (("hw.optional.", "CPU feature flags for code dispatch"),)
+
+# Operations denied explicitly, as Mozilla's profiles do even under ``(deny default)``: a later allow cannot
+# widen them by accident, and each stays denied outside the one allow rule that names its need.
+DENIED_RULES: tuple[tuple[str, str], ...] = (
+    ("(deny process-info*)", "no reading of other processes (pid lists, their arguments, their memory maps)"),
+    ("(deny nvram*)", "no firmware variables"),
+    ("(deny iokit-get-properties)", "no hardware registry properties (serial numbers, device identifiers)"),
+    ("(deny file-map-executable)", "no executable mapping but the code the allow rule below names"),
+)
+
+_SYSCTL_FILTERS = " ".join([*(f'(sysctl-name "{n}")' for n, _ in SYSCTL_NAMES),
+                            *(f'(sysctl-name-prefix "{n}")' for n, _ in SYSCTL_PREFIXES)])  # fmt: skip
+_SYSTEM_SUBPATHS = " ".join(f'(subpath "{p}")' for p in _SYSTEM_LIBRARIES)
+
+# Every allow rule of the profile and why; ``{read_roots}`` becomes one parameter per bundle folder,
+# ``{parents}`` the folders above them (``MAX_PARENTS`` parameters, the unused ones "/").
 ALLOWED_RULES: tuple[tuple[str, str], ...] = (
     ('(allow process-exec (literal (param "WORKER_EXE")) (literal (param "WORKER_EXE_REAL")))',
      "sandbox-exec applies the profile, then execs the worker's own binary; nothing else may run"),
     ("(allow file-read* {read_roots} (subpath (param \"WORKER_TMP\")))",
      "the bundle (the interpreter, its modules, the bundled skills) and the worker's own folder"),
-    ("(allow file-read* " + " ".join(f'(subpath "{p}")' for p in _SYSTEM_LIBRARIES) + ")",
+    ("(allow file-read* " + _SYSTEM_SUBPATHS + ")",
      "the system libraries dyld maps into every process, from the shared cache"),
+    ("(allow file-map-executable {read_roots} " + _SYSTEM_SUBPATHS + ")",
+     "dyld maps the interpreter, its extension modules and the system libraries executable; never a file "
+     "of the worker's writable folder"),
     ('(allow file-read* (literal "/dev/null") (literal "/dev/urandom") (subpath "/private/var/db/timezone"))',
      "the null device, the random device the interpreter seeds from, and time-zone data for localtime()"),
-    ("(allow file-read-metadata)",
-     "stat of a path's parent folders: dyld and the interpreter resolve paths one component at a time "
-     "(metadata only: a folder's listing and a file's contents stay denied)"),
+    ('(allow file-read-metadata (literal "/") {parents} (literal "/private/etc/localtime"))',
+     "stat of the folders above the ones it reads (realpath() and dyld resolve paths one component at a "
+     "time) and of the localtime link; no other path's metadata"),
     ('(allow file-write* (subpath (param "WORKER_TMP")) (literal "/dev/null"))',
      "the worker's own folder, and discarding output"),
     ('(allow mach-lookup (global-name "com.apple.system.notification_center"))',
      "libnotify: localtime() registers for time-zone changes"),
     ('(allow mach-lookup (global-name "com.apple.system.opendirectoryd.libinfo"))',
      "libinfo: the interpreter's start looks up the user's record (getpwuid) for the home folder"),
-    ("(allow sysctl-read)", "libSystem and the interpreter read the CPU count, page size and OS version"),
+    ("(allow sysctl-read " + _SYSCTL_FILTERS + ")", "the named sysctl values only (SYSCTL_NAMES)"),
+    ("(allow process-info-pidinfo (target self))",
+     "libSystem and the interpreter read their own process's information; never another process's"),
     ("(allow signal (target self))", "the interpreter's own signal handling (abort, a timer)"),
 )  # fmt: skip
 
@@ -62,8 +102,10 @@ def profile(read_roots: int) -> str:
     if not 1 <= read_roots <= MAX_READ_ROOTS:
         raise ValueError(f"between 1 and {MAX_READ_ROOTS} read roots")
     roots = " ".join(f'(subpath (param "READ_ROOT_{i}"))' for i in range(read_roots))
-    rules = "\n".join(rule.replace("{read_roots}", roots) for rule, _why in ALLOWED_RULES)
-    return f"(version 1)\n(deny default)\n{rules}\n"
+    parents = " ".join(f'(literal (param "PARENT_{i}"))' for i in range(MAX_PARENTS))
+    denies = "\n".join(rule for rule, _why in DENIED_RULES)
+    rules = "\n".join(rule.replace("{read_roots}", roots).replace("{parents}", parents) for rule, _why in ALLOWED_RULES)
+    return f"(version 1)\n(deny default)\n{denies}\n{rules}\n"
 
 
 # The profile of a frozen worker (one bundle folder).
@@ -80,15 +122,32 @@ def _param(name: str, value: str) -> list[str]:
     return ["-D", f"{name}={value}"]
 
 
+def parent_folders(paths: Sequence[str]) -> list[str]:
+    """Every folder strictly above ``paths`` but "/", once, in order; ``ValueError`` past ``MAX_PARENTS``."""
+    out: dict[str, None] = {}
+    for path in paths:
+        for parent in reversed(PurePosixPath(path).parents):
+            if str(parent) != "/":
+                out[str(parent)] = None
+    if len(out) > MAX_PARENTS:
+        raise ValueError(f"more than {MAX_PARENTS} parent folders")
+    return list(out)
+
+
 def wrap_command(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str]) -> list[str]:
     """``sandbox-exec -D ... -p PROFILE <worker argv>``; paths are resolved as the kernel sees them."""
     if not argv:
         raise ValueError("empty worker command")
     exe = argv[0]
-    roots = [arg for i, root in enumerate(read_roots) for arg in _param(f"READ_ROOT_{i}", os.path.realpath(root))]
+    real_roots = [os.path.realpath(root) for root in read_roots]
+    roots = [arg for i, root in enumerate(real_roots) for arg in _param(f"READ_ROOT_{i}", root)]
+    above = parent_folders([*real_roots, os.path.realpath(tmp_dir), os.path.realpath(exe)])
+    above += ["/"] * (MAX_PARENTS - len(above))
+    parents = [arg for i, folder in enumerate(above) for arg in _param(f"PARENT_{i}", folder)]
     return [
         SANDBOX_EXEC,
         *roots,
+        *parents,
         *_param("WORKER_TMP", os.path.realpath(tmp_dir)),
         *_param("WORKER_EXE", exe),
         *_param("WORKER_EXE_REAL", os.path.realpath(exe)),
@@ -107,7 +166,34 @@ def self_report(read_roots: int, libc: ctypes.CDLL | None = None) -> list[Layer]
         check = lib.sandbox_check
     except (OSError, AttributeError):
         return [layer("sandbox-exec", applied=False, detail="sandbox_check is not available")]
-    check.restype = ctypes.c_int
+    check.restype, check.argtypes = ctypes.c_int, [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
     sandboxed = check(os.getpid(), None, 0) == 1
     return [layer("sandbox-exec", applied=sandboxed, detail=f"sandbox_check=1, {digest}" if sandboxed else
                   "not sandboxed")]  # fmt: skip
+
+
+# libsystem_sandbox's sandbox.h: the filter that names a path (``enum sandbox_filter_type``).
+SANDBOX_FILTER_NONE, SANDBOX_FILTER_PATH = 0, 1
+
+
+def sandbox_denies(operation: str, path: str | None = None, pid: int | None = None,
+                   libc: ctypes.CDLL | None = None) -> bool:  # fmt: skip
+    """Whether the sandbox itself says it denies ``operation`` (on ``path``) to ``pid``, this process by default.
+
+    ``sandbox_check(pid, operation, SANDBOX_FILTER_PATH, path)`` is 1 when the profile in force denies it, 0 when
+    it allows it, -1 on error. A refusal is the sandbox's only on 1: an ``EPERM`` or ``EACCES`` alone may be a
+    file's own permissions, so anything else (0, an error, no ``sandbox_check``) is ``False``.
+    """
+    try:
+        lib = libc if libc is not None else ctypes.CDLL(None, use_errno=True)
+        check = lib.sandbox_check
+    except (OSError, AttributeError):
+        return False
+    # Variadic: only the fixed arguments are declared, the path follows as one more ``char *``.
+    check.restype, check.argtypes = ctypes.c_int, [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    who, op = os.getpid() if pid is None else pid, operation.encode("ascii")
+    if path is None:
+        answer = check(who, op, SANDBOX_FILTER_NONE)
+    else:
+        answer = check(who, op, SANDBOX_FILTER_PATH, ctypes.c_char_p(os.fsencode(path)))
+    return bool(answer == 1)

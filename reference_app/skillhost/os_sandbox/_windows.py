@@ -18,7 +18,10 @@ held on every platform. The start, in order:
    process at all, as Chromium's renderers) and ``HANDLE_LIST`` (the three
    standard handles: the only handles the worker inherits);
 4. ``CreateProcessW`` suspended; the process is assigned to a job (kill on close,
-   one active process, 1 GiB), then its thread is resumed.
+   one active process, 1 GiB, every ``JOB_OBJECT_UILIMIT_*``), then its thread is resumed.
+
+Every Win32 function is called with its C signature (``_windows_api.PROTOTYPES``)
+and every failure is checked before its result is used.
 
 Where ``CreateAppContainerProfile`` fails, the fallback layer is a restricted
 token (``DISABLE_MAX_PRIVILEGE``) at low integrity, started with
@@ -53,7 +56,9 @@ from skillhost.os_sandbox._windows_structs import (
     GRANT_ACCESS,
     HRESULT_ALREADY_EXISTS,
     JOB_LIMIT_FLAGS,
+    JOB_OBJECT_BASIC_UI_RESTRICTIONS,
     JOB_OBJECT_EXTENDED_LIMIT_INFORMATION,
+    JOBOBJECT_BASIC_UI_RESTRICTIONS,
     LABEL_SECURITY_INFORMATION,
     LOW_INTEGRITY_SID,
     NO_CHILD_PROCESS_CREATION,
@@ -81,6 +86,7 @@ from skillhost.os_sandbox._windows_structs import (
     TOKEN_QUERY,
     TRUSTEE_IS_SID,
     TRUSTEE_IS_UNKNOWN,
+    UI_LIMITS,
     ExtendedLimits,
     job_limits,
 )  # fmt: skip
@@ -185,6 +191,7 @@ def _launch(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str, std:
                                   environment=environment_block(env), cwd=cwd, startup=_startup(std, attributes))
         job = api.create_job()
         api.set_limits(job, job_limits())
+        api.set_ui_limits(job, UI_LIMITS)
         api.assign(job, info.hProcess)
         api.resume_thread(info.hThread)
     except BaseException:
@@ -248,13 +255,18 @@ def start_worker(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str,
 
 
 def _job_layer(k32: Any) -> Layer:
-    info, got = ExtendedLimits(), ctypes.c_uint32(0)
+    info, ui, got = ExtendedLimits(), JOBOBJECT_BASIC_UI_RESTRICTIONS(), ctypes.c_uint32(0)
     ok = k32.QueryInformationJobObject(None, JOB_OBJECT_EXTENDED_LIMIT_INFORMATION, ctypes.byref(info),
                                        ctypes.sizeof(info), ctypes.byref(got))  # fmt: skip
+    if not ok:
+        return layer("job-object", applied=False, detail="not in a job")
+    ui_ok = k32.QueryInformationJobObject(None, JOB_OBJECT_BASIC_UI_RESTRICTIONS, ctypes.byref(ui),
+                                          ctypes.sizeof(ui), ctypes.byref(got))  # fmt: skip
     flags, active = info.BasicLimitInformation.LimitFlags, info.BasicLimitInformation.ActiveProcessLimit
-    held = bool(ok) and flags & JOB_LIMIT_FLAGS == JOB_LIMIT_FLAGS and active == 1
-    detail = f"limit flags {flags:#x}, active processes {active}"
-    return layer("job-object", applied=held, detail=detail if ok else "not in a job")
+    ui_flags = ui.UIRestrictionsClass if ui_ok else 0
+    held = flags & JOB_LIMIT_FLAGS == JOB_LIMIT_FLAGS and active == 1 and ui_flags & UI_LIMITS == UI_LIMITS
+    ui_text = f"ui limits {ui_flags:#x}" if ui_ok else "ui limits not readable"
+    return layer("job-object", applied=held, detail=f"limit flags {flags:#x}, active processes {active}, {ui_text}")
 
 
 def _integrity_rid(api: Win32, token: int) -> int:
@@ -293,8 +305,8 @@ def self_report(k32: Any = None, api_factory: Callable[[], Win32] = Win32) -> li
     """The job's limits, the child-process policy, and the token's AppContainer SID and integrity, as this
     process reads them back."""
     try:
-        lib = k32 if k32 is not None else ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
         api = api_factory()
+        lib = k32 if k32 is not None else api.k32  # its functions carry their C signatures
     except (OSError, AttributeError):
         return [layer(name, applied=False, detail="kernel32 not loadable") for name in WINDOWS_LAYERS]
     try:

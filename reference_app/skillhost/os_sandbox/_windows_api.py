@@ -9,48 +9,110 @@ decides anything; each method is the one call it names.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from typing import Any
 
 from skillhost.os_sandbox._windows_structs import (
     ACL_REVISION,
+    JOB_OBJECT_BASIC_UI_RESTRICTIONS,
     JOB_OBJECT_EXTENDED_LIMIT_INFORMATION,
+    JOBOBJECT_BASIC_UI_RESTRICTIONS,
     PROCESS_INFORMATION,
     SE_FILE_OBJECT,
     STARTUPINFOEXW,
     ExtendedLimits,
 )
 
-__all__ = ["Win32"]
+__all__ = ["PROTOTYPES", "Win32"]
 
 _ERROR_INSUFFICIENT_BUFFER = 122
 _HANDLE_FLAG_INHERIT = 0x1
+_WAIT_FAILED = 0xFFFFFFFF
+
+# The C types of the Windows SDK, with fixed widths (``c_long`` is 8 bytes on Linux, 4 on Windows).
+_HANDLE = _PVOID = _PSID = _PACL = ctypes.c_void_p  # pointers and handles: pointer-sized
+_DWORD = _ULONG = _UINT = ctypes.c_uint32
+_BOOL = _ENUM = ctypes.c_int32  # BOOL is an int; SE_OBJECT_TYPE, TOKEN_INFORMATION_CLASS... are C enums
+_HRESULT = ctypes.c_uint32  # a LONG, read unsigned so that it compares with the SDK's 0x8007.... values
+_SIZE_T = ctypes.c_size_t
+_LPCWSTR = ctypes.c_wchar_p
+_OUT = ctypes.c_void_p  # an out-parameter: ``byref`` of the value the call fills
+_CREATE_PROCESS = [_LPCWSTR, _LPCWSTR, _PVOID, _PVOID, _BOOL, _DWORD, _PVOID, _LPCWSTR, _OUT, _OUT]
+
+# ``dll -> function -> (restype, argtypes)``: every Win32 function this module calls, and nothing else.
+PROTOTYPES: dict[str, dict[str, tuple[Any, list[Any]]]] = {
+    "kernel32": {
+        "AssignProcessToJobObject": (_BOOL, [_HANDLE, _HANDLE]),
+        "CloseHandle": (_BOOL, [_HANDLE]),
+        "CreateJobObjectW": (_HANDLE, [_PVOID, _LPCWSTR]),
+        "CreateProcessW": (_BOOL, _CREATE_PROCESS),
+        "DeleteProcThreadAttributeList": (None, [_PVOID]),
+        "GetCurrentProcess": (_HANDLE, []),
+        "GetExitCodeProcess": (_BOOL, [_HANDLE, _OUT]),
+        "GetProcessMitigationPolicy": (_BOOL, [_HANDLE, _ENUM, _PVOID, _SIZE_T]),
+        "InitializeProcThreadAttributeList": (_BOOL, [_PVOID, _DWORD, _DWORD, _OUT]),
+        "LocalFree": (_PVOID, [_PVOID]),
+        "QueryInformationJobObject": (_BOOL, [_HANDLE, _ENUM, _PVOID, _DWORD, _OUT]),
+        "ResumeThread": (_DWORD, [_HANDLE]),
+        "SetHandleInformation": (_BOOL, [_HANDLE, _DWORD, _DWORD]),
+        "SetInformationJobObject": (_BOOL, [_HANDLE, _ENUM, _PVOID, _DWORD]),
+        "TerminateProcess": (_BOOL, [_HANDLE, _UINT]),
+        "UpdateProcThreadAttribute": (_BOOL, [_PVOID, _DWORD, _SIZE_T, _PVOID, _SIZE_T, _PVOID, _PVOID]),
+        "WaitForSingleObject": (_DWORD, [_HANDLE, _DWORD]),
+    },
+    "advapi32": {
+        "AddMandatoryAce": (_BOOL, [_PACL, _DWORD, _DWORD, _DWORD, _PSID]),
+        "ConvertSidToStringSidW": (_BOOL, [_PSID, _OUT]),
+        "ConvertStringSidToSidW": (_BOOL, [_LPCWSTR, _OUT]),
+        "CreateProcessAsUserW": (_BOOL, [_HANDLE, *_CREATE_PROCESS]),
+        "CreateRestrictedToken": (_BOOL, [_HANDLE, _DWORD, _DWORD, _PVOID, _DWORD, _PVOID, _DWORD, _PVOID, _OUT]),
+        "FreeSid": (_PVOID, [_PSID]),
+        "GetLengthSid": (_DWORD, [_PSID]),
+        "GetNamedSecurityInfoW": (_DWORD, [_LPCWSTR, _ENUM, _DWORD, _OUT, _OUT, _OUT, _OUT, _OUT]),
+        "GetSidSubAuthority": (_PVOID, [_PSID, _DWORD]),
+        "GetSidSubAuthorityCount": (_PVOID, [_PSID]),
+        "GetTokenInformation": (_BOOL, [_HANDLE, _ENUM, _PVOID, _DWORD, _OUT]),
+        "InitializeAcl": (_BOOL, [_PACL, _DWORD, _DWORD]),
+        "IsValidSid": (_BOOL, [_PSID]),
+        "OpenProcessToken": (_BOOL, [_HANDLE, _DWORD, _OUT]),
+        "SetEntriesInAclW": (_DWORD, [_ULONG, _PVOID, _PACL, _OUT]),
+        "SetNamedSecurityInfoW": (_DWORD, [_LPCWSTR, _ENUM, _DWORD, _PSID, _PSID, _PACL, _PACL]),
+        "SetTokenInformation": (_BOOL, [_HANDLE, _ENUM, _PVOID, _DWORD]),
+    },
+    "userenv": {
+        "CreateAppContainerProfile": (_HRESULT, [_LPCWSTR, _LPCWSTR, _LPCWSTR, _PVOID, _DWORD, _OUT]),
+        "DeriveAppContainerSidFromAppContainerName": (_HRESULT, [_LPCWSTR, _OUT]),
+    },
+}
 
 
 def _dll(name: str) -> Any:
     return ctypes.WinDLL(name, use_last_error=True)  # type: ignore[attr-defined]
 
 
+def _last_error() -> int:
+    get = getattr(ctypes, "get_last_error", None)  # Windows only
+    return int(get()) if get is not None else 0
+
+
 def _fail(code: int | None = None) -> OSError:
-    err = ctypes.get_last_error() if code is None else code  # type: ignore[attr-defined]
-    return ctypes.WinError(err)  # type: ignore[attr-defined,no-any-return]
+    err = _last_error() if code is None else code
+    win_error = getattr(ctypes, "WinError", None)  # Windows only
+    return win_error(err) if win_error is not None else OSError(f"Win32 error {err}")
 
 
 class Win32:
     """kernel32, advapi32, userenv and ntdll as the host and the worker call them."""
 
-    def __init__(self) -> None:
-        self.k32, self.advapi, self.userenv = _dll("kernel32"), _dll("advapi32"), _dll("userenv")
-        # Pointers and handles are 64-bit; HRESULTs and DWORD results are unsigned (ctypes' default is int).
-        pointer, dword = ctypes.c_void_p, ctypes.c_uint32
-        for lib, names, restype in (
-            (self.k32, ("CreateJobObjectW", "GetCurrentProcess", "LocalFree"), pointer),
-            (self.advapi, ("GetSidSubAuthorityCount", "GetSidSubAuthority", "FreeSid"), pointer),
-            (self.k32, ("ResumeThread", "WaitForSingleObject"), dword),
-            (self.userenv, ("CreateAppContainerProfile", "DeriveAppContainerSidFromAppContainerName"), dword),
-            (self.advapi, ("GetNamedSecurityInfoW", "SetEntriesInAclW", "SetNamedSecurityInfoW"), dword),
-        ):
-            for name in names:
-                getattr(lib, name).restype = restype
+    def __init__(self, loader: Callable[[str], Any] = _dll) -> None:
+        libs = {name: loader(name) for name in PROTOTYPES}
+        self.k32, self.advapi, self.userenv = libs["kernel32"], libs["advapi32"], libs["userenv"]
+        # Every function gets its C signature: without ``argtypes`` ctypes passes a Python int as a C int (32
+        # bits, truncating a 64-bit handle) and without ``restype`` reads the result as a C int.
+        for dll, functions in PROTOTYPES.items():
+            for name, (restype, argtypes) in functions.items():
+                function = getattr(libs[dll], name)
+                function.restype, function.argtypes = restype, argtypes
 
     @staticmethod
     def _ok(result: object) -> Any:
@@ -64,6 +126,8 @@ class Win32:
         """``(HRESULT, SID)``; the SID is 0 unless the HRESULT is 0. No capabilities."""
         sid = ctypes.c_void_p()
         hr = self.userenv.CreateAppContainerProfile(name, display, description, None, 0, ctypes.byref(sid))
+        if hr == 0 and not sid.value:
+            raise OSError("CreateAppContainerProfile succeeded without a SID")
         return int(hr), int(sid.value or 0)
 
     def derive_appcontainer_sid(self, name: str) -> int:
@@ -71,7 +135,9 @@ class Win32:
         hr = self.userenv.DeriveAppContainerSidFromAppContainerName(name, ctypes.byref(sid))
         if hr != 0:
             raise OSError(f"DeriveAppContainerSidFromAppContainerName: HRESULT {hr:#x}")
-        return int(sid.value or 0)
+        if not sid.value:
+            raise OSError("DeriveAppContainerSidFromAppContainerName succeeded without a SID")
+        return int(sid.value)
 
     def free_sid(self, sid: int) -> None:
         self.advapi.FreeSid(ctypes.c_void_p(sid))
@@ -90,13 +156,26 @@ class Win32:
             self.local_free(ctypes.cast(text, ctypes.c_void_p).value or 0)
 
     def sid_last_rid(self, sid: int) -> int:
-        count = ctypes.cast(self.advapi.GetSidSubAuthorityCount(ctypes.c_void_p(sid)), ctypes.POINTER(ctypes.c_ubyte))
-        last = ctypes.cast(self.advapi.GetSidSubAuthority(ctypes.c_void_p(sid), count[0] - 1),
-                           ctypes.POINTER(ctypes.c_uint32))  # fmt: skip
-        return int(last[0])
+        """The SID's last sub-authority; ``OSError``, never a NULL dereference, when the SID or a call is bad.
+
+        Neither ``GetSidSubAuthority*`` validates its SID (their result is then undefined), so the SID is
+        checked first (``IsValidSid``), and each pointer they return is checked before it is read.
+        """
+        if not sid or not self.advapi.IsValidSid(sid):
+            raise OSError("not a valid SID")
+        count_at = self.advapi.GetSidSubAuthorityCount(sid)
+        if not count_at:
+            raise _fail()
+        count = ctypes.c_ubyte.from_address(count_at).value
+        if count == 0:
+            raise OSError("the SID has no sub-authority")
+        last_at = self.advapi.GetSidSubAuthority(sid, count - 1)
+        if not last_at:
+            raise _fail()
+        return int(ctypes.c_uint32.from_address(last_at).value)
 
     def sid_length(self, sid: int) -> int:
-        return int(self.advapi.GetLengthSid(ctypes.c_void_p(sid)))
+        return int(self._ok(self.advapi.GetLengthSid(ctypes.c_void_p(sid))))
 
     def local_free(self, pointer: int) -> None:
         self.k32.LocalFree(ctypes.c_void_p(pointer))
@@ -110,7 +189,9 @@ class Win32:
                                                 ctypes.byref(sd))  # fmt: skip
         if err:
             raise _fail(err)
-        return int(dacl.value or 0), int(sd.value or 0)
+        if not sd.value:
+            raise OSError("GetNamedSecurityInfoW returned no security descriptor")
+        return int(dacl.value or 0), int(sd.value)
 
     def set_entries_in_acl(self, entries: ctypes.Array[Any], old_acl: int) -> int:
         """The merged ACL; the caller frees it (``local_free``)."""
@@ -118,7 +199,9 @@ class Win32:
         err = self.advapi.SetEntriesInAclW(len(entries), entries, ctypes.c_void_p(old_acl), ctypes.byref(new))
         if err:
             raise _fail(err)
-        return int(new.value or 0)
+        if not new.value:
+            raise OSError("SetEntriesInAclW returned no ACL")
+        return int(new.value)
 
     def set_named_security_info(self, path: str, info: int, dacl: int, sacl: int) -> None:
         err = self.advapi.SetNamedSecurityInfoW(path, SE_FILE_OBJECT, info, None, None, ctypes.c_void_p(dacl or None),
@@ -138,7 +221,7 @@ class Win32:
     def initialize_attribute_list(self, count: int) -> ctypes.Array[ctypes.c_char]:
         size = ctypes.c_size_t(0)
         self.k32.InitializeProcThreadAttributeList(None, count, 0, ctypes.byref(size))  # asks for the size
-        if ctypes.get_last_error() != _ERROR_INSUFFICIENT_BUFFER:  # type: ignore[attr-defined]
+        if _last_error() != _ERROR_INSUFFICIENT_BUFFER or not size.value:
             raise _fail()
         buf = ctypes.create_string_buffer(size.value)
         self._ok(self.k32.InitializeProcThreadAttributeList(buf, count, 0, ctypes.byref(size)))
@@ -171,7 +254,11 @@ class Win32:
     def get_token_information(self, token: int, info_class: int) -> ctypes.Array[ctypes.c_char]:
         """The answer in a buffer the caller keeps alive: the SIDs it holds point into it."""
         size = ctypes.c_uint32(0)
-        self.advapi.GetTokenInformation(ctypes.c_void_p(token), info_class, None, 0, ctypes.byref(size))
+        # Asks for the size: fails with ERROR_INSUFFICIENT_BUFFER; any other failure is the answer's.
+        if not self.advapi.GetTokenInformation(ctypes.c_void_p(token), info_class, None, 0, ctypes.byref(size)) and (
+            _last_error() != _ERROR_INSUFFICIENT_BUFFER
+        ):
+            raise _fail()
         buf = ctypes.create_string_buffer(max(size.value, 8))
         self._ok(self.advapi.GetTokenInformation(ctypes.c_void_p(token), info_class, buf, len(buf),
                                                  ctypes.byref(size)))  # fmt: skip
@@ -209,6 +296,11 @@ class Win32:
         self._ok(self.k32.SetInformationJobObject(ctypes.c_void_p(job), JOB_OBJECT_EXTENDED_LIMIT_INFORMATION,
                                                   ctypes.byref(info), ctypes.sizeof(info)))  # fmt: skip
 
+    def set_ui_limits(self, job: int, flags: int) -> None:
+        info = JOBOBJECT_BASIC_UI_RESTRICTIONS(flags)
+        self._ok(self.k32.SetInformationJobObject(ctypes.c_void_p(job), JOB_OBJECT_BASIC_UI_RESTRICTIONS,
+                                                  ctypes.byref(info), ctypes.sizeof(info)))  # fmt: skip
+
     def assign(self, job: int, process: int) -> None:
         self._ok(self.k32.AssignProcessToJobObject(ctypes.c_void_p(job), ctypes.c_void_p(process)))
 
@@ -220,7 +312,10 @@ class Win32:
         self.k32.TerminateProcess(ctypes.c_void_p(process), code)
 
     def wait(self, process: int, milliseconds: int) -> int:
-        return int(self.k32.WaitForSingleObject(ctypes.c_void_p(process), milliseconds))
+        result = int(self.k32.WaitForSingleObject(ctypes.c_void_p(process), milliseconds))
+        if result == _WAIT_FAILED:  # never read as "still running" or "exited"
+            raise _fail()
+        return result
 
     def exit_code(self, process: int) -> int:
         code = ctypes.c_uint32(0)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ctypes
 
 __all__ = [
-    "EXPLICIT_ACCESS_W", "PROCESS_INFORMATION", "SECURITY_CAPABILITIES", "SID_AND_ATTRIBUTES", "STARTUPINFOEXW",
+    "EXPLICIT_ACCESS_W", "JOBOBJECT_BASIC_UI_RESTRICTIONS", "PROCESS_INFORMATION", "SECURITY_CAPABILITIES",
+    "SID_AND_ATTRIBUTES", "STARTUPINFOEXW",
     "STARTUPINFOW", "TOKEN_MANDATORY_LABEL", "TRUSTEE_W", "ExtendedLimits",
 ]  # fmt: skip
 
@@ -35,6 +36,14 @@ JOB_OBJECT_EXTENDED_LIMIT_INFORMATION = 9
 KILL_ON_JOB_CLOSE, ACTIVE_PROCESS, PROCESS_MEMORY, DIE_ON_UNHANDLED_EXCEPTION = 0x2000, 0x8, 0x100, 0x400
 JOB_LIMIT_FLAGS = KILL_ON_JOB_CLOSE | ACTIVE_PROCESS | PROCESS_MEMORY | DIE_ON_UNHANDLED_EXCEPTION
 MEMORY_LIMIT = 1 << 30
+# JobObjectBasicUIRestrictions: the worker has no window, so every UI limit (JOB_OBJECT_UILIMIT_*): no USER
+# handles of other processes, no clipboard read or write, no system parameters, display settings, global
+# atoms, desktop switch or ExitWindows.
+JOB_OBJECT_BASIC_UI_RESTRICTIONS = 4
+UILIMIT_HANDLES, UILIMIT_READCLIPBOARD, UILIMIT_WRITECLIPBOARD, UILIMIT_SYSTEMPARAMETERS = 0x1, 0x2, 0x4, 0x8
+UILIMIT_DISPLAYSETTINGS, UILIMIT_GLOBALATOMS, UILIMIT_DESKTOP, UILIMIT_EXITWINDOWS = 0x10, 0x20, 0x40, 0x80
+UI_LIMITS = (UILIMIT_HANDLES | UILIMIT_READCLIPBOARD | UILIMIT_WRITECLIPBOARD | UILIMIT_SYSTEMPARAMETERS
+             | UILIMIT_DISPLAYSETTINGS | UILIMIT_GLOBALATOMS | UILIMIT_DESKTOP | UILIMIT_EXITWINDOWS)  # fmt: skip
 # Security: ACL editing (SE_FILE_OBJECT, GRANT_ACCESS, TRUSTEE_IS_SID, TRUSTEE_IS_UNKNOWN) and rights.
 SE_FILE_OBJECT = 1
 DACL_SECURITY_INFORMATION = 0x4
@@ -112,6 +121,10 @@ class _Basic(ctypes.Structure):
         ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", ctypes.c_uint32),
         ("Affinity", ctypes.c_size_t), ("PriorityClass", ctypes.c_uint32), ("SchedulingClass", ctypes.c_uint32),
     )  # fmt: skip
+
+
+class JOBOBJECT_BASIC_UI_RESTRICTIONS(ctypes.Structure):  # noqa: N801
+    _fields_ = (("UIRestrictionsClass", ctypes.c_uint32),)
 
 
 class _IoCounters(ctypes.Structure):
