@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._decide import decide
     from ._readback import run_readback
     from ._rebuild_input import QualifiedRun, qualified_run
+    from ._rebuilds import required_digest
     from ._verify_vsa import run_verify_vsa
     from ._vsa import SummaryWriter, summary_statements
 
@@ -41,6 +42,8 @@ _LAZY = {
     # qualify rebuild: the verified run it rebuilds.
     "QualifiedRun": "._rebuild_input",
     "qualified_run": "._rebuild_input",
+    # ... and the digest it must give: one rule for the rebuild and for the audit of its attestation.
+    "required_digest": "._rebuilds",
 }
 
 __getattr__ = lazy_attributes(__name__, _LAZY)
@@ -48,4 +51,4 @@ __getattr__ = lazy_attributes(__name__, _LAZY)
 
 __all__ = ["QualifiedRun", "SummaryWriter", "build_audit_parser", "build_bundle_parser", "build_readback_parser",
            "build_verify_parser", "build_verify_vsa_parser", "decide", "main", "qualified_run", "run_audit",
-           "run_bundle", "run_readback", "run_verify", "run_verify_vsa", "summary_statements"]
+           "required_digest", "run_bundle", "run_readback", "run_verify", "run_verify_vsa", "summary_statements"]

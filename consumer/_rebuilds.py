@@ -52,7 +52,10 @@ class RebuildTarget:
 
 
 def required_digest(p: PlatformPredicate) -> str | None:
-    """The digest a rebuild must give, from a verified build record (``qualify rebuild``'s ``compared_digest``)."""
+    """The digest a rebuild must give, from a verified build record: the unsigned artifact's, else the build's
+    own output before OS signing (the reproduction's first digest); None when the record carries neither.
+
+    ``qualify rebuild`` compares with it and ``audit --rebuild`` re-derives an attestation's match from it."""
     if p.signature.platform_signing_state == "unsigned":
         return p.build.artifact.sha256
     if p.build.reproduction is not None:

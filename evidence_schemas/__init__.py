@@ -288,10 +288,14 @@ __all__ = [
     "artifact_file_name",
     "installer_suffix",
     "utc_now",
+    "attribute_docstrings",
 ]
 
 if TYPE_CHECKING:
     from ._export import SCHEMA_MODELS, render_schemas
+    from ._field_docs import attribute_docstrings
 
-# The JSON Schema export is for `qualify schemas` and the tests: a verify never builds a schema document.
-__getattr__ = lazy_attributes(__name__, {"SCHEMA_MODELS": "._export", "render_schemas": "._export"})
+# The JSON Schema export and the fields' docstrings are for `qualify schemas`, the policy reference and the tests:
+# a verify never builds a schema document nor reads a model's source.
+__getattr__ = lazy_attributes(__name__, {"SCHEMA_MODELS": "._export", "render_schemas": "._export",
+                                         "attribute_docstrings": "._field_docs"})

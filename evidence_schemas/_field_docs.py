@@ -39,11 +39,15 @@ def _own_attribute_docstrings(cls: type) -> dict[str, str]:
 
 
 def attribute_docstrings(model: type[BaseModel]) -> dict[str, str]:
-    """``field name -> docstring`` for every field of ``model``, a redeclared field's from its latest class."""
+    """``field name -> docstring`` for every field of ``model``, a redeclared field's from its latest class.
+
+    A parametrized generic (``PerPlatform[InstallTarget]``) has no source of its own: its origin class's is read.
+    """
     docs: dict[str, str] = {}
     for cls in reversed(model.__mro__):
         if isinstance(cls, type) and issubclass(cls, BaseModel) and cls is not BaseModel:
-            docs.update(_own_attribute_docstrings(cls))
+            origin = cls.__pydantic_generic_metadata__["origin"] or cls
+            docs.update(_own_attribute_docstrings(origin))
     return {name: doc for name, doc in docs.items() if name in model.model_fields}
 
 

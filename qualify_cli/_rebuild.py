@@ -67,11 +67,12 @@ def _say(attest: Path | None, text: str) -> None:
 
 
 def compared_digest(p: PlatformPredicate) -> tuple[str, str]:
-    """The digest a rebuild must give, and what it is."""
-    if p.signature.platform_signing_state == "unsigned":
-        return p.build.artifact.sha256, "the qualified (unsigned) artifact"
-    if p.build.reproduction is not None:
-        return p.build.reproduction.first_sha256, "the qualified build's output before OS signing"
+    """The digest a rebuild must give (``consumer.required_digest``), and what it is."""
+    required = consumer.required_digest(p)
+    if required is not None:
+        unsigned = p.signature.platform_signing_state == "unsigned"
+        return required, ("the qualified (unsigned) artifact" if unsigned else
+                          "the qualified build's output before OS signing")
     raise QualificationError(Code.ENVIRONMENT, f"the {p.platform} artifact is OS-signed "
                                                f"({p.signature.platform_signing_state}) and its build record "
                                                "carries no unsigned output digest to compare a rebuild with",

@@ -11,13 +11,8 @@ Regenerate with ``python -m desktop_qualify.qualify_policy reference --out docs/
 
 from __future__ import annotations
 
-import ast
-import functools
-import inspect
-import itertools
 import json
 import re
-import textwrap
 import types
 import typing
 from collections.abc import Iterator
@@ -25,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
+from desktop_qualify.evidence_schemas import attribute_docstrings
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
@@ -42,36 +38,6 @@ class _Section:
     model: type[BaseModel]
     intro: str
     variant: str = ""
-
-
-@functools.cache
-def _own_docstrings(cls: type) -> dict[str, str]:
-    """``field -> docstring`` for the fields ``cls`` itself declares: the string literal right under each."""
-    try:
-        source = textwrap.dedent(inspect.getsource(cls))
-    except (OSError, TypeError):  # no source to read: every field counts as undocumented
-        return {}
-    body = next(node.body for node in ast.parse(source).body if isinstance(node, ast.ClassDef))
-    docs: dict[str, str] = {}
-    for field, after in itertools.pairwise(body):
-        if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
-                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                and isinstance(after.value.value, str)):
-            docs[field.target.id] = inspect.cleandoc(after.value.value)
-    return docs
-
-
-def attribute_docstrings(model: type[BaseModel]) -> dict[str, str]:
-    """``field -> docstring`` for every field of ``model`` (as pydantic's ``use_attribute_docstrings`` reads them).
-
-    A parametrized generic (``PerPlatform[InstallTarget]``) reads its origin class's source.
-    """
-    docs: dict[str, str] = {}
-    for cls in reversed(model.__mro__):
-        if isinstance(cls, type) and issubclass(cls, BaseModel) and cls is not BaseModel:
-            origin = cls.__pydantic_generic_metadata__["origin"] or cls
-            docs.update(_own_docstrings(origin))
-    return {name: doc for name, doc in docs.items() if name in model.model_fields}
 
 
 def _is_model(tp: Any) -> bool:

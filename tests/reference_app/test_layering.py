@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
-from support.graphs import loops
+from support.graphs import loops, part_graph, part_of
 
 APP_DIR = Path(__file__).resolve().parents[2] / "reference_app"
 # Lowest first: each subpackage may import the ones before it, never one after it.
@@ -68,18 +68,6 @@ def module_graph(root: Path = APP_DIR) -> tuple[dict[str, set[str]], dict[str, s
     return graph, libraries
 
 
-def part_of(module: str) -> str:
-    """``skillhost.host._runner`` -> ``skillhost.host``; a top-level module is a part of its own."""
-    pieces = module.split(".")
-    return ".".join(pieces[:2]) if len(pieces) > 2 else module
-
-
-def part_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
-    parts: dict[str, set[str]] = {}
-    for module, targets in graph.items():
-        own = part_of(module)
-        parts.setdefault(own, set()).update(part_of(t) for t in targets if part_of(t) != own)
-    return parts
 
 
 def upward_imports(graph: Mapping[str, set[str]]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Import graphs: the loops in one, for the tests that hold the layering (packages, and the app's parts)."""
+"""Import graphs: the loops in one and its parts, for the tests that hold the layering (packages, the app's
+parts, the producer's parts)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,18 @@ def loops(graph: Mapping[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+def part_of(module: str) -> str:
+    """``skillhost.host._runner`` -> ``skillhost.host``; a top-level module is a part of its own."""
+    pieces = module.split(".")
+    return ".".join(pieces[:2]) if len(pieces) > 2 else module
+
+
+def part_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """The graph between parts (``part_of``): each part's imports of other parts."""
+    parts: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        own = part_of(module)
+        parts.setdefault(own, set()).update(part_of(t) for t in targets if part_of(t) != own)
+    return parts

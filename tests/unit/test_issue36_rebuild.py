@@ -16,57 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from desktop_qualify.producer._build import BuildPlan, build
-from desktop_qualify.producer.os_signing._platform_signing import NoPlatformSigner
 from desktop_qualify.qualify_policy import host_platform
 from desktop_qualify.qualify_trust import generate_private_key, verify_rebuild_attestation
 from support.checkout import commit_all
-from support.evidence_factory import Evidence, PlatformSpec, artifact_name, make_evidence
-from support.stage_runners import unconfined_runner
+from support.evidence_factory import PlatformSpec, artifact_name, make_evidence
+from support.rebuild_app import WHEN, app_checkout, built, rebuild
 
 from desktop_qualify import producer
 
 pytestmark = pytest.mark.skipif(host_platform() != "linux", reason="the small app's build writes a Linux archive")
-
-_BUILD = """
-import gzip, io, os, pathlib, sys, tarfile
-out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
-epoch = int(os.environ["SOURCE_DATE_EPOCH"])
-with (out / "skillhost-0.1.0-linux.tar.gz").open("wb") as raw, \\
-        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=epoch) as gz, tarfile.open(fileobj=gz, mode="w") as tf:
-    for name in ("main.py", "skills.txt"):
-        data = pathlib.Path(name).read_bytes()
-        info = tarfile.TarInfo("skillhost/" + name)
-        info.size, info.mtime, info.mode = len(data), epoch, 0o644
-        tf.addfile(info, io.BytesIO(data))
-"""
-_WHEN = "2026-12-01T12:00:00Z"
-
-
-def _app_checkout(ev: Evidence) -> Path:
-    app = ev.root / "app"
-    (app / "tools").mkdir(parents=True)
-    (app / "tools" / "build_release.py").write_text(_BUILD, encoding="utf-8")
-    (app / "main.py").write_text("print('skill host')\n", encoding="utf-8")
-    (app / "skills.txt").write_text("read-notes\nrepo-status\n", encoding="utf-8")
-    text = ev.policy_path.read_text(encoding="utf-8")
-    old = next(line for line in text.splitlines() if line.startswith("source = "))
-    ev.policy_path.write_text(text.replace(old, 'source = "../app"'), encoding="utf-8")
-    return app
-
-
-def _built(ev: Evidence, app: Path, sha: str, work: Path) -> tuple[Path, str]:
-    plan = BuildPlan(argv=ev.policy.file.app.build.argv, env_names=(), tools={},
-                     output_glob="skillhost-*-linux.tar.gz", kind="archive", executable="skillhost/skillhost")
-    out = build(repo=ev.root, sha=sha, ref="refs/heads/main", app_source=app, plan=plan, app_name="skillhost",
-                platform="linux", arch="x86_64", work=work, artifacts=work / "artifacts", signer=NoPlatformSigner(),
-                timeout=60, runner=unconfined_runner(), environ={"PATH": "/usr/bin:/bin"})
-    return out.archive, out.record.source_digest
-
-
-def _rebuild(qualify: Any, ev: Evidence, *extra: str) -> Any:
-    return qualify(["rebuild", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir), *extra])
-
 
 # -- an OS-signed artifact: compared by the unsigned output digest of its build record --------------------------------
 
@@ -77,9 +35,9 @@ def test_an_os_signed_artifact_is_rebuilt_to_its_unsigned_output_not_its_own_dig
     reproduction carries the build's own output's. Only macOS signs (the verifier refuses OS signing on Linux),
     so the run is macOS's and this Linux machine stands in for a Mac: the build itself is this host's real one."""
     ev = make_evidence(tmp_path, platforms=["macos"], committed_layout=True, signing={"macos": ["signed"]})
-    app = _app_checkout(ev)
-    sha = commit_all(ev.root, "the app", date=_WHEN)
-    unsigned, source_digest = _built(ev, app, sha, tmp_path / "producer-work")
+    app = app_checkout(ev)
+    sha = commit_all(ev.root, "the app", date=WHEN)
+    unsigned, source_digest = built(ev, app, sha, tmp_path / "producer-work")
     unsigned_sha256 = _sha256(unsigned)
     # The artifact as published: the build's output, then OS-signed (other bytes: a signature appended).
     for old in ev.artifacts_dir.iterdir():
@@ -109,7 +67,7 @@ def test_an_os_signed_artifact_is_rebuilt_to_its_unsigned_output_not_its_own_dig
     monkeypatch.setattr("desktop_qualify.qualify_cli._rebuild.host_platform", lambda: "macos")
     monkeypatch.setattr(producer, "rebuild", lambda *a, **kw: real_rebuild(*a, **{**kw, "platform": "linux"}))
 
-    result = _rebuild(qualify, ev)
+    result = rebuild(qualify, ev)
     assert result.status == 0, result.text
     assert f"REBUILT: skillhost-0.1.0-linux.tar.gz sha256 {unsigned_sha256} is the qualified build's output " \
            "before OS signing" in result.text
@@ -120,7 +78,7 @@ def test_an_os_signed_artifact_is_rebuilt_to_its_unsigned_output_not_its_own_dig
     ev.write_platform(PlatformSpec("macos", edit=lambda pred: (os_signed(pred), pred["build"]["reproduction"].update(
         first_sha256=other, second_sha256=other))))
     ev.write_aggregate()
-    refused = _rebuild(qualify, ev)
+    refused = rebuild(qualify, ev)
     assert refused.status == 1, refused.text
     assert f"QE_REBUILD_MISMATCH: the rebuilt output sha256 {unsigned_sha256} is not the qualified build's output " \
            f"before OS signing ({other})" in refused.text
@@ -135,9 +93,9 @@ def _sha256(path: Path) -> str:
 
 def test_attest_on_a_source_digest_mismatch_signs_matches_false(tmp_path: Path, qualify: Any) -> None:
     ev = make_evidence(tmp_path, committed_layout=True)
-    app = _app_checkout(ev)
-    sha = commit_all(ev.root, "the app", date=_WHEN)
-    archive, _ = _built(ev, app, sha, tmp_path / "producer-work")
+    app = app_checkout(ev)
+    sha = commit_all(ev.root, "the app", date=WHEN)
+    archive, _ = built(ev, app, sha, tmp_path / "producer-work")
     for old in ev.artifacts_dir.iterdir():
         old.unlink()
     shutil.copyfile(archive, ev.artifacts_dir / artifact_name("linux", sha))
@@ -147,7 +105,7 @@ def test_attest_on_a_source_digest_mismatch_signs_matches_false(tmp_path: Path, 
     ev.write_aggregate()
     generate_private_key(tmp_path / "rebuilder.pem")
     attestation = tmp_path / "rebuild.dsse.json"
-    result = _rebuild(qualify, ev, "--attest", str(attestation), "--key", str(tmp_path / "rebuilder.pem"))
+    result = rebuild(qualify, ev, "--attest", str(attestation), "--key", str(tmp_path / "rebuilder.pem"))
     assert result.status == 1, result.text
     assert "QE_SOURCE_DIGEST_MISMATCH" in result.text
     statement, _ = verify_rebuild_attestation(attestation.read_bytes(), what="attestation")

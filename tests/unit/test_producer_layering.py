@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
-from support.graphs import loops
+from support.graphs import loops, part_graph, part_of
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = "producer"
@@ -91,18 +91,6 @@ def module_graph(root: Path = REPO) -> tuple[dict[str, set[str]], set[str]]:
     return graph, packages
 
 
-def part_of(module: str) -> str:
-    """``producer.installers._deb`` -> ``producer.installers``; a top-level module is a part of its own."""
-    pieces = module.split(".")
-    return ".".join(pieces[:2]) if len(pieces) > 2 else module
-
-
-def part_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
-    parts: dict[str, set[str]] = {}
-    for module, targets in graph.items():
-        own = part_of(module)
-        parts.setdefault(own, set()).update(part_of(t) for t in targets if part_of(t) != own)
-    return parts
 
 
 def _tier(part: str, packages: set[str]) -> int | None:

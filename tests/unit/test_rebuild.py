@@ -16,58 +16,15 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import BuildReproduction, BuildVariation, Code, QualificationError
-from desktop_qualify.producer._build import BuildPlan, build
-from desktop_qualify.producer.os_signing._platform_signing import NoPlatformSigner
 from desktop_qualify.qualify_cli._rebuild import compared_digest
 from desktop_qualify.qualify_policy import host_platform
 from desktop_qualify.qualify_trust import generate_private_key, verify_rebuild_attestation
 from desktop_qualify.qualify_trust._keys import keyid_of
 from support.checkout import commit_all, git
 from support.evidence_factory import Evidence, PlatformSpec, artifact_name, make_evidence
-from support.stage_runners import unconfined_runner
+from support.rebuild_app import WHEN, app_checkout, built, rebuild
 
 pytestmark = pytest.mark.skipif(host_platform() != "linux", reason="the small app's build writes a Linux archive")
-
-_BUILD = """
-import gzip, io, os, pathlib, sys, tarfile
-out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
-epoch = int(os.environ["SOURCE_DATE_EPOCH"])
-with (out / "skillhost-0.1.0-linux.tar.gz").open("wb") as raw, \\
-        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=epoch) as gz, tarfile.open(fileobj=gz, mode="w") as tf:
-    for name in ("main.py", "skills.txt"):
-        data = pathlib.Path(name).read_bytes()
-        info = tarfile.TarInfo("skillhost/" + name)
-        info.size, info.mtime, info.mode = len(data), epoch, 0o644
-        tf.addfile(info, io.BytesIO(data))
-"""
-
-
-_WHEN = "2026-12-01T12:00:00Z"
-
-
-def _app_checkout(ev: Evidence) -> Path:
-    """The factory's chain folder made a checkout whose policy names a small app with the build above."""
-    app = ev.root / "app"
-    (app / "tools").mkdir(parents=True)
-    (app / "tools" / "build_release.py").write_text(_BUILD, encoding="utf-8")
-    (app / "main.py").write_text("print('skill host')\n", encoding="utf-8")
-    (app / "skills.txt").write_text("read-notes\nrepo-status\n", encoding="utf-8")
-    text = ev.policy_path.read_text(encoding="utf-8")
-    old = next(line for line in text.splitlines() if line.startswith("source = "))
-    ev.policy_path.write_text(text.replace(old, 'source = "../app"'), encoding="utf-8")
-    return app
-
-
-def _built(ev: Evidence, app: Path, sha: str, work: Path) -> tuple[Path, str]:
-    """The producer's own build of ``sha``: the artifact and its source digest."""
-    policy = ev.policy
-    plan = BuildPlan(argv=policy.file.app.build.argv, env_names=(), tools={}, output_glob="skillhost-*-linux.tar.gz",
-                     kind="archive", executable="skillhost/skillhost")
-    out = build(repo=ev.root, sha=sha, ref="refs/heads/main", app_source=app, plan=plan, app_name="skillhost",
-                platform="linux", arch="x86_64", work=work, artifacts=work / "artifacts", signer=NoPlatformSigner(),
-                timeout=60, runner=unconfined_runner(), environ={"PATH": "/usr/bin:/bin"})
-    return out.archive, out.record.source_digest
-
 
 def _evidence_of(ev: Evidence, sha: str, archive: Path, source_digest: str) -> None:
     """Signed evidence naming ``sha`` whose artifact is ``archive``."""
@@ -82,21 +39,18 @@ def _evidence_of(ev: Evidence, sha: str, archive: Path, source_digest: str) -> N
 @pytest.fixture
 def qualified(tmp_path: Path) -> tuple[Evidence, Path, str]:
     ev = make_evidence(tmp_path, committed_layout=True)
-    app = _app_checkout(ev)
-    sha = commit_all(ev.root, "the app", date=_WHEN)
-    archive, digest = _built(ev, app, sha, tmp_path / "producer-work")
+    app = app_checkout(ev)
+    sha = commit_all(ev.root, "the app", date=WHEN)
+    archive, digest = built(ev, app, sha, tmp_path / "producer-work")
     _evidence_of(ev, sha, archive, digest)
     return ev, app, sha
 
-
-def _rebuild(qualify: Any, ev: Evidence, *extra: str) -> Any:
-    return qualify(["rebuild", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir), *extra])
 
 
 def test_the_qualified_commit_rebuilds_to_the_qualified_bytes(qualified: tuple[Evidence, Path, str],
                                                                qualify: Any, tmp_path: Path) -> None:
     ev, _, _ = qualified
-    result = _rebuild(qualify, ev, "--keep", str(tmp_path / "kept"))
+    result = rebuild(qualify, ev, "--keep", str(tmp_path / "kept"))
     assert result.status == 0, result.text
     assert "REBUILT:" in result.text
     assert [p.name for p in (tmp_path / "kept").iterdir()] == ["skillhost-0.1.0-linux.tar.gz"]
@@ -106,7 +60,7 @@ def test_later_commits_do_not_change_what_is_rebuilt(qualified: tuple[Evidence, 
     ev, app, _ = qualified
     (app / "main.py").write_text("print('skill hosT')\n", encoding="utf-8")
     commit_all(ev.root, "a later change")  # the rebuild exports the qualified commit, not the checkout's head
-    result = _rebuild(qualify, ev)
+    result = rebuild(qualify, ev)
     assert result.status == 0, result.text
 
 
@@ -116,12 +70,12 @@ def test_an_artifact_built_from_source_one_byte_away_is_refused_and_the_member_n
     true_digest = ev.platforms[0].predicate.build.source_digest  # type: ignore[union-attr]
     # A one-byte change to the committed source, built by the producer's own code ...
     (app / "skills.txt").write_text("read-notes\nrepo-statuS\n", encoding="utf-8")
-    other = commit_all(ev.root, "one byte", date=_WHEN)  # the same time: only the byte differs
-    archive, _ = _built(ev, app, other, tmp_path / "other-work")
+    other = commit_all(ev.root, "one byte", date=WHEN)  # the same time: only the byte differs
+    archive, _ = built(ev, app, other, tmp_path / "other-work")
     # ... and signed evidence that claims the qualified commit and its source for those bytes.
     git(ev.root, "checkout", "-q", sha)
     _evidence_of(ev, sha, archive, true_digest)
-    result = _rebuild(qualify, ev)
+    result = rebuild(qualify, ev)
     assert result.status == 1, result.text
     assert "QE_REBUILD_MISMATCH" in result.text
     assert "first difference: member 1: 'skillhost/skills.txt': content sha256 differs" in result.text, result.text
@@ -132,7 +86,7 @@ def test_a_checkout_whose_source_is_not_the_builds_is_refused(qualified: tuple[E
     ev, _, _ = qualified
     ev.write_platform(PlatformSpec("linux", edit=lambda pred: pred["build"].update(source_digest="f" * 64)))
     ev.write_aggregate()
-    result = _rebuild(qualify, ev)
+    result = rebuild(qualify, ev)
     assert result.status == 1, result.text
     assert "QE_SOURCE_DIGEST_MISMATCH" in result.text
 
@@ -141,7 +95,7 @@ def test_evidence_that_does_not_qualify_is_not_rebuilt(qualified: tuple[Evidence
     ev, _, _ = qualified
     ev.write_platform(PlatformSpec("linux", edit=lambda pred: pred["install"].update(passed=False)))
     ev.write_aggregate()
-    result = _rebuild(qualify, ev)
+    result = rebuild(qualify, ev)
     assert result.status == 1, result.text
     assert "only a qualified run is rebuilt" in result.text
 
@@ -154,7 +108,7 @@ def test_a_missing_tool_exits_2(qualified: tuple[Evidence, Path, str], qualify: 
                               encoding="utf-8")
     ev.rebind_provenance()  # the provenance and the aggregate are bound to the policy as it now is
     ev.write_aggregate()
-    result = _rebuild(qualify, ev)
+    result = rebuild(qualify, ev)
     assert result.status == 2, result.text
     assert "QE_ENVIRONMENT" in result.text
     assert "cannot run here" in result.text
@@ -164,7 +118,7 @@ def test_a_missing_tool_exits_2(qualified: tuple[Evidence, Path, str], qualify: 
 def test_another_platforms_build_exits_2(tmp_path: Path, qualify: Any) -> None:
     ev = make_evidence(tmp_path, platforms=["macos"], committed_layout=True)
     commit_all(ev.root)
-    result = _rebuild(qualify, ev)
+    result = rebuild(qualify, ev)
     assert result.status == 2, result.text
     assert "the run has no linux build to rebuild here (it built macos)" in result.text
 
@@ -193,7 +147,7 @@ def test_the_result_as_a_signed_attestation_shown_by_audit_beside_the_run(
     ev, _, sha = qualified
     key = generate_private_key(tmp_path / "rebuilder.pem")
     attestation = tmp_path / "rebuild.dsse.json"
-    result = _rebuild(qualify, ev, "--attest", str(attestation), "--key", str(tmp_path / "rebuilder.pem"))
+    result = rebuild(qualify, ev, "--attest", str(attestation), "--key", str(tmp_path / "rebuilder.pem"))
     assert result.status == 0, result.text
     statement, keyid = verify_rebuild_attestation(attestation.read_bytes(), what="attestation")
     assert keyid == keyid_of(key.public_key())
@@ -220,7 +174,7 @@ def test_the_result_as_a_signed_attestation_shown_by_audit_beside_the_run(
 
 def test_attest_needs_the_rebuilders_key(qualified: tuple[Evidence, Path, str], qualify: Any, tmp_path: Path) -> None:
     ev, _, _ = qualified
-    result = _rebuild(qualify, ev, "--attest", str(tmp_path / "a.json"))
+    result = rebuild(qualify, ev, "--attest", str(tmp_path / "a.json"))
     assert result.status == 2
     assert "QE_USAGE" in result.text
 
