@@ -19,7 +19,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,12 +153,17 @@ def protected_paths(policy: Policy, out: Path, env: Mapping[str, str]) -> tuple[
     return tuple(dict.fromkeys(path.resolve() for path in found))
 
 
-def stage_runner(policy: Policy, platform: Platform, out: Path, env: Mapping[str, str]) -> StageRunner:
+def stage_runner(policy: Policy, platform: Platform, out: Path, env: Mapping[str, str],
+                 also_protected: Sequence[Path] = ()) -> StageRunner:
     """The job's runner for app code: the platform's confinement, refused here when the policy requires it
-    and it cannot run (``QE_CONFINEMENT_UNAVAILABLE``), before any app code starts."""
+    and it cannot run (``QE_CONFINEMENT_UNAVAILABLE``), before any app code starts.
+
+    ``also_protected``: what no stage may see beyond the job's own protected paths (a rebuilder's key folder).
+    """
     required = policy.confinement_layers(platform) is not None
     network = frozenset(stage for stage in APP_STAGES if policy.stage_has_network(stage))
-    return StageRunner(choose_confinement(platform, required=required), protected_paths(policy, out, env), network)
+    protected = (*protected_paths(policy, out, env), *(path.resolve() for path in also_protected))
+    return StageRunner(choose_confinement(platform, required=required), protected, network)
 
 
 def _check_keys(policy: Policy) -> None:

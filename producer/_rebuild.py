@@ -64,8 +64,7 @@ def rebuild(policy: Policy, *, app_source: Path, sha: str, ref: str, platform: P
     info = work / "build_info.json"
     info.write_text(BuildInfo(build_sha=sha, built_at=epoch_timestamp(epoch), source_ref=ref,
                               platform=platform).model_dump_json() + "\n", encoding="utf-8")
-    runner = stage_runner(policy, platform, work, os.environ)
-    runner.protected = (*runner.protected, *(path.resolve() for path in protected))
+    runner = stage_runner(policy, platform, work, os.environ, also_protected=protected)
     try:
         run = run_build(repo=repo, sha=sha, app_source=app_source, plan=plan, root=work, build_info=info,
                         environ=os.environ, timeout=policy.file.limits.build_timeout_seconds, epoch=epoch,

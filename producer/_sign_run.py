@@ -22,6 +22,7 @@ ended; the private key is read only here, on first use.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -147,8 +148,6 @@ def sign_run(policy: Policy, platform: Platform, run_dir: Path, out: Path, *, en
 
     ``out`` changes only once the statement is signed; a refused run leaves it as it was.
     """
-    import os  # noqa: PLC0415 - the default environment is this process's
-
     env = os.environ if env is None else env
     run, archive = read_unsigned_run(policy, platform, run_dir)
     check_claims(policy, run, env)

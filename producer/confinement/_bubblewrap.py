@@ -129,7 +129,7 @@ class BubblewrapConfinement(Confinement):
                 close()
             return facts_from_info(sandbox, report, own_namespaces())
 
-        return ConfinedCommand(argv=args, env=dict(env), pass_fds=(write_fd,), _finish=finish, _close=close)
+        return ConfinedCommand(argv=args, env=dict(env), pass_fds=(write_fd,), finish=finish, release=close)
 
 
 def namespace_arguments(network: bool, *, uid: int) -> list[str]:

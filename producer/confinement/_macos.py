@@ -118,7 +118,7 @@ class SandboxExecConfinement(Confinement):
                     state["clean"] = True
             self._accounts.release(account, clean=state["clean"])
 
-        return ConfinedCommand(argv=start, env=dict(_SUDO_ENV), _finish=finish, _close=close)
+        return ConfinedCommand(argv=start, env=dict(_SUDO_ENV), finish=finish, release=close)
 
     # -- the account's view of the disk ----------------------------------------------------------------
 

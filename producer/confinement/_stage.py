@@ -19,7 +19,7 @@ keys, the producer's output folder. An adapter refuses to bind a path that is, o
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,29 +68,20 @@ class ConfinedCommand:
 
     ``finish`` is called once the command and everything it started have ended (or been killed); it reads back
     what the adapter can observe of the confinement and sweeps anything left, and returns the facts.
-    ``pass_fds`` are the file descriptors the wrapper needs (bubblewrap's info pipe), closed by ``close``.
+    ``pass_fds`` are the file descriptors the wrapper needs (bubblewrap's info pipe), released by ``close``.
     """
 
     argv: list[str]
     env: dict[str, str]
+    finish: Callable[[], ConfinementFacts]
     pass_fds: tuple[int, ...] = ()
-    _finish: object = field(default=None, repr=False)
-    _close: object = field(default=None, repr=False)
-
-    def finish(self) -> ConfinementFacts:
-        """The facts of the ended stage (see the class docstring)."""
-        if not callable(self._finish):  # pragma: no cover - every adapter sets it
-            raise ConfinementError("the adapter gave no way to read the confinement back")
-        facts = self._finish()
-        if not isinstance(facts, ConfinementFacts):  # pragma: no cover - adapter bug
-            raise ConfinementError("the adapter's read-back is not ConfinementFacts")
-        return facts
+    release: Callable[[], None] | None = field(default=None, repr=False)
 
     def close(self) -> None:
         """Release what the adapter held open for the command (idempotent)."""
-        if callable(self._close):
-            self._close()
-            self._close = None
+        release, self.release = self.release, None
+        if release is not None:
+            release()
 
 
 class Confinement(abc.ABC):

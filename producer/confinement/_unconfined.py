@@ -28,7 +28,7 @@ class Unconfined(Confinement):
         def finish() -> ConfinementFacts:
             return ConfinementFacts(sandbox.stage, "none", (), True, f"not confined: {self._why}"[:2000])
 
-        return ConfinedCommand(argv=list(argv), env=dict(env), _finish=finish)
+        return ConfinedCommand(argv=list(argv), env=dict(env), finish=finish)
 
 
 __all__ = ["Unconfined"]

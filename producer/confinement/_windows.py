@@ -104,7 +104,7 @@ class JobObjectConfinement(Confinement):
         def close() -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
-        return ConfinedCommand(argv=start, env=dict(child_env), _finish=finish, _close=close)
+        return ConfinedCommand(argv=start, env=dict(child_env), finish=finish, release=close)
 
     def grant_commands(self, what: str, path: Path) -> list[list[str]]:
         """The ``icacls`` commands that open ``path`` (a ``what`` path of the stage) to the restricted token."""

@@ -16,6 +16,7 @@ that each assertion is known to be able to fail.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -340,8 +341,6 @@ def _produce(tmp_path: Path, mode: str, *, forge: bool = True, tamper: bool = Fa
 
 
 def _predicate(statement: dict[str, Any]) -> dict[str, Any]:
-    import base64
-
     return json.loads(base64.b64decode(statement["payload"]))["predicate"]
 
 
@@ -393,7 +392,7 @@ def test_nothing_the_confined_build_started_outlives_its_stage(confined: dict[st
     assert confined["survivors"] == []
     statement = confined["statement"]
     assert statement is not None
-    subject = json.loads(__import__("base64").b64decode(statement["payload"]))["subject"][0]
+    subject = json.loads(base64.b64decode(statement["payload"]))["subject"][0]
     [artifact] = confined["artifacts"]
     assert hashlib.sha256(artifact.read_bytes()).hexdigest() == subject["digest"]["sha256"]
 

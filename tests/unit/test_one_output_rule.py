@@ -26,27 +26,12 @@ from desktop_qualify.qualify_runtime import check_outputs, guarded
 from desktop_qualify.qualify_trust import add_to_keyring, generate_private_key
 from support.cli import CliRun
 from support.evidence_factory import Evidence, make_evidence
+from support.snapshot import snapshot
 
 Qualify = Callable[[list[str]], CliRun]
 posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs, hard links and /dev/stdout are POSIX")
 TIMEOUT = 120
 
-
-def _snapshot(folder: Path) -> dict[str, tuple[str, str]]:
-    """Every entry under ``folder``: its kind and its link target or bytes (FIFOs are never read)."""
-    seen: dict[str, tuple[str, str]] = {}
-    for path in sorted(folder.rglob("*")):
-        mode = path.lstat().st_mode
-        name = str(path.relative_to(folder))
-        if stat.S_ISLNK(mode):
-            seen[name] = ("link", str(path.readlink()))
-        elif stat.S_ISREG(mode):
-            seen[name] = ("file", path.read_bytes().hex())
-        elif stat.S_ISDIR(mode):
-            seen[name] = ("dir", "")
-        else:
-            seen[name] = ("special", oct(stat.S_IFMT(mode)))
-    return seen
 
 
 @pytest.fixture
@@ -65,9 +50,9 @@ def _refused_as_input(result: CliRun) -> None:
 @pytest.mark.parametrize("option", ["--json", "--summary", "--vsa"])
 def test_verify_refuses_an_output_onto_its_own_artifact_and_leaves_it(qualify: Qualify, ev: Evidence,
                                                                       tmp_path: Path, option: str) -> None:
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     _refused_as_input(qualify(ev.verify_argv(option, str(ev.artifact_paths[0]))))
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("target", ["aggregate", "policy", "keyring"])
@@ -75,9 +60,9 @@ def test_verify_refuses_an_output_onto_a_statement_the_policy_or_its_keyring(qua
                                                                              tmp_path: Path, target: str) -> None:
     path = {"aggregate": ev.evidence_dir / "aggregate.dsse.json", "policy": ev.policy_path,
             "keyring": ev.keys.keyring}[target]
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     _refused_as_input(qualify(ev.verify_argv("--json", str(path))))
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 @posix_only
@@ -90,30 +75,30 @@ def test_an_input_under_another_name_is_still_the_input(qualify: Qualify, ev: Ev
         os.link(artifact, other)
     else:
         other = artifact.parent / ".." / artifact.parent.name / artifact.name
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     _refused_as_input(qualify(ev.verify_argv("--json", str(other))))
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("option", ["--json", "--html", "--markdown"])
 def test_audit_refuses_an_output_onto_its_own_policy_or_evidence(qualify: Qualify, ev: Evidence, tmp_path: Path,
                                                                  option: str) -> None:
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     for target in (ev.policy_path, ev.evidence_dir / "aggregate.dsse.json"):
         _refused_as_input(qualify(["audit", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
                                    option, str(target)]))
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 def test_rebuild_refuses_an_attestation_onto_its_key_or_evidence(qualify: Qualify, ev: Evidence,
                                                                  tmp_path: Path) -> None:
     key = ev.keys.keyring.parent / "rebuilder.pem"
     key.write_text("not read: refused before\n")
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     for target in (key, ev.evidence_dir / "aggregate.dsse.json"):
         _refused_as_input(qualify(["rebuild", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
                                    "--attest", str(target), "--key", str(key)]))
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 @posix_only
@@ -121,12 +106,12 @@ def test_bundle_refuses_an_out_that_is_its_policy_under_a_bundle_name(qualify: Q
                                                                      tmp_path: Path) -> None:
     out = tmp_path / "run.qualify-bundle.zip"
     os.link(ev.policy_path, out)
-    before = _snapshot(tmp_path)
+    before = snapshot(tmp_path)
     result = qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
                       "--out", str(out)])
     assert result.status == 2, result.text
     assert "QE_OUTPUT_IS_INPUT" in result.err
-    assert _snapshot(tmp_path) == before
+    assert snapshot(tmp_path) == before
 
 
 # -- item 1 and 3: no link, FIFO or device; bundle --out included ----------------------------------------------
@@ -144,12 +129,12 @@ def test_a_link_or_fifo_output_is_refused_and_left_as_it_is(qualify: Qualify, ev
     else:
         out.symlink_to({"link-to-new-file": str(outputs / "absent"), "link-to-null": os.devnull,
                         "link-to-stdout": "/proc/self/fd/1"}[kind])
-    before = _snapshot(outputs)
+    before = snapshot(outputs)
     result = qualify(ev.verify_argv(option, str(out)))
     assert result.status == 2, result.text
     assert f"QE_USAGE: {option} {out}: " in result.err
     assert "use - for standard output" in result.err
-    assert _snapshot(outputs) == before
+    assert snapshot(outputs) == before
 
 
 @posix_only
@@ -172,12 +157,12 @@ def test_bundle_out_that_is_a_link_is_refused_and_the_link_kept(qualify: Qualify
     victim.write_text("not yours\n")
     link = outputs / "run.qualify-bundle.zip"
     link.symlink_to(victim)
-    before = _snapshot(outputs)
+    before = snapshot(outputs)
     result = qualify(["bundle", "--policy", str(ev.policy_path), "--evidence", str(ev.evidence_dir),
                       "--out", str(link)])
     assert result.status == 2, result.text
     assert "a symbolic link" in result.err
-    assert _snapshot(outputs) == before
+    assert snapshot(outputs) == before
 
 
 # -- item 5: `--json -` piped is exactly the JSON; /dev/stdout is refused with the advice ----------------------

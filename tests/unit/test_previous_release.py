@@ -21,10 +21,10 @@ from desktop_qualify.producer.previous._previous import PreviousInput, audit_com
 from desktop_qualify.producer.previous._previous_github import previous_from_release
 from desktop_qualify.qualify_github import GitHubClient
 from desktop_qualify.qualify_policy import host_platform, load_policy
-from desktop_qualify.qualify_trust import add_to_keyring, generate_private_key
 from support.bundles import rewritten
 from support.evidence_factory import REPOSITORY, Evidence, make_evidence
 from support.github_emulator import DEFAULT_TOKEN, Asset, Fault, GitHubEmulator, Release
+from support.release_summaries import gate_summaries
 
 # The commit this job qualifies (GITHUB_SHA), one before the previous release's, one on another line.
 CANDIDATE = "c" * 40
@@ -41,21 +41,9 @@ def emulator() -> Iterator[GitHubEmulator]:
 
 
 def _summaries(tmp_path: Path, qualify: Any, ev: Evidence, *, artifact: Path | None = None) -> bytes:
-    """What release.yml attaches: `qualify verify --vsa` of the run, signed by the keyring's verifier key
-    (as tests/unit/test_readback.py makes it; call before bundling: the policy gains its verifier key)."""
-    key_path = ev.keys.keyring.parent / "keys" / "verifier.ed25519.pem"
-    if not key_path.exists():
-        add_to_keyring(ev.keys.keyring, "local-verifier", generate_private_key(key_path).public_key(), ["verifier"])
-    text = ev.policy_path.read_text(encoding="utf-8")
-    if "verifier_key" not in text:
-        ev.policy_path.write_text(text.replace("\n[source]", f'verifier_key = "{key_path.as_posix()}"\n\n[source]'),
-                                  encoding="utf-8")
-        ev.rebind_provenance()
-        ev.write_aggregate()
+    """What release.yml attaches (``gate_summaries``), in a file of its own for each call."""
     out = tmp_path / f"summaries-{len(list(tmp_path.glob('summaries-*')))}.intoto.jsonl"
-    done = qualify(ev.verify_argv("--vsa", str(out), artifacts=[artifact] if artifact else None))
-    assert out.is_file(), done.text
-    return out.read_bytes()
+    return gate_summaries(qualify, ev, out, artifact=artifact)
 
 
 def _released(tmp_path: Path, qualify: Any, *, summaries: bool = False) -> tuple[Evidence, Path]:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from desktop_qualify.evidence_schemas import Code
-from desktop_qualify.qualify_trust import add_to_keyring, generate_private_key
 from support.bundles import rewritten
 from support.evidence_factory import REPOSITORY, Evidence, make_evidence
 from support.github_emulator import DEFAULT_TOKEN, Asset, GitHubEmulator, Release
+from support.release_summaries import gate_summaries
 
 TAG = "v1.0.0"
 
@@ -218,21 +218,8 @@ def test_a_hostile_bundle_is_a_read_back_rejection_not_an_environment_error(row:
 
 
 def _summaries(tmp_path: Path, qualify: Any, ev: Evidence, *, artifact: Path | None = None) -> bytes:
-    """What release.yml attaches: `qualify verify --vsa` of the run, signed by the keyring's verifier key."""
-    key_path = ev.keys.keyring.parent / "keys" / "verifier.ed25519.pem"
-    if not key_path.exists():
-        add_to_keyring(ev.keys.keyring, "local-verifier", generate_private_key(key_path).public_key(), ["verifier"])
-    # The policy names the key by a path of its own; the bundle's policy must stay the auditor's, byte for byte.
-    text = ev.policy_path.read_text(encoding="utf-8")
-    if "verifier_key" not in text:
-        ev.policy_path.write_text(text.replace("\n[source]", f'verifier_key = "{key_path.as_posix()}"\n\n[source]'),
-                                  encoding="utf-8")
-        ev.rebind_provenance()
-        ev.write_aggregate()
-    out = tmp_path / "verification-summary.intoto.jsonl"
-    argv = ev.verify_argv("--vsa", str(out), artifacts=[artifact] if artifact else None)
-    qualify(argv)
-    return out.read_bytes()
+    """What release.yml attaches (``gate_summaries``)."""
+    return gate_summaries(qualify, ev, tmp_path / "verification-summary.intoto.jsonl", artifact=artifact)
 
 
 def test_a_release_with_the_gates_summaries_reads_back(tmp_path: Path, qualify: Any,

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from desktop_qualify.evidence_schemas import Code
 from support.evidence_factory import Evidence, make_evidence
+from support.snapshot import snapshot
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs and /proc/self/fd are POSIX")
 TIMEOUT = 120
@@ -27,22 +28,6 @@ def _qualify(*args: str | Path, stdout: int | None = subprocess.PIPE) -> subproc
     return subprocess.run([sys.executable, "-m", "desktop_qualify.qualify_cli", *map(str, args)], stdout=stdout,
                           stderr=subprocess.PIPE, timeout=TIMEOUT, check=False)
 
-
-def _snapshot(folder: Path) -> dict[str, tuple[str, str]]:
-    """Every entry under ``folder``: its kind and its link target or bytes (FIFOs and devices are never read)."""
-    seen: dict[str, tuple[str, str]] = {}
-    for path in sorted(folder.rglob("*")):
-        mode = path.lstat().st_mode
-        name = str(path.relative_to(folder))
-        if stat.S_ISLNK(mode):
-            seen[name] = ("link", str(path.readlink()))
-        elif stat.S_ISREG(mode):
-            seen[name] = ("file", path.read_bytes().hex())
-        elif stat.S_ISDIR(mode):
-            seen[name] = ("dir", "")
-        else:
-            seen[name] = ("special", oct(stat.S_IFMT(mode)))
-    return seen
 
 
 @pytest.fixture
@@ -88,12 +73,12 @@ def test_a_link_to_a_file_or_a_disk_like_device_is_refused_and_nothing_changes(e
     victim.write_text("not yours\n")
     link = outputs / "decision.json"
     link.symlink_to({"file": str(victim), "dangling": str(outputs / "absent"), "zero-device": "/dev/zero"}[target])
-    before = _snapshot(outputs)
+    before = snapshot(outputs)
     for option in ("--json", "--summary"):
         done = _qualify(*ev.verify_argv(option, str(link)))
         assert done.returncode == 2, done.stderr
         assert b"QE_USAGE" in done.stderr
-        assert _snapshot(outputs) == before
+        assert snapshot(outputs) == before
 
 
 @posix_only
@@ -102,15 +87,15 @@ def test_audit_outputs_follow_the_same_rules(ev: Evidence, tmp_path: Path) -> No
     outputs.mkdir()
     (outputs / "page.html").symlink_to(outputs / "victim.html")
     (outputs / "victim.html").write_text("keep")
-    before = _snapshot(outputs)
+    before = snapshot(outputs)
     done = _qualify("audit", "--policy", ev.policy_path, "--evidence", ev.evidence_dir, "--html",
                     outputs / "page.html")
     assert done.returncode == 2
-    assert _snapshot(outputs) == before
+    assert snapshot(outputs) == before
     done = _qualify("audit", "--policy", ev.policy_path, "--evidence", ev.evidence_dir, "--markdown", "-")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(b"## ")
-    assert _snapshot(outputs) == before
+    assert snapshot(outputs) == before
 
 
 # -- inputs -----------------------------------------------------------------------------------------------------
