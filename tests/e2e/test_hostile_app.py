@@ -369,7 +369,10 @@ def _reads(done: dict[str, Any]) -> dict[str, Any]:
     """What the build's loot says it read: key material, a checkout or HOME file, the canary environment."""
     # The build's own output, in the job's work folder: the published copy may have been swapped.
     built = sorted((done["out"] / "work" / "linux" / "out").glob("tiny-*"))
-    loot = _loot(built[0]) if built else {}
+    # No output would mean the build never got to try: an empty loot must come from a build that ran.
+    assert len(built) == 1, done["produce"].stderr
+    loot = _loot(built[0])
+    assert set(loot) == {"secrets", "environ", "cmdline_keys"}, loot
     return {"secrets": sorted(k for k, v in loot.get("secrets", {}).items()
                               if "PRIVATE KEY" in v or "CANARY-" in v),
             "environ": loot.get("environ", [])}
