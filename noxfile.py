@@ -3,14 +3,17 @@
 - tests: the test suite, the end-to-end chains included, with the network cut.
 - lint: ruff, the docstring check, mypy --strict on the installed package and the apps, zizmor.
 - schemas: regenerate the committed JSON Schemas from the models.
-- qualify: the whole local chain on this machine's platform, into qualification-out/.
+- qualify: `qualify run`, the whole local chain on this machine's platform, into qualification-out/.
 - qualify-update: the local chain with the update journey from the last qualify run (qualification-out-update/).
 - qualify-example: the local chain on the second example app, examples/qt-notes (qualification-out-example/).
+- build: the sdist and the wheel built from it into dist/; the wheel installed from its file in a fresh venv and run.
 - bench: the benchmarks against their named baselines; writes bench.json.
 - fuzz: the property tests under the fuzz profile for a wall-clock budget.
 - qualify-github-offline: the GitHub-mode chain offline (loopback emulator, test Sigstore instance).
+- qualify-team-offline: a team's repository calling this project's reusable workflows at a tag, offline.
 - interop: sigstore-js verifies the offline GitHub chain's bundles.
 - workflow-dry-run: the release workflows' own qualify commands, run here under the local policy.
+- mutants: mutmut on the trust-critical packages in a scratch copy; writes tests/mutation/report.json.
 
 `nox -s qualify` is the README's main job: build, sign, install, launch and
 exercise the reference app on this machine's platform, sign and aggregate the
@@ -24,7 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
-import time
+import tarfile
 import tomllib
 from pathlib import Path
 
@@ -45,16 +48,6 @@ EXAMPLE_POLICY = "examples/qt-notes/policy.toml"
 EXAMPLE_OUT = ROOT / "qualification-out-example"
 UPDATE_POLICY = "policies/local-update.toml"
 UPDATE_OUT = ROOT / "qualification-out-update"
-
-
-def _host_platform() -> str:
-    if sys.platform.startswith("linux"):
-        return "linux"
-    if sys.platform == "darwin":
-        return "macos"
-    if sys.platform == "win32":
-        return "windows"
-    raise SystemExit(f"QE_ENVIRONMENT: unsupported host platform {sys.platform!r}")
 
 
 # What an editable install of the project depends on: the dependencies and the build's package map (pyproject),
@@ -208,12 +201,13 @@ def _ensure_bubblewrap(session: nox.Session) -> None:
 
 
 def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[str, ...] = ("-e", "."),
-                 produce_extra: tuple[str, ...] = ()) -> None:
-    """keygen, produce, aggregate, verify (writing its VSA) and verify-vsa under ``policy``, swapped into ``out``.
+                 run_extra: tuple[str, ...] = ()) -> None:
+    """`qualify run --policy POLICY --out OUT`: keygen, produce, aggregate, verify and verify-vsa, swapped into OUT.
 
-    A failed run loses nothing: the source gate's cheap preconditions are checked before anything is installed,
-    and ``out`` (the last good output) is replaced only once the new run has been verified QUALIFIED. A run that
-    fails leaves its own output in the staging folder, beside ``out``, for inspection.
+    The chain itself is `qualify run`'s, the command a team runs in its own repository; the session adds what
+    only this checkout needs: the source gate's cheap preconditions checked before a minute of installing,
+    the editable install, and bubblewrap. A failed run loses nothing: `qualify run` replaces ``out`` (the last
+    good output) only once the new run is QUALIFIED, and leaves a failed run's output in ``.OUT.staging``.
     """
     refused = _source_gate_preconditions(policy)
     if refused is not None:
@@ -221,32 +215,7 @@ def _local_chain(session: nox.Session, policy: str, out: Path, install: tuple[st
         session.error(f"{code}{refused} (nothing installed; {out.name} left as it was)")
     _install_once(session, *install)
     _ensure_bubblewrap(session)
-    staging = staging_folder(out)
-    evidence, artifacts = staging / "evidence", staging / "artifacts"
-    platform = _host_platform()
-    run_id = f"local-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
-    timings: list[tuple[str, float]] = []
-
-    def step(name: str, *args: str) -> None:
-        started = time.monotonic()
-        session.run("qualify", *args, env={"QUALIFY_RUN_ID": run_id})
-        timings.append((name, time.monotonic() - started))
-
-    step("keygen", "keygen", "--policy", policy)
-    step(f"produce {platform}", "produce", "--policy", policy, "--platform", platform, "--out", str(staging),
-         *produce_extra)
-    step("aggregate", "aggregate", "--policy", policy, "--evidence", str(evidence), "--out", str(evidence))
-    candidate = [arg for path in sorted(artifacts.iterdir()) for arg in ("--artifact", str(path))]
-    summaries = staging / "verification-summary.intoto.jsonl"
-    step("verify", "verify", "--policy", policy, "--evidence", str(evidence), *candidate,
-         "--json", str(staging / "decision.json"), "--summary", str(staging / "summary.md"), "--vsa", str(summaries))
-    # What a downstream reader runs: each artifact's signed summary, checked offline against the policy.
-    for path in sorted(artifacts.iterdir()):
-        step("verify-vsa", "verify-vsa", "--policy", policy, "--artifact", str(path), str(summaries))
-    swap_into_place(staging, out)
-    for name, seconds in timings:
-        session.log(f"{name:<16} {seconds:6.1f}s")
-    session.log(f"QUALIFIED: evidence in {out / 'evidence'}, artifacts in {out / 'artifacts'}")
+    session.run("qualify", "run", "--policy", policy, "--out", str(out), *run_extra)
 
 
 @nox.session(reuse_venv=True)
@@ -275,7 +244,7 @@ def qualify_update(session: nox.Session) -> None:
     session.run("qualify", "bundle", "--policy", LOCAL_POLICY, "--evidence", str(OUT / "evidence"), "--out",
                 str(bundle))
     _local_chain(session, UPDATE_POLICY, UPDATE_OUT,
-                 produce_extra=("--previous-bundle", str(bundle), "--previous-artifact", str(artifact)))
+                 run_extra=("--previous-bundle", str(bundle), "--previous-artifact", str(artifact)))
 
 
 @nox.session(name="qualify-example", reuse_venv=True)
@@ -285,6 +254,50 @@ def qualify_example(session: nox.Session) -> None:
     Linux only (a Debian package); needs dpkg-deb and Xvfb (Debian: apt-get install xvfb).
     """
     _local_chain(session, EXAMPLE_POLICY, EXAMPLE_OUT, install=("-e", ".[example]"))
+
+
+DIST = ROOT / "dist"
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """The distribution a team installs: the sdist, the wheel built from it, both into dist/; then a smoke check.
+
+    The wheel is built from the unpacked sdist, not from the checkout, as `python -m build` does: a file the
+    sdist leaves out is then missing from the wheel too, and the smoke check finds it. The wheel is installed
+    from its file, with its dependencies, into a fresh virtual environment, where `qualify --version` must name
+    this version and `qualify schemas --check` must find the shipped schemas equal to the models. dist/ is
+    replaced only once both files passed (staged beside it), so a failed build leaves the last one in place.
+    """
+    # The build backend the sdist names, pinned as pyproject's [build-system] pins it; no build isolation, so
+    # what builds the distribution is exactly this.
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["requires"]
+    session.install(*requires)
+    work = Path(session.create_tmp()) / "build"
+    shutil.rmtree(work, ignore_errors=True)
+    built = work / "dist"
+    built.mkdir(parents=True)
+    session.run("python", "-c", "import sys, setuptools.build_meta as b; b.build_sdist(sys.argv[1])", str(built))
+    [sdist] = built.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        archive.extractall(work / "sdist", filter="data")
+    [unpacked] = (work / "sdist").iterdir()
+    session.run("python", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(built),
+                str(unpacked))
+    [wheel] = built.glob("*.whl")
+    venv = work / "venv"
+    session.run("python", "-m", "venv", str(venv))
+    bindir = venv / ("Scripts" if sys.platform == "win32" else "bin")
+    session.run(str(bindir / "python"), "-m", "pip", "install", "--quiet", str(wheel), external=True)
+    version = session.run(str(bindir / "qualify"), "--version", external=True, silent=True)
+    expected = f"qualify {wheel.name.split('-')[1]}"
+    if not isinstance(version, str) or version.strip() != expected:
+        session.error(f"the installed wheel says {version!r}, not {expected!r}")
+    session.run(str(bindir / "qualify"), "schemas", "--check", external=True)
+    staging = staging_folder(DIST)
+    shutil.copytree(built, staging)
+    swap_into_place(staging, DIST)
+    session.log(f"built {DIST / sdist.name} and {DIST / wheel.name}; `pip install {DIST / wheel.name}` installs it")
 
 
 @nox.session
@@ -347,6 +360,22 @@ def qualify_github_offline(session: nox.Session) -> None:
                 external=True)
 
 
+TEAM_OUT = ROOT / "qualification-out-team"
+
+
+@nox.session(name="qualify-team-offline")
+def qualify_team_offline(session: nox.Session) -> None:
+    """A team's repository calling this project's reusable workflows at a tag, in GitHub mode, offline."""
+    # The team's app is the second example app (Qt Notes: PySide6, dpkg-deb, Xvfb), confined like any other.
+    _install_once(session, "-e", ".[dev,example]")
+    _ensure_bubblewrap(session)
+    prefix = _network_cut()
+    session.log("running with no network but loopback" if prefix else
+                "no network namespace available here: running with the network up (nothing reaches it)")
+    python = str(Path(session.bin) / "python")  # the session's python, also inside the network namespace
+    session.run(*prefix, python, "tools/team_offline.py", "--out", str(TEAM_OUT), *session.posargs, external=True)
+
+
 @nox.session
 def interop(session: nox.Session) -> None:
     """sigstore-js (pinned in tools/interop/) verifies the offline GitHub chain's bundles under the same root."""
@@ -371,7 +400,7 @@ def interop(session: nox.Session) -> None:
                 "--identity", str(GITHUB_OUT / "signer-identity.json"),
                 "--foreign-root", str(ROOT / "policies" / "sigstore" / "trusted_root.production.json"),
                 *sorted(str(p) for p in evidence.glob("*.sigstore.json")),
-                # The release gate's Verification Summary Attestations, signed as release.yml.
+                # The gate's Verification Summary Attestations, signed as release-gate.yml called by release.yml.
                 *sorted(str(p) for p in (GITHUB_OUT / "summaries").glob("*.sigstore.json")), external=True)
 
 
@@ -380,3 +409,16 @@ def workflow_dry_run(session: nox.Session) -> None:
     """The workflow jobs' own `qualify` commands, read from the YAML, run in order here under the local policy."""
     session.install(".", "pyyaml>=6.0.2,<7")
     session.run("python", "tools/workflow_dry_run.py", *session.posargs)
+
+
+@nox.session
+def mutants(session: nox.Session) -> None:
+    """mutmut over the trust-critical packages (pyproject's [tool.mutmut]), in a scratch copy of the working tree.
+
+    `nox -s mutants -- qualify_trust` (or consumer._anchor, ...) mutates one package; with no argument, every
+    package the configuration names (hours on 2 cores: docs/mutation.md). The checkout is never written; the
+    figures go to tests/mutation/report.json, whose survivors docs/mutation.md lists.
+    """
+    _install_once(session, "-e", ".[dev]")
+    scratch = Path(session.create_tmp()) / "mutants-tree"
+    session.run("python", "tests/mutation/mutants.py", "--scratch", str(scratch), *session.posargs)

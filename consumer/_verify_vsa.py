@@ -49,7 +49,8 @@ MAX_VSA_LINES = 4096
 MAX_VSA_FILE_BYTES = 64 * 1024 * 1024
 # What the trust layer says about a signature or its signer: each is the summary's signature refused.
 _SIGNATURE_CODES = frozenset({Code.SIGNATURE_MISSING, Code.SIGNATURE_INVALID, Code.SIGNER_UNTRUSTED,
-                              Code.WORKFLOW_IDENTITY_MISMATCH, Code.REF_NOT_MAIN, Code.SHA_MISMATCH})
+                              Code.WORKFLOW_IDENTITY_MISMATCH, Code.BUILDER_REF_MISMATCH, Code.REF_NOT_MAIN,
+                              Code.SHA_MISMATCH})
 
 
 @dataclass(frozen=True)

@@ -90,11 +90,13 @@ from ._provenance import (
 )
 from ._rebuild import REBUILD_PREDICATE_TYPE, RebuildPredicate, RebuildSeen, RebuildStatement
 from ._records import (
+    INSTALLER_SIGNATURE_TOOLS,
     ArtifactRef,
     BuildRecord,
     BuildReproduction,
     BuildVariation,
     InstalledFile,
+    InstallerSignature,
     InstallRecord,
     JourneyRecord,
     JourneyStep,
@@ -104,6 +106,7 @@ from ._records import (
     ProbeReport,
     SignatureRecord,
     SourceGateRecord,
+    ToolchainRecord,
 )
 from ._statement import (
     AGGREGATE_PREDICATE_TYPE,
@@ -233,7 +236,10 @@ __all__ = [
     "DigestSet",
     "DsseEnvelope",
     "DsseSignature",
+    "INSTALLER_SIGNATURE_TOOLS",
     "InstallRecord",
+    "InstallerSignature",
+    "ToolchainRecord",
     "InstalledFile",
     "IsolationLayer",
     "JourneyRecord",

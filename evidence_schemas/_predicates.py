@@ -8,6 +8,7 @@ from pydantic import Field
 
 from ._confinement import MAX_CONFINED_RUNS, StageConfinement
 from ._records import (
+    MAX_TOOLCHAINS,
     ArtifactRef,
     BuildRecord,
     InstallRecord,
@@ -15,6 +16,7 @@ from ._records import (
     LaunchProbeRecord,
     SignatureRecord,
     SourceGateRecord,
+    ToolchainRecord,
 )
 from ._types import Count, GitSha, KeyId, Platform, Record, Sha256Hex, ShortText, Timestamp
 from ._update import UpdateRecord
@@ -91,6 +93,9 @@ class PlatformPredicate(Record):
     confinement: list[StageConfinement] | None = Field(default=None, max_length=MAX_CONFINED_RUNS)
     """One entry per run of app-controlled code, in order: the confinement it ran under; None in evidence made
     before app stages were confined."""
+    toolchains: list[ToolchainRecord] | None = Field(default=None, max_length=MAX_TOOLCHAINS)
+    """The tools the probe, journey and state commands name by placeholder (``{python}``, ``[app.toolchains]``),
+    each as resolved on the producer's machine: informational; None in evidence made before they were recorded."""
 
 
 class AggregatedPlatform(Record):

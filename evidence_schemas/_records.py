@@ -6,6 +6,8 @@ most; a log is never evidence.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -219,6 +221,28 @@ class InstalledFile(Record):
     """The SHA-256 of its bytes (a link: of its target, domain-separated from file contents)."""
 
 
+# The installer kinds that check the package's own signature before they install it, and the tool that does.
+INSTALLER_SIGNATURE_TOOLS: Mapping[str, str] = MappingProxyType({"pkg": "pkgutil", "msi": "signtool"})
+
+
+class InstallerSignature(Record):
+    """The installer's own check of the package's signature, made before a byte was installed.
+
+    ``pkg``: ``pkgutil --check-signature`` (a productsign signature that verifies to a trusted root); ``msi``:
+    ``signtool verify /pa /tw``, pinned to the job's certificate when it names one. Where the policy accepts only
+    signed builds for the platform, the verifier requires ``signed`` (``QE_INSTALLER_SIGNATURE_REFUSED``).
+    """
+
+    tool: Literal["pkgutil", "signtool"]
+    """The tool that checked the signature."""
+    state: Literal["signed", "unsigned", "failed", "not-checked"]
+    """What it found: ``signed`` (it verifies), ``unsigned`` (no signature), ``failed`` (a signature that does not
+    verify, is untrusted, not the pinned certificate's or not timestamped, or a tool that could not run) or
+    ``not-checked`` (the job has no signtool and the policy does not require a signed build)."""
+    detail: Annotated[str, Field(max_length=300)]
+    """What the tool said (pkgutil's ``Status:`` line, signtool's refusal), bounded, for people."""
+
+
 class InstallRecord(Record):
     """The install stage's record: the artifact installed into a fresh prefix, and digests of what landed."""
 
@@ -247,6 +271,44 @@ class InstallRecord(Record):
     """The producer's verdict on the stage: a claim the verifier re-derives from the facts and the policy."""
     failure: Excerpt | None = None
     """Why the install failed; None when it succeeded."""
+    package_signature: InstallerSignature | None = None
+    """The installer's own check of the package's signature (``pkg``, ``msi``); None for the kinds that have none,
+    and in evidence made before it was recorded."""
+
+
+# A toolchain's name is its placeholder in the policy's command lines (``{node}``): lowercase letters only, as
+# the placeholder syntax allows.
+ToolchainName = Annotated[str, Field(pattern=r"^[a-z]{1,32}$")]
+ToolPath = Annotated[str, Field(min_length=1, max_length=1024)]
+MAX_TOOLCHAINS = 9
+MAX_TOOLCHAIN_FOLDERS = 4
+
+
+class ToolchainRecord(Record):
+    """A tool the probe, journey and state commands name by placeholder, resolved once on the producer's machine.
+
+    The policy names it (``[app.toolchains]``: an executable name looked up on the producer's ``PATH``, or an
+    absolute path) or it is ``{python}``, the producer's own interpreter. Informational: the commands in the
+    records keep the placeholder, and this says what it stood for on this machine; the verifier decides nothing
+    from it.
+    """
+
+    name: ToolchainName
+    """The placeholder's name (``node`` for ``{node}``)."""
+    requested: ToolPath
+    """What the policy asked for: an executable name, an absolute path, or ``{python}`` (the producer's own)."""
+    path: ToolPath
+    """The absolute path substituted into the command lines (links not followed, so a virtual environment's
+    interpreter stays in it)."""
+    resolved: ToolPath
+    """The file that runs: ``path`` with every link followed."""
+    sha256: Sha256Hex
+    """The SHA-256 of the resolved file, read when it was resolved."""
+    version: Annotated[str, Field(min_length=1, max_length=200)]
+    """The first line ``TOOL --version`` printed, run confined once before the probe."""
+    folders: list[ToolPath] = Field(min_length=1, max_length=MAX_TOOLCHAIN_FOLDERS)
+    """The folders bound read-only into the probe, journey and state stages for it (its install prefix, and its
+    link target's)."""
 
 
 MAX_LAYERS = MAX_APP_LAYERS

@@ -17,6 +17,7 @@ from pydantic import Field
 from ._confinement import MAX_CONFINED_RUNS, StageConfinement
 from ._predicates import PlatformPredicate, RunIdentity
 from ._records import (
+    MAX_TOOLCHAINS,
     BuildRecord,
     InstallRecord,
     JourneyRecord,
@@ -24,6 +25,7 @@ from ._records import (
     NotarizationRecord,
     SignatureRecord,
     SourceGateRecord,
+    ToolchainRecord,
 )
 from ._types import LateRecord, Platform, ShortText, Timestamp
 from ._update import UpdateRecord
@@ -75,6 +77,9 @@ class UnsignedRun(LateRecord):
     """The update journey's record (upgrade, rollback, downgrade), when the policy asks for it; else None."""
     confinement: list[StageConfinement] = Field(max_length=MAX_CONFINED_RUNS)
     """One entry per run of app-controlled code, in order: the confinement it ran under."""
+    toolchains: list[ToolchainRecord] | None = Field(default=None, max_length=MAX_TOOLCHAINS)
+    """The tools the probe, journey and state commands name by placeholder, as resolved on the producer's machine;
+    carried into the platform predicate unchanged."""
 
 
 def os_signing_of(signature: SignatureRecord) -> OsSigning:
@@ -101,4 +106,4 @@ def predicate_from_run(run: UnsignedRun, signature: SignatureRecord, produced_at
     return PlatformPredicate(platform=run.platform, arch=run.arch, run=run.run, produced_at=produced_at,
                              source_gate=run.source_gate, build=run.build, signature=signature, install=run.install,
                              launch_probe=run.launch_probe, journey=run.journey, update=run.update,
-                             confinement=list(run.confinement))
+                             confinement=list(run.confinement), toolchains=run.toolchains)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._cli import main, run, run_sign
     from ._gate_cli import run_gate
     from ._pipeline import produce
+    from ._progress import Progress
     from ._rebuild import Rebuilt, rebuild
     from ._result import ProduceResult
     from ._sign_run import sign_run
@@ -28,6 +29,8 @@ _LAZY = {
     # qualify rebuild: the producer's build of a qualified commit, run again here.
     "Rebuilt": "._rebuild",
     "rebuild": "._rebuild",
+    # Progress lines on standard error (a live line on a terminal, timestamped lines in a log).
+    "Progress": "._progress",
     "main": "._cli",
     "run": "._cli",
     "run_gate": "._gate_cli",
@@ -36,5 +39,5 @@ _LAZY = {
 __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
-__all__ = ["ProduceResult", "Rebuilt", "build_gate_parser", "build_parser", "build_sign_parser", "main", "produce",
-           "rebuild", "run", "run_gate", "run_sign", "sign_run"]
+__all__ = ["ProduceResult", "Progress", "Rebuilt", "build_gate_parser", "build_parser", "build_sign_parser", "main",
+           "produce", "rebuild", "run", "run_gate", "run_sign", "sign_run"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -40,6 +40,7 @@ from pydantic import ValidationError
 
 from ._app_output import load_app_record
 from ._build import expand
+from ._toolchains import Toolchains
 from .confinement import AppStage, StageRunner, producer_python
 from .processes import ProcessResult, display_env, excerpt, minimal_environment
 
@@ -59,6 +60,8 @@ class RunPlan:
     # Runs the command confined, and the app stage it is recorded as (the update journey's runs are "update").
     runner: StageRunner
     stage: AppStage
+    # The tools the command names by placeholder, resolved once for the job (``_toolchains``).
+    toolchains: Toolchains = field(default_factory=Toolchains)
 
     @property
     def is_runner(self) -> bool:
@@ -121,8 +124,8 @@ def _run_installed(prefix: Path, install: InstallRecord, stage: Stage, plan: Run
         if problem is not None:
             return problem
         exe, record = prefix / install.executable, records / _RECORD_NAME
-        argv = expand(plan.argv, {"executable": str(exe), "record": str(record), "python": producer_python(),
-                                  "source": str(exported)})
+        argv = expand(plan.argv, {"python": producer_python(), **plan.toolchains.values(), "executable": str(exe),
+                                  "record": str(record), "source": str(exported)})
         writable = [home, records] + ([source] if plan.needs_source else [])
         with display_env(plan.display) as shown:
             env = {**minimal_environment(home), **shown, "QUALIFY_RECORD": str(record),
@@ -130,7 +133,8 @@ def _run_installed(prefix: Path, install: InstallRecord, stage: Stage, plan: Run
             # The app sees its installed tree read-only, its own home, record and source folders, the toolchain,
             # and the display's socket: nothing of the producer (docs/design.md §3.11).
             sandbox = plan.runner.sandbox(plan.stage, home=home, tmp=home, writable=writable, readable=[prefix],
-                                          toolchain=plan.runner.toolchain(), sockets=display_sockets(shown),
+                                          toolchain=plan.runner.toolchain(extra=plan.toolchains.folders()),
+                                          sockets=display_sockets(shown),
                                           cwd=cwd)
             result = plan.runner.run(argv, sandbox, timeout=plan.timeout, env=env)
     except QualificationError as exc:

@@ -34,6 +34,7 @@ from desktop_qualify.evidence_schemas import (
     RunIdentity,
     SourceGateRecord,
     StageConfinement,
+    ToolchainRecord,
     UnsignedRun,
     UpdateRecord,
     aggregate_file_name,
@@ -56,9 +57,10 @@ from ._publish import Staged, publish, staging_folder
 from ._reproduce import SUMMARY_NAME
 from ._result import ProduceResult, failed_stages
 from ._sign_run import UNSIGNED_FOLDER, sign_checked_run
+from ._toolchains import Toolchains, query_versions, resolve_toolchains
 from ._update import UpdatePlan, run_update
 from .confinement import APP_STAGES, AppStage, StageRunner, choose_confinement
-from .installers import install
+from .installers import SignatureRequirement, install, prefix_grant
 from .os_signing import platform_signer_from_env
 from .previous import AuditedPrevious, PreviousInput, audit_previous
 from .source import GitHubGate, LocalGitGate, SourceGate, github_run_identity, repository_root
@@ -87,6 +89,8 @@ class _Job:
     records_dir: Path
     work_dir: Path
     progress: Progress
+    # The probe's, journey's and state verbs' tools, resolved before any app code runs (``_toolchains``).
+    toolchains: Toolchains
 
     @property
     def install_prefix(self) -> Path:
@@ -198,9 +202,15 @@ def _prepare(policy: Policy, platform: Platform, out: Path, *, run_id: str | Non
     out = out.resolve()
     staging = staging_folder(out, platform)
     runner = stage_runner(policy, platform, out, env)
+    # Resolved once, here, so that a missing tool stops the job before the build rather than after it.
+    toolchains = resolve_toolchains(policy.file.app.toolchains, policy.file.app.run_commands(),
+                                    path_variable=env.get("PATH"), protected=runner.protected, out=out)
+    progress = Progress(f"produce {platform}")
+    # The live line (a terminal) and the heartbeat (a log) say which command a long stage is running.
+    runner.observer = progress.running
     return _Job(policy, platform, host_arch(), run_id, env, signer, verifier, runner, out, staging,
                 staging / "evidence", staging / "artifacts", staging / "records" / platform, out / "work" / platform,
-                Progress(f"produce {platform}"))
+                progress, toolchains)
 
 
 def _gate(job: _Job) -> tuple[SourceGate, SourceGateRecord]:
@@ -262,11 +272,17 @@ def _build(job: _Job, gate_record: SourceGateRecord) -> BuildOutput:
     return built
 
 
+def _signatures(job: _Job) -> SignatureRequirement:
+    """What a package's own signature must show: "signed" where the policy accepts only signed builds here."""
+    return SignatureRequirement.of(job.policy.accepted_signing(job.platform), job.env)
+
+
 def _install(job: _Job, built: BuildOutput) -> InstallRecord:
     _, target = _target(job)
     with job.progress.stage("install") as said:
         record = install(archive=built.archive, build=built.record, prefix=job.install_prefix, kind=target.kind,
-                         executable=target.executable)
+                         executable=target.executable, signatures=_signatures(job),
+                         grant=prefix_grant(job.platform, job.policy.file.app.name))
         said.append(f"{record.method}: {record.file_count} files passed={record.passed}")
     job.record("install", record)
     return record
@@ -281,7 +297,17 @@ def _run_plan(job: _Job, sha: str, argv: list[str], timeout: int, stage: AppStag
         return export_committed_source(repository_root(app_source), sha, app_source, dest)
 
     return RunPlan(argv=argv, display=job.policy.display(job.platform), timeout=timeout, export_source=export,
-                   runner=job.runner, stage=stage)
+                   runner=job.runner, stage=stage, toolchains=job.toolchains)
+
+
+def _toolchain_versions(job: _Job) -> list[ToolchainRecord] | None:
+    """Each resolved tool's version, asked confined; None when the commands name none (older evidence's shape)."""
+    if not job.toolchains.chosen:
+        return None
+    with job.progress.stage("toolchains") as said:
+        records = query_versions(job.toolchains, job.runner, job.work_dir)
+        said.append(", ".join(f"{{{r.name}}}={r.version[:40]}" for r in records))
+    return records
 
 
 def _layers(job: _Job) -> list[str] | None:
@@ -384,7 +410,8 @@ def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, install
 
     plan = UpdatePlan(previous=previous, candidate_archive=built.archive, rules=rules,
                       plan_for=lambda argv, timeout: _run_plan(job, sha, argv, timeout, "update"), probe=probe,
-                      state_timeout=policy.limits.probe_timeout_seconds)
+                      state_timeout=policy.limits.probe_timeout_seconds,
+                      grant=prefix_grant(job.platform, job.policy.file.app.name))
     with job.progress.stage("update journey") as said:
         record = run_update(plan, job.work_dir / "update")
         said.append(f"failed={','.join(record.failed_steps) or 'none'} passed={record.passed}")
@@ -454,6 +481,7 @@ def _produce(job: _Job, audited: AuditedPrevious | None, *, sign: bool) -> Produ
     built = _build(job, gate_record)
     installed = _install(job, built)
     _check_artifact(job, built, before="launch probe")
+    toolchains = _toolchain_versions(job)
     probe = _probe(job, installed, gate_record.sha)
     _check_artifact(job, built, after="launch probe")
     walked = _journey(job, installed, gate_record.sha, probe)
@@ -467,7 +495,7 @@ def _produce(job: _Job, audited: AuditedPrevious | None, *, sign: bool) -> Produ
                            os_signing=OsSigning(tool=built.signing.tool, state=built.signing.state,
                                                 notarization=built.signing.notarization),
                            install=installed, launch_probe=probe, journey=walked, update=updated,
-                           confinement=_confinement(job))
+                           confinement=_confinement(job), toolchains=toolchains)
     if not sign:
         return _publish_unsigned(job, unsigned, built)
     # Every app process of the run has ended: only now is a key read, by this process alone.

@@ -10,7 +10,7 @@ output is the build's own file, before any operating-system code signing.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,12 +36,13 @@ class Rebuilt:
 
 
 def rebuild(policy: Policy, *, app_source: Path, sha: str, ref: str, platform: Platform, work: Path,
-            protected: Sequence[Path] = ()) -> Rebuilt:
+            protected: Sequence[Path] = (), observer: Callable[[str], None] | None = None) -> Rebuilt:
     """Build ``sha`` of the app folder ``app_source`` (in a checkout) as the policy's build command does.
 
     The output stays under ``work``. The build is app code and runs confined as the producer's does; beyond
     what the producer protects, ``protected`` names what it must not see either (the folder of the
-    rebuilder's own key, which the caller reads only once this returns).
+    rebuilder's own key, which the caller reads only once this returns). ``observer`` is told each command the
+    build starts (``Progress.running``: the live line or the heartbeat says what is running).
 
     Raises ``QE_ENVIRONMENT`` (exit 2) when the build cannot run here: another platform's build, a tool the
     policy names that does not answer, a build that fails on this machine.
@@ -65,6 +66,7 @@ def rebuild(policy: Policy, *, app_source: Path, sha: str, ref: str, platform: P
     info.write_text(BuildInfo(build_sha=sha, built_at=epoch_timestamp(epoch), source_ref=ref,
                               platform=platform).model_dump_json() + "\n", encoding="utf-8")
     runner = stage_runner(policy, platform, work, os.environ, also_protected=protected)
+    runner.observer = observer
     try:
         run = run_build(repo=repo, sha=sha, app_source=app_source, plan=plan, root=work, build_info=info,
                         environ=os.environ, timeout=policy.file.limits.build_timeout_seconds, epoch=epoch,

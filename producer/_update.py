@@ -36,7 +36,7 @@ from desktop_qualify.evidence_schemas import (
 from desktop_qualify.qualify_verify import UpdateRules, step_claims, update_facts
 
 from ._launch import RunPlan, state_verb
-from .installers import install_expected
+from .installers import PrefixGrant, install_expected
 from .previous import AuditedPrevious
 
 
@@ -49,6 +49,8 @@ class UpdatePlan:
     plan_for: Callable[[list[str], int], RunPlan]
     probe: Callable[[Path, InstallRecord, Path], LaunchProbeRecord]
     state_timeout: int
+    # What the platform grants on each install of the journey (Windows: the app's AppContainer capability).
+    grant: PrefixGrant | None = None
 
 
 def _replace_tree(source: Path, dest: Path) -> None:
@@ -67,7 +69,7 @@ class _Journey:
         # "Over it": the app's files are replaced in the same prefix; the user's home is not touched.
         shutil.rmtree(self.prefix, ignore_errors=True)
         return install_expected(archive=archive, sha256=sha256, prefix=self.prefix, kind=self.plan.rules.installer,
-                                executable=self.plan.rules.executable, whose=whose)
+                                executable=self.plan.rules.executable, whose=whose, grant=self.plan.grant)
 
     def state(self, installed: InstallRecord, verb: Literal["write", "check"]) -> StateStep:
         rules = self.plan.rules

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from desktop_qualify.qualify_runtime import EXIT_OK, ArgumentParser, VersionAction, guarded, require_inputs
 
-from desktop_qualify import aggregate, consumer, producer
+from desktop_qualify import aggregate, consumer, producer, qualify_init
 
 # Only argparse and the stages' parsers load before the command line is parsed: `qualify --help`
 # and a mistyped option cost no pydantic, cryptography, sigstore or PyGithub import.
@@ -37,6 +37,12 @@ def _rebuild(args: argparse.Namespace) -> int:
     from ._rebuild import run_rebuild
 
     return run_rebuild(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ._run import run_chain
+
+    return run_chain(args)
 
 
 def _schemas(out: Path | None, check: bool) -> int:
@@ -97,11 +103,27 @@ def build_parser() -> ArgumentParser:
                          help="write the result as a rebuild attestation (a statement signed by --key) to this file, "
                               "replacing it; - for standard output")
     rebuild.add_argument("--key", type=Path, help="the rebuilder's own Ed25519 private key (PEM) that signs --attest")
+    run = sub.add_parser("run", help="the whole local chain on this machine's platform, swapped into --out "
+                                     "only once QUALIFIED")
+    run.add_argument("--policy", type=Path, required=True,
+                     help="the local (Ed25519) policy, committed in the git repository whose commit is qualified")
+    run.add_argument("--out", type=Path,
+                     help="the output folder, replaced only once the run is QUALIFIED (default: qualification-out at "
+                          "the top of the repository); the run is written into .NAME.staging beside it first")
+    run.add_argument("--root", type=Path,
+                     help="the checkout the policy belongs to (default: the git work tree holding the policy); the "
+                          "policy must then be in ROOT/policies, and keygen, verify and verify-vsa get --root ROOT")
+    run.add_argument("--previous-bundle", type=Path,
+                     help="the update journey: the last qualified release's bundle, given to produce")
+    run.add_argument("--previous-artifact", type=Path,
+                     help="the update journey: that release's artifact for this platform, given to produce")
     keygen = sub.add_parser("keygen", help="create this machine's local Ed25519 keys")
     keygen.add_argument("--policy", type=Path, required=True,
                         help="the local policy whose keyring and key paths are created (inside the repository only)")
     keygen.add_argument("--root", type=Path,
                         help="the checkout the policy belongs to (default: the git work tree holding the policy)")
+    qualify_init.build_parser(sub.add_parser("init", help="write a policy, a workflow and a journey runner into your "
+                                                          "repository"))
     schemas = sub.add_parser("schemas", help="export the JSON Schemas")
     schemas.add_argument("--out", type=Path,
                          help="the schema folder to write, or to compare with --check (default there: the "
@@ -124,7 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "readback": lambda: consumer.run_readback(args),
         "verify-vsa": lambda: consumer.run_verify_vsa(args),
         "rebuild": lambda: _rebuild(args),
+        "run": lambda: _run(args),
         "keygen": lambda: _keygen(args.policy, args.root),
         "schemas": lambda: _schemas(args.out, args.check),
+        "init": lambda: qualify_init.run(args),
     }
     return handlers[args.command]()

@@ -131,10 +131,15 @@ def _rebuild(args: argparse.Namespace, run: consumer.QualifiedRun) -> int:
     key_folders = [args.key.resolve().parent] if args.key is not None else []
     _say(args.attest, f"rebuilding {record.artifact.name} of {verdict.sha} from {run.app_source} ...")
     difference: str | None = None
+    # The build can run for many minutes: its progress (a live line on a terminal, timestamped lines and a
+    # heartbeat in a log) goes to standard error, never into the result on standard output or --attest -.
+    progress = producer.Progress(f"rebuild {here}")
     with tempfile.TemporaryDirectory(prefix="qualify-rebuild-") as scratch:
-        rebuilt = producer.rebuild(run.policy, app_source=run.app_source, sha=verdict.sha,
-                                   ref=predicate.source_gate.ref, platform=here, work=Path(scratch),
-                                   protected=key_folders)
+        with progress.stage("build") as said:
+            rebuilt = producer.rebuild(run.policy, app_source=run.app_source, sha=verdict.sha,
+                                       ref=predicate.source_gate.ref, platform=here, work=Path(scratch),
+                                       protected=key_folders, observer=progress.running)
+            said.append(f"{rebuilt.output.name} {rebuilt.size} bytes sha256={rebuilt.sha256[:16]}")
         if args.keep is not None:
             args.keep.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(rebuilt.output, args.keep / rebuilt.output.name)

@@ -31,6 +31,9 @@ class Code(enum.StrEnum):
     SIGNATURE_INVALID = "QE_SIGNATURE_INVALID"
     SIGNER_UNTRUSTED = "QE_SIGNER_UNTRUSTED"
     WORKFLOW_IDENTITY_MISMATCH = "QE_WORKFLOW_IDENTITY_MISMATCH"
+    # A team's statement signed by desktop-qualify's reusable workflows at another tag or commit than its policy
+    # pins ([producer.builder]): the right files, another version of them.
+    BUILDER_REF_MISMATCH = "QE_BUILDER_REF_MISMATCH"
     # The evidence is of the other trust mode than the policy's (local statements under a GitHub policy).
     MODE_MISMATCH = "QE_MODE_MISMATCH"
     REF_NOT_MAIN = "QE_REF_NOT_MAIN"
@@ -81,6 +84,9 @@ class Code(enum.StrEnum):
     ARTIFACT_SIGNATURE_FAILED = "QE_ARTIFACT_SIGNATURE_FAILED"
     PLATFORM_SIGNING_UNACCEPTED = "QE_PLATFORM_SIGNING_UNACCEPTED"
     INSTALL_FAILED = "QE_INSTALL_FAILED"
+    # The installer's own check of the package's signature (pkgutil, signtool) did not pass where the policy accepts
+    # only signed builds for the platform, or its record contradicts itself.
+    INSTALLER_SIGNATURE_REFUSED = "QE_INSTALLER_SIGNATURE_REFUSED"
     PROBE_FAILED = "QE_PROBE_FAILED"
     JOURNEY_INCOMPLETE = "QE_JOURNEY_INCOMPLETE"
     # A kernel-refusal step refused by another layer than the policy's for its platform, by no layer, or by
@@ -120,6 +126,8 @@ class Code(enum.StrEnum):
     ENVIRONMENT = "QE_ENVIRONMENT"
     # The producer cannot confine app code on this machine (no bubblewrap, user namespaces refused...).
     CONFINEMENT_UNAVAILABLE = "QE_CONFINEMENT_UNAVAILABLE"
+    # A toolchain the policy's probe, journey or state commands name cannot be resolved on the producer's machine.
+    TOOLCHAIN_UNAVAILABLE = "QE_TOOLCHAIN_UNAVAILABLE"
     # A bug: an error no check anticipated (printed by the guarded main, exit status 2).
     INTERNAL = "QE_INTERNAL"
 
@@ -127,7 +135,8 @@ class Code(enum.StrEnum):
 # Codes that mean "the caller or the machine is wrong", not "the evidence does
 # not qualify": docs/design.md §7 gives them exit status 2.
 _USAGE_CODES = frozenset({Code.POLICY_INVALID, Code.KEY_INVALID, Code.USAGE, Code.OUTPUT_IS_INPUT,
-                          Code.ENVIRONMENT, Code.CONFINEMENT_UNAVAILABLE, Code.SOURCE_GATE_FAILED,
+                          Code.ENVIRONMENT, Code.CONFINEMENT_UNAVAILABLE, Code.TOOLCHAIN_UNAVAILABLE,
+                          Code.SOURCE_GATE_FAILED,
                           # Raised by the producer's source gate on this machine's own checkout; in a decision (a
                           # statement recording a dirty tree) it is a reason, and the decision's rejection exits 1.
                           Code.WORKTREE_DIRTY, Code.INTERNAL})

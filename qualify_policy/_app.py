@@ -51,9 +51,38 @@ def _argv_checker(allowed: frozenset[str]) -> AfterValidator:
     return AfterValidator(check)
 
 
+def _syntax_checker() -> AfterValidator:
+    # The names a run command may use depend on the app's [app.toolchains]: AppPolicy checks them.
+    def check(argv: list[str]) -> list[str]:
+        for item in argv:
+            _placeholders(item)
+        return argv
+    return AfterValidator(check)
+
+
 _ArgvItem = Annotated[str, Field(min_length=1, max_length=1024)]
 BuildArgv = Annotated[list[_ArgvItem], Field(min_length=1, max_length=64), _argv_checker(BUILD_PLACEHOLDERS)]
-RunArgv = Annotated[list[_ArgvItem], Field(min_length=1, max_length=64), _argv_checker(RUN_PLACEHOLDERS)]
+RunArgv = Annotated[list[_ArgvItem], Field(min_length=1, max_length=64), _syntax_checker()]
+# The placeholders a toolchain may not take: they already stand for the job's own paths.
+RESERVED_TOOLCHAIN_NAMES = frozenset({"out", "source", "executable", "record"})
+_BARE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
+_WINDOWS_ABSOLUTE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def _toolchain_spec(value: str) -> str:
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise ValueError(f"toolchain {value[:80]!r} holds a control character")
+    if _BARE_NAME.fullmatch(value):
+        return value
+    parts = value.replace("\\", "/").split("/")
+    if not (value.startswith("/") or _WINDOWS_ABSOLUTE.match(value)) or ".." in parts:
+        raise ValueError(f"toolchain {value[:80]!r} must be an executable name (looked up on the producer's PATH) "
+                         "or an absolute path without '..'; a relative path would depend on the folder it runs in")
+    return value
+
+
+_ToolchainName = Annotated[str, Field(pattern=r"^[a-z]{1,32}$")]
+_ToolchainSpec = Annotated[str, Field(min_length=1, max_length=512), AfterValidator(_toolchain_spec)]
 
 
 def _relative_posix(value: str) -> str:
@@ -222,6 +251,38 @@ class AppPolicy(Record):
     """The state verbs; only an app with them can be put through the update journey (``[update]``)."""
     codes: CodesPolicy = Field(default_factory=CodesPolicy)
     """The refusal-code pattern the policy's codes must match."""
+    toolchains: dict[_ToolchainName, _ToolchainSpec] = Field(default_factory=dict, max_length=8)
+    """Tools the probe, journey and state commands name by placeholder: name (``node`` for ``{node}``) -> an
+    executable name looked up on the producer's ``PATH``, or an absolute path. Each is resolved once on the
+    producer's machine, refused (``QE_TOOLCHAIN_UNAVAILABLE``) when missing or not a regular executable file,
+    and recorded with its path, SHA-256 and version; its folder is bound read-only into those stages. ``python``
+    replaces the producer's own interpreter there (the build's ``{python}`` stays the producer's)."""
+
+    @model_validator(mode="after")
+    def _run_placeholders_are_known(self) -> AppPolicy:
+        reserved = sorted(RESERVED_TOOLCHAIN_NAMES & set(self.toolchains))
+        if reserved:
+            raise ValueError(f"[app.toolchains] cannot name {', '.join(reserved)}: those placeholders are the job's "
+                             "own paths")
+        allowed = RUN_PLACEHOLDERS | set(self.toolchains)
+        commands = [("[app.probe] argv", self.probe.argv), ("[app.journey] argv", self.journey.argv)]
+        if self.state is not None:
+            commands += [("[app.state] write", self.state.write), ("[app.state] check", self.state.check)]
+        for where, argv in commands:
+            for item in argv:
+                unknown = sorted(set(_placeholders(item)) - allowed)
+                if unknown:
+                    raise ValueError(f"unknown placeholder(s) {', '.join(unknown)} in {where} item {item[:80]!r}; "
+                                     f"it may use {', '.join('{' + p + '}' for p in sorted(allowed))} "
+                                     "(a tool of its own: name it in [app.toolchains])")
+        return self
+
+    def run_commands(self) -> list[list[str]]:
+        """The probe's, the journey's and the state verbs' command lines: where toolchains are substituted."""
+        commands = [list(self.probe.argv), list(self.journey.argv)]
+        if self.state is not None:
+            commands += [list(self.state.write), list(self.state.check)]
+        return commands
 
     def missing_for(self, platform: Platform) -> list[str]:
         """The per-platform entries a required platform lacks (empty when the app can be qualified there)."""

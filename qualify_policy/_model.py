@@ -8,6 +8,7 @@ from desktop_qualify.evidence_schemas import (
     APP_STAGES,
     CONFINEMENT_LAYERS,
     CONFINEMENT_LAYERS_BY_PLATFORM,
+    GIT_SHA_PATTERN,
     PLATFORMS,
     AppCode,
     AppStage,
@@ -37,6 +38,8 @@ class SignerWorkflows(Record):
     build signer URI (OID .9, also the SAN) and the caller into the build config
     URI (.18). A statement for one platform signed by another's file is refused
     (docs/design.md §3.4: a compromised job cannot speak for another platform).
+    Under ``[producer.builder]`` the files are the builder's (desktop-qualify's) at
+    its release tag, called from this repository's workflow.
     """
 
     linux: _WorkflowPath
@@ -58,8 +61,37 @@ class SignerWorkflows(Record):
         return self
 
 
+_Repository = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")]
+
+
+class BuilderIdentity(Record):
+    """GitHub mode, a team's policy: desktop-qualify's reusable workflows, called at one release tag.
+
+    A team's repository holds its app, this policy and one small caller workflow
+    that calls desktop-qualify's producers, aggregate and release gate at a tag
+    (``uses: OWNER/REPO/.github/workflows/produce-linux.yml@vX.Y.Z``). Fulcio then
+    writes desktop-qualify's file at that tag into each certificate's build signer
+    URI (OID .9, also the SAN) and its commit into the build signer digest (.10),
+    while the source repository, ref and commit (.12 to .14) stay the team's. With
+    this section ``[producer.signers]`` names files of this repository, and a
+    statement signed by them at another tag (or commit) is refused
+    (``QE_BUILDER_REF_MISMATCH``), as is one whose source is another repository
+    (``QE_WORKFLOW_IDENTITY_MISMATCH``). Without it the signers are the producer
+    repository's own workflows on its own ref.
+    """
+
+    repository: _Repository
+    """The repository (OWNER/REPO) whose reusable workflows sign: desktop-qualify's, not the team's."""
+    ref: Annotated[str, Field(pattern=r"^refs/tags/v[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}$")]
+    """The release tag the team's caller workflow calls them at, as ``refs/tags/vX.Y.Z``; a branch is refused
+    (a branch moves under the team without its review)."""
+    commit: Annotated[str, Field(pattern=GIT_SHA_PATTERN)] | None = None
+    """Optional: the commit that tag named when the team adopted it (the certificates' build signer digest, .10).
+    A tag can be moved; with this pin a statement signed by the workflows at any other commit is refused."""
+
+
 class ProducerIdentity(Record):
-    repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")]
+    repository: _Repository
     """The GitHub repository (OWNER/REPO) the producer runs in; the certificates' and statements' source."""
     workflow: _WorkflowPath
     """The top-level workflow the run belongs to (GITHUB_WORKFLOW_REF; certificate OID .18)."""
@@ -75,6 +107,9 @@ class ProducerIdentity(Record):
     """GitHub's numeric id of the repository's owner, pinned likewise (GitHub mode)."""
     signers: SignerWorkflows | None = None
     """GitHub mode only (required there): who signs for each platform and for the aggregate."""
+    builder: BuilderIdentity | None = None
+    """GitHub mode, optional: the signers are desktop-qualify's reusable workflows at a release tag, called from
+    this repository (a team's policy); absent, they are this repository's own workflows on ``ref``."""
 
     @model_validator(mode="after")
     def _callers_are_not_platform_signers(self) -> ProducerIdentity:
@@ -121,9 +156,14 @@ class VerifierIdentity(Record):
     """
 
     workflow: _WorkflowPath
-    """The workflow file whose certificate alone may sign the gate's VSAs; never a producer signer."""
+    """The workflow file whose certificate alone may sign the gate's VSAs; never a producer signer. Under
+    ``[producer.builder]`` a file of the builder's repository, at its tag (desktop-qualify's release gate)."""
     allowed_triggers: list[_Name] = Field(min_length=1, max_length=8)
     """The events that may start the run signing a VSA; any other is refused."""
+    caller: _WorkflowPath | None = None
+    """The workflow of the producer's repository that calls the gate as a reusable workflow: the VSAs' build
+    config (OID .18). Required under ``[producer.builder]`` (the team's release workflow); absent, the gate
+    workflow is its own caller (.9 = .18)."""
 
 
 class SourcePolicy(Record):
@@ -426,6 +466,17 @@ class PolicyFile(Record):
             raise ValueError("[producer.signers] are certificate identities; an ed25519 policy signs with its keyring")
         if isinstance(self.trust, Ed25519Trust) and self.verifier is not None:
             raise ValueError("[verifier] is a certificate identity; an ed25519 policy names trust.verifier_key")
+        if self.producer.builder is not None and self.producer.signers is None:
+            raise ValueError("[producer.builder] names the repository of the signer workflows: it needs "
+                             "[producer.signers]")
+        if self.verifier is not None and self.producer.builder is not None and self.verifier.caller is None:
+            # The gate's certificate names its caller (.18) and its own file (.9): under a builder they differ.
+            raise ValueError("[verifier] caller is required with [producer.builder]: the team's workflow that calls "
+                             "the release gate")
+        if self.verifier is not None and self.verifier.caller is not None and self.producer.signers is not None \
+                and self.verifier.caller in (self.producer.signers.linux, self.producer.signers.macos,
+                                             self.producer.signers.windows, self.producer.signers.aggregate):
+            raise ValueError("[verifier] caller must not be a producer signer workflow")
         if self.verifier is not None and self.producer.signers is not None and self.verifier.workflow in (
                 self.producer.signers.linux, self.producer.signers.macos, self.producer.signers.windows,
                 self.producer.signers.aggregate):

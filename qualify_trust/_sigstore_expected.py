@@ -22,6 +22,7 @@ from ._github_identity import GitHubIdentity
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
 MAIN_REF = "refs/heads/main"
+TAG_PREFIX = "refs/tags/"
 GITHUB_HOSTED = "github-hosted"
 # Git object names: SHA-1 (40 hex) or SHA-256 (64 hex) repositories.
 _GIT_SHA = re.compile(GIT_SHA_PATTERN)
@@ -36,7 +37,9 @@ class ExpectedWorkflow:
 
     ``workflow`` is the build config (top-level) workflow every signer runs under
     (OID .18); ``signers`` maps each platform, and ``aggregate``, to the one
-    workflow file that may sign for it (OID .9 and the SAN).
+    workflow file that may sign for it (OID .9 and the SAN): a file of
+    ``repository`` on ``ref``, or, for a team's policy, of ``builder_repository``
+    at the release tag ``builder_ref`` (desktop-qualify's reusable workflows).
     """
 
     issuer: str
@@ -50,6 +53,13 @@ class ExpectedWorkflow:
     owner_id: str | None = None
     # None: one top-level workflow signs everything (a foreign bundle's identity). A policy always names them.
     signers: Mapping[str, str] | None = None
+    # A team's policy ([producer.builder]): the signer files are desktop-qualify's, in this repository at this tag
+    # (and, when pinned, this commit); the source, ref, commit and build config stay the team's.
+    builder_repository: str | None = None
+    builder_ref: str | None = None
+    builder_commit: str | None = None
+    # A called release gate ([verifier] caller): its own file signs (.9), ``workflow`` is its caller (.18).
+    gate_workflow: str | None = None
 
     def __post_init__(self) -> None:
         if self.signers is not None and set(self.signers) != {*PLATFORM_SIGNERS, "aggregate"}:
@@ -60,6 +70,12 @@ class ExpectedWorkflow:
             raise QualificationError(Code.POLICY_INVALID, f"the producer ref must be {MAIN_REF}, not {self.ref!r}")
         if not self.allowed_triggers:
             raise QualificationError(Code.POLICY_INVALID, "the policy allows no workflow trigger")
+        if (self.builder_repository is None) != (self.builder_ref is None) or (
+                self.builder_commit is not None and self.builder_repository is None):
+            raise QualificationError(Code.POLICY_INVALID, "a builder needs both its repository and its tag")
+        if self.builder_ref is not None and not self.builder_ref.startswith(TAG_PREFIX):
+            raise QualificationError(Code.POLICY_INVALID, f"the builder ref must be a release tag "
+                                                          f"({TAG_PREFIX}vX.Y.Z), not {self.builder_ref!r}")
         if self.candidate_sha is not None and _GIT_SHA.fullmatch(self.candidate_sha) is None:
             raise QualificationError(
                 Code.USAGE, f"candidate SHA {self.candidate_sha[:80]!r} is not a lowercase hex commit SHA"
@@ -77,6 +93,7 @@ class ExpectedWorkflow:
             raise QualificationError(
                 Code.POLICY_INVALID, f"{policy.path}: sigstore trust requires runner_environment = {GITHUB_HOSTED!r}"
             )
+        builder = producer.builder
         return cls(
             issuer=trust.issuer,
             repository=producer.repository,
@@ -88,6 +105,9 @@ class ExpectedWorkflow:
             candidate_sha=candidate_sha,
             repository_id=None if producer.repository_id is None else str(producer.repository_id),
             owner_id=None if producer.owner_id is None else str(producer.owner_id),
+            builder_repository=None if builder is None else builder.repository,
+            builder_ref=None if builder is None else builder.ref,
+            builder_commit=None if builder is None else builder.commit,
         )
 
     @classmethod
@@ -101,6 +121,17 @@ class ExpectedWorkflow:
         if verifier is None:
             raise QualificationError(Code.POLICY_INVALID, f"{policy.path}: names no [verifier] workflow, so no "
                                                           "Verification Summary Attestation can be signed or checked")
+        if verifier.caller is not None:
+            # A called gate: the reusable gate file (.9; the builder's at its tag, for a team) and the producer
+            # repository's workflow that calls it (.18).
+            return cls(issuer=producer.issuer, repository=producer.repository, workflow=verifier.caller,
+                       ref=producer.ref, allowed_triggers=frozenset(verifier.allowed_triggers),
+                       runner_environment=producer.runner_environment, repository_id=producer.repository_id,
+                       owner_id=producer.owner_id, builder_repository=producer.builder_repository,
+                       builder_ref=producer.builder_ref, builder_commit=producer.builder_commit,
+                       gate_workflow=verifier.workflow)
+        if producer.builder_repository is not None:
+            raise QualificationError(Code.POLICY_INVALID, f"{policy.path}: [verifier] names no caller")
         return cls(issuer=producer.issuer, repository=producer.repository, workflow=verifier.workflow,
                    ref=producer.ref, allowed_triggers=frozenset(verifier.allowed_triggers),
                    runner_environment=producer.runner_environment, repository_id=producer.repository_id,
@@ -118,15 +149,23 @@ class ExpectedWorkflow:
         """The build config URI (OID .18) every certificate must carry: the top-level producer workflow."""
         return self._uri(self.workflow)
 
+    def _signer(self, workflow: str) -> str:
+        """``workflow`` as a build signer URI: this repository's file on its ref, or the builder's at its tag."""
+        if self.builder_repository is None:
+            return self._uri(workflow)
+        return f"https://github.com/{self.builder_repository}/{workflow}@{self.builder_ref}"
+
     def signer_uri(self, key: str) -> str:
         """The build signer URI (OID .9) that may sign for ``key``: a platform, or ``aggregate``."""
-        return self._uri(self.workflow if self.signers is None else self.signers[key])
+        return self._signer(self.workflow if self.signers is None else self.signers[key])
 
     def signer_uris(self, role: SignerRole) -> frozenset[str]:
         """Every build signer URI a statement of ``role`` may carry before its payload says which platform."""
         if role == "verifier":
             # Only an identity built by verifier_from_policy (no producer signers) may sign a VSA.
-            return frozenset({self.workflow_uri}) if self.signers is None else frozenset()
+            if self.signers is not None:
+                return frozenset()
+            return frozenset({self._signer(self.gate_workflow or self.workflow)})
         if role == "aggregate":
             return frozenset({self.signer_uri("aggregate")})
         return frozenset(self.signer_uri(p) for p in PLATFORM_SIGNERS)
@@ -159,9 +198,15 @@ def check_identity(identity: GitHubIdentity, expected: ExpectedWorkflow, role: S
     _require(got.source_repository_ref == expected.ref, Code.REF_NOT_MAIN,
              f"signed from ref {got.source_repository_ref!r}; only {expected.ref} may produce evidence")
     allowed = expected.signer_uris(role)
-    _require(got.build_signer_uri in allowed, wim,
-             f"signed by workflow {got.build_signer_uri!r}, not by one of the policy's {role} signers "
-             f"({', '.join(sorted(allowed))})")
+    if got.build_signer_uri not in allowed:
+        # The right file of the right builder at another tag is a version the policy does not pin: named apart.
+        other_version = expected.builder_repository is not None and \
+            got.build_signer_uri.rpartition("@")[0] in {uri.rpartition("@")[0] for uri in allowed}
+        _require(not other_version, Code.BUILDER_REF_MISMATCH,
+                 f"signed by {got.build_signer_uri!r}: desktop-qualify's workflow at another version than the "
+                 f"policy's {expected.builder_ref}")
+        raise QualificationError(wim, f"signed by workflow {got.build_signer_uri!r}, not by one of the policy's "
+                                      f"{role} signers ({', '.join(sorted(allowed))})")
     # Fulcio derives both from the same claim (job_workflow_ref); a difference means a non-GitHub profile.
     _require(got.san_uri == got.build_signer_uri, wim,
              f"certificate SAN {got.san_uri!r} differs from its build signer URI")
@@ -186,10 +231,17 @@ def check_identity(identity: GitHubIdentity, expected: ExpectedWorkflow, role: S
     if expected.owner_id is not None:
         _require(got.source_repository_owner_identifier == expected.owner_id, wim,
                  f"owner id {got.source_repository_owner_identifier!r} is not the policy's {expected.owner_id}")
-    # The signer is a local reusable workflow (or the caller itself): its file comes from the triggering
-    # commit, and so does the caller's (.19, when the certificate carries it).
-    _require(got.build_signer_digest == got.source_repository_digest, wim,
-             f"workflow file from commit {got.build_signer_digest!r}, source commit {got.source_repository_digest!r}")
+    if expected.builder_repository is None:
+        # The signer is a local reusable workflow (or the caller itself): its file comes from the triggering
+        # commit, and so does the caller's (.19, when the certificate carries it).
+        _require(got.build_signer_digest == got.source_repository_digest, wim,
+                 f"workflow file from commit {got.build_signer_digest!r}, source commit "
+                 f"{got.source_repository_digest!r}")
+    elif expected.builder_commit is not None:
+        # The builder's file comes from its own repository at the tag: a moved tag names another commit.
+        _require(got.build_signer_digest == expected.builder_commit, Code.BUILDER_REF_MISMATCH,
+                 f"{expected.builder_ref} signed from commit {got.build_signer_digest!r}; the policy pins "
+                 f"{expected.builder_commit}")
     if got.build_config_digest is not None:
         _require(got.build_config_digest == got.source_repository_digest, wim,
                  f"build config from commit {got.build_config_digest!r}, source commit "

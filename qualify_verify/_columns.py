@@ -17,7 +17,7 @@ COLUMN_CODES: Mapping[str, frozenset[Code]] = MappingProxyType({
                        Code.CLAIM_UNOBSERVABLE}),
     "build": frozenset({Code.BUILD_FAILED, Code.SOURCE_DIGEST_MISMATCH, Code.BUILD_NOT_REPRODUCED}),
     "signature": frozenset({Code.ARTIFACT_SIGNATURE_FAILED, Code.PLATFORM_SIGNING_UNACCEPTED}),
-    "install": frozenset({Code.INSTALL_FAILED}),
+    "install": frozenset({Code.INSTALL_FAILED, Code.INSTALLER_SIGNATURE_REFUSED}),
     "probe": frozenset({Code.PROBE_FAILED}),
     "journey": frozenset({Code.JOURNEY_INCOMPLETE, Code.STEP_WRONG_LAYER}),
     "candidate": frozenset({Code.ARTIFACT_MISSING, Code.ARTIFACT_DIGEST_MISMATCH}),

@@ -73,6 +73,12 @@ PLATFORM_INFORMATIONAL: Mapping[str, str] = MappingProxyType({
     # What each run of app code ran under ([confinement]): its stage, mechanism, layers and network are checked.
     "predicate.confinement.*.detail": "what the confinement adapter bound in and observed, for people; the "
                                       "mechanism, layers and network flag are checked",
+    # The tools the probe, journey and state commands named by placeholder ({python}, [app.toolchains]): the
+    # commands keep their placeholders, and what decides is what the app's records show, not which build of a
+    # tool ran them. Recorded so that an auditor can tell which interpreter or runtime a run used.
+    "predicate.toolchains.*.*": "a tool as the producer's machine resolved it (name, path, digest, version), for "
+                                "people reproducing the run",
+    "predicate.toolchains.*.folders.*": "a folder bound read-only for a tool, for people",
     # A refusal's exit status is the app's own: checked to be non-zero (an allowed check's is checked to be 0).
     "predicate.update.downgrade_check.exit_code": "the app's refusal status, checked non-zero under a refusing "
                                                   "policy",

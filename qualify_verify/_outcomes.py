@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from desktop_qualify.evidence_schemas import (
+    INSTALLER_SIGNATURE_TOOLS,
     INSTALLER_SUFFIXES,
     Code,
     IsolationLayer,
@@ -229,8 +230,35 @@ def assess_install(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
         out.fail("no files installed")
     if _ZERO_DIGEST in (inst.executable_sha256, inst.manifest_sha256):
         out.fail("the install recorded no digest of what it installed")
+    for problem in installer_signature_problems(p, exp):
+        out.fail(*problem)
     out.claim("passed", inst.passed, not out.problems)
     return out.done()
+
+
+def installer_signature_problems(p: PlatformPredicate, exp: Expectations) -> list[tuple[str, Code]]:
+    """Why the installer's own check of the package's signature does not hold (empty when it does).
+
+    A check recorded for a kind that has none, or by another tool than the kind's, contradicts the record
+    (``QE_INSTALL_FAILED``). Where the policy accepts only signed builds for the platform (its ``[signing]``
+    states lack ``unsigned``), an install of a kind that checks (``pkg``, ``msi``) must record the check, and the
+    check must say ``signed`` (``QE_INSTALLER_SIGNATURE_REFUSED``): the producer refuses such an install itself,
+    and a record that says otherwise is not taken on its word.
+    """
+    inst, check = p.install, p.install.package_signature
+    tool = INSTALLER_SIGNATURE_TOOLS.get(inst.method)
+    if check is not None and check.tool != tool:
+        return [(f"the install records a {check.tool} signature check; a {inst.method} install has "
+                 f"{'none' if tool is None else 'a ' + tool + ' one'}", Code.INSTALL_FAILED)]
+    if tool is None or "unsigned" in exp.accepted_signing(p.platform):
+        return []
+    if check is None:
+        return [(f"the policy accepts only signed builds for {p.platform}, and the {inst.method} install records "
+                 f"no {tool} check of the package's own signature", Code.INSTALLER_SIGNATURE_REFUSED)]
+    if check.state != "signed":
+        return [(f"the policy accepts only signed builds for {p.platform}; {tool} found the package "
+                 f"{check.state}: {check.detail[:200]}", Code.INSTALLER_SIGNATURE_REFUSED)]
+    return []
 
 
 # -- launch probe -------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ The loopback GitHub REST emulator (tests/support/github_emulator.py) answers the
 release gate; the test Sigstore instance (tests/support/sigstore_instance*.py) signs every statement
 keylessly for `acme/desktop` on `refs/heads/main`, each job with its own identity as Fulcio shapes it for
 reusable workflows: the linux statement as `produce-linux.yml` called by `qualify.yml`, the aggregate as
-`qualify.yml` itself. The real producer runs as produce-linux.yml's two jobs: the run job (the
+`aggregate.yml` called by it. The real producer runs as produce-linux.yml's two jobs: the run job (the
 PyInstaller build, install, launch and journey, `qualify produce --unsigned`) with an environment that holds
 no OIDC variable and no signer, then the sign job (`qualify sign`: the run job's artifact re-hashed, its claims
 checked against the sign job's own context, main's head read again, then signed as produce-linux.yml) on
@@ -19,7 +19,8 @@ the policy the run was judged by (policies/release-test.toml, pinning ../trusted
 checked again offline: `qualify audit --policy OUT/policies/release-test.toml --evidence OUT/evidence`),
 signer-identity.json (the issuer and the exact certificate SAN demanded of each bundle), decision.json,
 summary.md, and the gate's Verification Summary Attestations (verification-summary.intoto.jsonl, one bundle
-file each in summaries/, signed as release.yml and stored through the emulator's attestation API).
+file each in summaries/, signed as release-gate.yml called by release.yml and stored through the emulator's
+attestation API).
 Everything is written into a staging folder beside OUT first; OUT (the last good run) is
 replaced only when the new run is QUALIFIED, so a failed run loses nothing.
 Exits with the verdict's code (0 = QUALIFIED).
@@ -46,6 +47,8 @@ from desktop_qualify.qualify_policy import load_policy  # noqa: E402
 from desktop_qualify.qualify_verify import verify_release  # noqa: E402
 from support.chain import make_app_repo  # noqa: E402
 from support.github_chain import (  # noqa: E402
+    GATE_CALLER,
+    GATE_WORKFLOW,
     REPOSITORY,
     WORKFLOW,
     GitHubChain,
@@ -82,19 +85,20 @@ def _kept_policy(made: Path, out: Path, trusted_root: Path) -> Path:
     return kept
 
 
-# The release gate's own run: release.yml on main, dispatched by hand, as the policy's [verifier] names it.
+# The release gate's own run: release-gate.yml called by release.yml on main, dispatched by hand, as the policy's
+# [verifier] names it.
 RELEASE_TAG = "v0.0.0-offline"
 
 
 def _summaries(chain: GitHubChain, out: Path, sha: str, env: dict[str, str]) -> dict[str, str]:
-    """The gate's VSAs, signed by release.yml's identity: written, checked with `qualify verify-vsa`, stored.
+    """The gate's VSAs, signed as release-gate.yml called by release.yml: written, checked with verify-vsa, stored.
 
     ``qualify verify --vsa`` signs with the job's OIDC token, which no offline run has: the same verdict is
     taken here in-process and the same writer signs it with the test instance. Each summary is then checked
     by the real CLI, split into one bundle file per summary (summaries/, for sigstore-js) and stored through
     the emulator's attestation API as release.yml does. Returns each bundle file's certificate SAN.
     """
-    gate = GitHubIdentity(repository=REPOSITORY, workflow=".github/workflows/release.yml", sha=sha,
+    gate = GitHubIdentity(repository=REPOSITORY, workflow=GATE_CALLER, signer_workflow=GATE_WORKFLOW, sha=sha,
                           run_id=RUN_ID + 1, attempt=1, trigger="workflow_dispatch", workflow_name="release-gate")
     verdict = verify_release(chain.policy, [chain.evidence], chain.artifacts, candidate_sha=sha)
     decision = consumer.decide(verdict, chain.policy, policy_path=POLICY, mode="release-gate")

@@ -1,32 +1,36 @@
 """A run's output written beside its destination and swapped in only when the run succeeded (standard library only).
 
-Used by the noxfile's local chains and by tools/github_offline.py: the last good output is never removed
-before a new one is complete, so a refused gate, a failed build, a kill or a full disk loses nothing.
+The one copy lives in the package, ``qualify_files/_staging.py`` (what `qualify run` uses); it is loaded here by
+path, not imported as ``desktop_qualify.qualify_files``, because this module serves scripts that may run where the
+package is not installed, and importing the package would load pydantic with it. tools/github_offline.py stages
+its output with it; a refused gate, a failed build, a kill or a full disk loses nothing.
 """
 
 from __future__ import annotations
 
-import shutil
+import importlib.util
+import sys
 from pathlib import Path
 
-
-def staging_folder(out: Path) -> Path:
-    """A fresh, empty staging folder beside ``out`` (hidden, git-ignored)."""
-    staging = out.parent / f".{out.name}.staging"
-    shutil.rmtree(staging, ignore_errors=True)
-    return staging
+_NAME = "_desktop_qualify_staging"
+_FILE = Path(__file__).resolve().parents[1] / "qualify_files" / "_staging.py"
 
 
-def swap_into_place(staging: Path, out: Path) -> None:
-    """Replace ``out`` with ``staging``: the earlier output is moved aside first and removed only afterwards."""
-    aside = out.parent / f".{out.name}.previous"
-    shutil.rmtree(aside, ignore_errors=True)
-    if out.exists():
-        out.rename(aside)
-    try:
-        staging.rename(out)
-    except OSError:
-        if aside.exists() and not out.exists():
-            aside.rename(out)  # put the earlier output back: a failed swap loses nothing
-        raise
-    shutil.rmtree(aside, ignore_errors=True)
+def _load() -> object:
+    loaded = sys.modules.get(_NAME)
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(_NAME, _FILE)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {_FILE}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[_NAME] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_module = _load()
+staging_folder = _module.staging_folder  # type: ignore[attr-defined]
+swap_into_place = _module.swap_into_place  # type: ignore[attr-defined]
+
+__all__ = ["staging_folder", "swap_into_place"]

@@ -42,7 +42,7 @@ RELEASE_POLICY, LOCAL_POLICY = "policies/release.toml", "policies/local.toml"
 PLATFORMS = ("linux", "macos", "windows")
 # The jobs that run `qualify`, in the order a release runs them: each producer's run job, then its sign job.
 JOBS = (*((f"produce-{p}.yml", job) for p in PLATFORMS for job in ("run", "sign")),
-        ("qualify.yml", "aggregate"), ("release.yml", "gate"))
+        ("aggregate.yml", "aggregate"), ("release-gate.yml", "gate"))
 # The folder a workflow step's relative paths name: the runner's workspace, the checkout.
 _WORKSPACE_OUT = "out/"
 _EVIDENCE = {"downloaded/evidence", "evidence-bundle/downloaded/evidence"}

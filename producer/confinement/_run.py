@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +39,8 @@ class StageRunner:
     # Which stages keep the machine's network (the policy's [confinement] network).
     network_stages: frozenset[str] = frozenset({"build"})
     facts: list[ConfinementFacts] = field(default_factory=list)
+    # Told what each run starts (the stage and the command line), for the progress line; never evidence.
+    observer: Callable[[str], None] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def toolchain(self, extra: Iterable[Path] = (), path_variable: str | None = None) -> tuple[Path, ...]:
@@ -72,6 +74,8 @@ class StageRunner:
             stdout_cap: int = 64 * 1024, stderr_cap: int = 16 * 1024, umask: int | None = None,
             cancel: threading.Event | None = None) -> ProcessResult:
         """Run ``argv`` confined to ``sandbox``; its facts are kept (``facts``) once it and its tree ended."""
+        if self.observer is not None:
+            self.observer(f"{sandbox.stage}: {' '.join(argv)}")
         try:
             command = self.confinement.wrap(argv, sandbox, env)
         except ConfinementError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ._grant import PrefixGrant, prefix_grant
 from ._install import install, install_expected
+from ._installers import SignatureRequirement
 
-__all__ = ["install", "install_expected"]
+__all__ = ["PrefixGrant", "SignatureRequirement", "install", "install_expected", "prefix_grant"]

@@ -17,12 +17,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from desktop_qualify.evidence_schemas import BuildRecord, InstallerKind, InstallRecord, QualificationError
+from desktop_qualify.evidence_schemas import (
+    BuildRecord,
+    InstallerKind,
+    InstallerSignature,
+    InstallRecord,
+    QualificationError,
+)
 from desktop_qualify.qualify_archive import manifest_sha256, tree_manifest
 from desktop_qualify.qualify_files import file_sha256
 from pydantic import ValidationError
 
-from ._installers import install_with
+from ._grant import PrefixGrant
+from ._installers import SignatureRequirement, install_with, installers_for, signature_checked
 
 _ZERO = "0" * 64
 
@@ -32,11 +39,13 @@ def _printable(text: str) -> str:
     return text.encode("utf-8", errors="backslashreplace").decode("utf-8")[:2000]
 
 
-def _failed(*, digest: str, kind: InstallerKind, executable: str, started: float, why: str) -> InstallRecord:
+def _failed(*, digest: str, kind: InstallerKind, executable: str, started: float, why: str,
+            signature: InstallerSignature | None = None) -> InstallRecord:
     return InstallRecord(
         artifact_sha256=digest, method=kind, file_count=0, total_bytes=0, manifest_sha256=_ZERO,
         executable=executable, executable_sha256=_ZERO,
         duration_ms=int((time.monotonic() - started) * 1000), passed=False, failure=_printable(why),
+        package_signature=signature,
     )
 
 
@@ -61,15 +70,22 @@ def _private_copy(archive: Path, folder: Path) -> tuple[Path, str]:
     return copy, digest.hexdigest()
 
 
-def install(*, archive: Path, build: BuildRecord, prefix: Path, kind: InstallerKind,
-            executable: str) -> InstallRecord:
+def install(*, archive: Path, build: BuildRecord, prefix: Path, kind: InstallerKind, executable: str,
+            signatures: SignatureRequirement | None = None, grant: PrefixGrant | None = None) -> InstallRecord:
     return install_expected(archive=archive, sha256=build.artifact.sha256, prefix=prefix, kind=kind,
-                            executable=executable, whose="the build's")
+                            executable=executable, whose="the build's", signatures=signatures, grant=grant)
 
 
 def install_expected(*, archive: Path, sha256: str, prefix: Path, kind: InstallerKind,
-                     executable: str, whose: str) -> InstallRecord:
-    """Install ``archive`` only if its bytes have digest ``sha256`` (the build's, or an audited release's)."""
+                     executable: str, whose: str, signatures: SignatureRequirement | None = None,
+                     grant: PrefixGrant | None = None) -> InstallRecord:
+    """Install ``archive`` only if its bytes have digest ``sha256`` (the build's, or an audited release's).
+
+    ``signatures``: what the policy and the job ask of a package's own signature (``.pkg``, ``.msi``); the
+    installer's check is recorded whatever it found, and refuses the install where the policy requires it.
+    ``grant``: what the platform grants on the prefix once installed, as the app's own installer would
+    (``prefix_grant``: Windows' AppContainer capability); a refused grant fails the install.
+    """
     started = time.monotonic()
     try:
         copy, digest = _private_copy(archive, prefix.parent)
@@ -78,21 +94,29 @@ def install_expected(*, archive: Path, sha256: str, prefix: Path, kind: Installe
                        why=f"artifact {archive.name} cannot be read into the install folder: {exc.strerror or exc}")
     try:
         return _install_copy(copy, digest, expected=sha256, whose=whose, prefix=prefix, kind=kind,
-                             executable=executable, started=started)
+                             executable=executable, started=started,
+                             signatures=signatures or SignatureRequirement(), grant=grant)
     finally:
         copy.unlink(missing_ok=True)
 
 
 def _install_copy(copy: Path, digest: str, *, expected: str, whose: str, prefix: Path, kind: InstallerKind,
-                  executable: str, started: float) -> InstallRecord:
+                  executable: str, started: float, signatures: SignatureRequirement,
+                  grant: PrefixGrant | None = None) -> InstallRecord:
+    # Fresh installers for this install: a signature checker keeps what it found, and a refused install records it.
+    installers = installers_for(signatures)
+
     def failed(why: str) -> InstallRecord:
-        return _failed(digest=digest, kind=kind, executable=executable, started=started, why=why)
+        return _failed(digest=digest, kind=kind, executable=executable, started=started, why=why,
+                       signature=signature_checked(installers.get(kind)))
 
     # The bytes installed must be the bytes built and signed (or the audited previous release's).
     if digest != expected:
         return failed(f"artifact digest {digest[:16]} differs from {whose} {expected[:16]}")
     try:
-        method = install_with(kind, copy, prefix)
+        method = install_with(kind, copy, prefix, installers=installers)
+        if grant is not None:
+            grant(prefix)
         entries = tree_manifest(prefix)
         exe = prefix / executable
         if not exe.is_file() or exe.is_symlink():
@@ -115,4 +139,5 @@ def _install_copy(copy: Path, digest: str, *, expected: str, whose: str, prefix:
         executable_sha256=exe_digest,
         duration_ms=int((time.monotonic() - started) * 1000),
         passed=True,
+        package_signature=signature_checked(installers.get(kind)),
     )

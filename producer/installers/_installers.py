@@ -21,12 +21,13 @@ The method recorded is the kind; the verifier checks it against the policy's.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
+from desktop_qualify.evidence_schemas import Code, InstallerKind, InstallerSignature, QualificationError
 from desktop_qualify.qualify_archive import audit_tree
 
 from ._appimage import AppImageInstaller
@@ -36,6 +37,7 @@ from ._dmg import DmgInstaller
 from ._msi import MsiInstaller
 from ._nsis import NsisInstaller
 from ._pkg import PkgInstaller
+from ._tools import ToolRunner, run_tool_process
 
 
 class Installer(Protocol):
@@ -44,11 +46,61 @@ class Installer(Protocol):
     def install(self, copy: Path, prefix: Path) -> None: ...
 
 
-INSTALLERS: Mapping[str, Installer] = MappingProxyType({
-    installer.kind: installer
-    for installer in (ArchiveInstaller(), DebInstaller(), AppImageInstaller(), DmgInstaller(), PkgInstaller(),
-                      MsiInstaller(), NsisInstaller())
-})
+@runtime_checkable
+class ChecksSignature(Protocol):
+    """An installer that checks the package's own signature before installing it (``pkg``, ``msi``)."""
+
+    def checked(self) -> InstallerSignature | None: ...
+
+
+@dataclass(frozen=True)
+class SignatureRequirement:
+    """What the job asks of a package's own signature: the policy's word, and the job's signtool.
+
+    ``require_signed``: the policy accepts only signed builds for the platform (``[signing]`` without
+    ``unsigned``), so a ``.pkg`` or ``.msi`` whose own signature does not verify is refused before a byte is
+    installed. ``signtool`` and ``thumbprint``: where the job keeps signtool and the certificate a ``.msi`` must
+    be signed with (the job's signing variables); without signtool an ``.msi`` is not checked, which a policy
+    that requires signed builds refuses.
+    """
+
+    require_signed: bool = False
+    signtool: str | None = None
+    thumbprint: str | None = None
+
+    @classmethod
+    def of(cls, accepted: Iterable[str], env: Mapping[str, str]) -> SignatureRequirement:
+        """From the policy's accepted OS-signing states for the platform and the job's environment
+        (``QUALIFY_SIGNTOOL_PATH``, ``QUALIFY_SIGNTOOL_CERT_SHA1``, as the signer reads them)."""
+        required = "unsigned" not in set(accepted)
+        thumbprint = env.get("QUALIFY_SIGNTOOL_CERT_SHA1") or None
+        # GitHub's Windows runners keep signtool in the SDK folder (QUALIFY_SIGNTOOL_PATH); by name otherwise, and
+        # only when something asks for the check.
+        signtool = env.get("QUALIFY_SIGNTOOL_PATH") or ("signtool" if required or thumbprint else None)
+        return cls(required, signtool, thumbprint)
+
+
+def installers_for(requirement: SignatureRequirement, runner: ToolRunner = run_tool_process,
+                   system_root: str | None = None) -> dict[str, Installer]:
+    """One fresh installer of each kind (the signature checkers keep their outcome), under ``requirement``.
+
+    ``runner`` runs the platform tools (a test's recorder); ``system_root`` is where msiexec lives (Windows).
+    """
+    chosen: tuple[Installer, ...] = (
+        ArchiveInstaller(), DebInstaller(), AppImageInstaller(runner), DmgInstaller(runner),
+        PkgInstaller(runner, require_signed=requirement.require_signed),
+        MsiInstaller(runner, system_root, signtool=requirement.signtool, thumbprint=requirement.thumbprint,
+                     require_signed=requirement.require_signed),
+        NsisInstaller(runner))
+    return {installer.kind: installer for installer in chosen}
+
+
+def signature_checked(installer: Installer | None) -> InstallerSignature | None:
+    """What ``installer`` found of the package's own signature; None for a kind that checks none."""
+    return installer.checked() if isinstance(installer, ChecksSignature) else None
+
+
+INSTALLERS: Mapping[str, Installer] = MappingProxyType(installers_for(SignatureRequirement()))
 
 
 def _discard(prefix: Path) -> None:
@@ -81,4 +133,5 @@ def install_with(kind: InstallerKind | str, copy: Path, prefix: Path, *,
     return installer.kind
 
 
-__all__ = ["INSTALLERS", "ArchiveInstaller", "Installer", "install_with"]
+__all__ = ["INSTALLERS", "ArchiveInstaller", "ChecksSignature", "Installer", "SignatureRequirement", "install_with",
+           "installers_for", "signature_checked"]

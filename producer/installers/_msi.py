@@ -25,7 +25,7 @@ import shutil
 import tempfile
 from pathlib import Path, PureWindowsPath
 
-from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
+from desktop_qualify.evidence_schemas import Code, InstallerKind, InstallerSignature, QualificationError
 
 from ..os_signing import signtool_verify_argv, signtool_verify_refusal
 from ._tools import ToolRunner, run_tool, run_tool_process
@@ -72,6 +72,7 @@ class MsiInstaller:
         self._require_signed = require_signed
         # None: not checked (no signtool); "" : verified; else why it was refused.
         self.signature: str | None = None
+        self._ran = False
 
     def _check(self, copy: Path, cwd: Path) -> str | None:
         if self._signtool is None:
@@ -85,7 +86,21 @@ class MsiInstaller:
             return "signtool verify did not finish"
         return signtool_verify_refusal(result.exit_code, result.output.encode()) or ""
 
+    def checked(self) -> InstallerSignature | None:
+        """The signature check's outcome for the install record; None before ``install`` ran.
+
+        signtool does not tell an unsigned package from one whose signature fails: both are ``failed``.
+        """
+        if not self._ran:
+            return None
+        if self.signature is None:
+            return InstallerSignature(tool="signtool", state="not-checked", detail="signtool is not configured")
+        if self.signature == "":
+            return InstallerSignature(tool="signtool", state="signed", detail="signtool verify /pa /tw passed")
+        return InstallerSignature(tool="signtool", state="failed", detail=self.signature[:300])
+
     def install(self, copy: Path, prefix: Path) -> None:
+        self._ran = True
         self.signature = self._check(copy, prefix.parent)
         if self._require_signed and self.signature != "":
             raise QualificationError(Code.INSTALL_FAILED, "the package's own signature is refused: "

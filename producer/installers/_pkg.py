@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from desktop_qualify.evidence_schemas import Code, InstallerKind, QualificationError
+from desktop_qualify.evidence_schemas import Code, InstallerKind, InstallerSignature, QualificationError
 
 from ._tools import ToolRunner, run_tool, run_tool_process
 
@@ -73,6 +73,14 @@ class PkgInstaller:
         if result.exit_code is None:
             return PackageSignature("invalid", "pkgutil --check-signature did not finish")
         return read_signature(result.exit_code, result.stdout)
+
+    def checked(self) -> InstallerSignature | None:
+        """The signature check's outcome for the install record; None before ``install`` ran it."""
+        if self.signature is None:
+            return None
+        states = {"signed": "signed", "unsigned": "unsigned", "invalid": "failed"}
+        return InstallerSignature.model_validate({"tool": "pkgutil", "state": states[self.signature.state],
+                                                  "detail": self.signature.detail[:300]})
 
     def install(self, copy: Path, prefix: Path) -> None:
         self.signature = self._check(copy, prefix.parent)

@@ -61,7 +61,14 @@ def _worker_entry_resolvable() -> None:
 
 
 def _isolation() -> WorkerSelfTest:
-    answer = self_test()
+    try:
+        answer = self_test()
+    except OSError as exc:
+        # The start itself refused, before the worker ran: a refusal of the sandbox's own (Windows: the install
+        # folder lacks its grant, CC_SKILL_INSTALL_GRANT_MISSING) keeps its code; any other is the isolation's.
+        code = getattr(exc, "code", None)
+        code = code if isinstance(code, str) and code.startswith("CC_SKILL_") else "CC_SKILL_ISOLATION_UNAVAILABLE"
+        raise SkillError(code, f"the worker could not be started: {exc}") from None
     if not isinstance(answer.get("pid"), int) or answer["pid"] == os.getpid():
         raise SkillError("CC_SKILL_ISOLATION_UNAVAILABLE", "worker did not run in a separate process")
     if os.name == "posix" and answer.get("limits_applied") is not True:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from skillhost._errors import SkillError
+from skillhost.os_sandbox import worker_interpreter
 
 _HEX_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _MAX_BUILD_INFO = 4096
@@ -45,7 +46,8 @@ def worker_command() -> list[str]:
     """Fixed worker entry point: the same binary with the ``worker`` subcommand."""
     if is_frozen():
         return [sys.executable, "worker"]
-    return [sys.executable, "-s", "-B", "-m", "skillhost", "worker"]
+    # Windows from source: the base interpreter itself, never a venv's redirector (``worker_interpreter``).
+    return [worker_interpreter(), "-s", "-B", "-m", "skillhost", "worker"]
 
 
 def validate_build_info(info: object) -> BuildInfo:

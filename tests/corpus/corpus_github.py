@@ -5,7 +5,7 @@ tests/e2e_github): ``platform-linux.sigstore.json``, its SLSA provenance
 ``provenance-linux.sigstore.json`` (signed by the same job) and ``aggregate.sigstore.json``,
 Sigstore bundles whose Fulcio certificates carry the identities the release
 policy names (the linux statement and the artifact signature: produce-linux.yml
-called by qualify.yml; the aggregate: qualify.yml itself), over a github-mode
+called by qualify.yml; the aggregate: aggregate.yml called by qualify.yml), over a github-mode
 predicate (run identity, a source gate that saw a ruleset on main through the
 API, a Sigstore-bundle artifact signature) whose journey shows every step of the release policy's table. The policy is
 policies/release.toml re-pointed at the test instance's trusted root, linux
@@ -46,7 +46,7 @@ from support.github_emulator import Branch, GitHubEmulator
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
 
 GH_RUN_ID = 4242
-# The linux producer job's certificate identity, and the aggregate job's (a job of qualify.yml itself).
+# The linux producer job's certificate identity, and the aggregate job's (aggregate.yml called by qualify.yml).
 IDENTITY = platform_identity(GitHubIdentity(repository=REPOSITORY, workflow=WORKFLOW, sha=DEFAULT_SHA,
                                             run_id=GH_RUN_ID, attempt=1), "linux")
 AGGREGATE_IDENTITY = aggregate_identity(IDENTITY)

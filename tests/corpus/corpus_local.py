@@ -869,3 +869,32 @@ def without_layer(layer: str) -> Callable[[list[str]], list[str]]:
 
 def first_layer_removed(layers: list[str]) -> list[str]:
     return layers[1:]
+
+
+# -- a package's own signature, as its installer checked it (issue 35) ---------------------------------------
+
+
+def package_signature(platform: Platform, check: dict[str, Any] | None) -> Build:
+    """``platform`` installs a package that checks its own signature (macOS ``.pkg``, Windows ``.msi``) under a
+    policy that accepts only signed builds there; the install record's check is ``check`` (None: none recorded).
+
+    The artifact keeps the factory's archive name, so the build's name check refuses it too: the row is about
+    the install's reason, which must be among them.
+    """
+    kind, tool = ("pkg", "codesign") if platform == "macos" else ("msi", "signtool")
+
+    def edit(pred: dict[str, Any]) -> None:
+        pred["install"].update(method=kind, package_signature=check)
+        pred["signature"].update(platform_signing_state="signed", platform_signing_tool=tool)
+
+    def build(tmp_path: Path) -> list[str]:
+        ev = make_evidence(tmp_path, platforms=[PlatformSpec(platform, edit=edit)], signing={platform: ["signed"]})
+        text = ev.policy_path.read_text(encoding="utf-8")
+        archive = f'{platform} = {{ kind = "archive"'
+        assert archive in text
+        ev.policy_path.write_text(text.replace(archive, f'{platform} = {{ kind = "{kind}"'), encoding="utf-8")
+        ev.rebind_provenance()
+        ev.write_aggregate()
+        return ev.verify_argv()
+
+    return build

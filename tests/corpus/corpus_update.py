@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop_qualify.evidence_schemas import Code
+from desktop_qualify.qualify_policy import host_platform
 from support.evidence_factory import OTHER_SHA
 from support.update_evidence import NEWER, Edit, evidence, sha_of, state_step
 
@@ -32,6 +33,19 @@ def _all(*edits: Edit) -> Edit:
     def edit(update: dict[str, Any]) -> None:
         for one in edits:
             one(update)
+    return edit
+
+
+# A platform and a display no statement of this host's run carries.
+OTHER_PLATFORM = "windows" if host_platform() != "windows" else "linux"
+OTHER_DISPLAY = "offscreen"
+
+
+def _flip_first_layer(step: str) -> Edit:
+    """The step's probe reports its first isolation layer's ``applied`` the other way round."""
+    def edit(update: dict[str, Any]) -> None:
+        layers = update[step]["report"]["isolation_layers"]
+        layers[0]["applied"] = not layers[0]["applied"]
     return edit
 
 
@@ -81,6 +95,30 @@ _ROWS: list[tuple[str, dict[str, Any], str]] = [
      "QE_UPDATE_FAILED"),
     ("upgrade-probe-failed-check", {"edit": _set("upgrade_probe.exit_code", 3)}, "QE_UPDATE_FAILED"),
     ("no-state-written", {"edit": _set("write_state.report.state_sha256", None)}, "QE_UPDATE_FAILED"),
+    # One row per remaining check of the update record (qualify_verify/_update_outcome.py), each alone.
+    ("previous-artifact-not-an-installer-file",
+     {"edit": _set("previous.artifact.name", "skillhost-previous.msi")}, "QE_PREVIOUS_RELEASE_UNQUALIFIED"),
+    ("upgrade-install-failed", {"edit": _all(_set("upgrade_install.failure", "the unpack was refused"),
+                                             _set("upgrade_install.passed", False))}, "QE_UPDATE_FAILED"),
+    ("previous-install-installed-nothing", {"edit": _set("previous_install.file_count", 0)}, "QE_UPDATE_FAILED"),
+    ("previous-install-at-another-executable", {"edit": _set("previous_install.executable", "bin/other")},
+     "QE_UPDATE_FAILED"),
+    ("state-record-from-another-platform", {"edit": _set("upgrade_check.report.platform", OTHER_PLATFORM)},
+     "QE_UPDATE_FAILED"),
+    ("state-record-of-another-verb", {"edit": _set("upgrade_check.report.verb", "write")}, "QE_UPDATE_FAILED"),
+    ("state-found-but-exited-nonzero", {"edit": _set("upgrade_check.exit_code", 1)}, "QE_UPDATE_FAILED"),
+    ("state-found-but-no-digest-named", {"edit": _set("rollback_check.report.state_sha256", None)},
+     "QE_UPDATE_FAILED"),
+    ("state-check-wrote-no-record", {"edit": _set("rollback_check.report", None)}, "QE_UPDATE_FAILED"),
+    ("downgrade-refusal-exited-zero", {"edit": _set("downgrade_check.exit_code", 0)}, "QE_UPDATE_FAILED"),
+    ("downgrade-refusal-names-a-state", {"edit": _set("downgrade_check.report.state_sha256", sha_of("a state"))},
+     "QE_UPDATE_FAILED"),
+    ("installer-rewritten-in-record", {"edit": _set("installer", "deb")}, "QE_UPDATE_FAILED"),
+    ("upgrade-probe-under-another-display", {"edit": _set("upgrade_probe.display", OTHER_DISPLAY)},
+     "QE_UPDATE_FAILED"),
+    ("upgrade-probe-contradicts-its-facts", {"edit": _set("upgrade_probe.build_sha_matches", False)},
+     "QE_UPDATE_FAILED"),
+    ("upgrade-probe-other-isolation-layers", {"edit": _flip_first_layer("upgrade_probe")}, "QE_UPDATE_FAILED"),
 ]
 
 

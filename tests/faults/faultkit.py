@@ -37,7 +37,9 @@ PRODUCER_CHILD = HERE / "producer_child.py"
 PLATFORM: Platform = "linux"
 # In the order a job runs them: the pipeline's own signature comes last, once every app process has ended.
 STAGES = ("source gate", "build", "install", "launch probe", "journey", "sign and emit")
-_PROGRESS = re.compile(rf"^\[produce {PLATFORM}\] (?P<stage>{'|'.join(STAGES)})\s+(?P<rest>.*)$")
+# A log line starts with its UTC time (producer/_progress.py); a terminal's live line has none.
+_STAMP = r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ )?"
+_PROGRESS = re.compile(rf"^{_STAMP}\[produce {PLATFORM}\] (?P<stage>{'|'.join(STAGES)})\s+(?P<rest>.*)$")
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="process trees are read from /proc; the chain "
                                                                 "pins the linux platform")

@@ -44,7 +44,7 @@ def test_authority_refuses_bad_names_and_unknown_capabilities():
 
 def test_broker_refuses_a_declared_capability_the_authority_does_not_grant_and_audits_the_authority(tmp_path):
     host = _host(tmp_path, "reader", {"reader": Authority("reader", frozenset({"runtime:time"}))})
-    ports = host.ports_for("s1", tier="bundled")
+    ports = host.ports_for("s1", tier="bundled", capabilities=KNOWN_CAPABILITIES)
     broker = Broker("s1", "e1", ["runtime:time", "process:exec"], ports, authority="reader",
                     granted=host.authority.capabilities)
     assert isinstance(broker.call("time", "now"), str)
@@ -57,7 +57,7 @@ def test_broker_refuses_a_declared_capability_the_authority_does_not_grant_and_a
 
 def test_process_rules_narrowed_to_the_authority(tmp_path):
     table = {"v": Authority("v", KNOWN_CAPABILITIES, process_rules=frozenset({"git-version"}))}
-    proc = _host(tmp_path, "v", table).ports_for("s1", tier="bundled")["process"]
+    proc = _host(tmp_path, "v", table).ports_for("s1", tier="bundled", capabilities=KNOWN_CAPABILITIES)["process"]
     assert code_of(lambda: proc.run(["python3", "--version"])) == DENIED
     # Not on the host's list at all: the ordinary refusal, not the authority's.
     assert code_of(lambda: proc.run(["git", "log"])) == "CC_SKILL_PROCESS_DENIED"
@@ -68,7 +68,7 @@ def test_egress_destinations_narrowed_to_the_authority(tmp_path):
     policy = EgressPolicy(allowed=frozenset({("a.example.test", 443), ("b.example.test", 443)}))
     table = {"a-only": Authority("a-only", KNOWN_CAPABILITIES, egress=frozenset({("a.example.test", 443)}))}
     host = _host(tmp_path, "a-only", table, egress=policy, resolver=lambda h, p: [])
-    https = host.ports_for("s1", tier="bundled")["https"]
+    https = host.ports_for("s1", tier="bundled", capabilities=KNOWN_CAPABILITIES)["https"]
     assert code_of(lambda: https.get("https://b.example.test/x")) == DENIED
     # Granted: goes on to resolution (which this resolver fails), i.e. past the authority.
     assert code_of(lambda: https.get("https://a.example.test/x")) == "CC_SKILL_EGRESS_DNS_FAILED"
@@ -78,7 +78,8 @@ def test_egress_destinations_narrowed_to_the_authority(tmp_path):
 def test_environment_keys_narrowed_to_the_authority(tmp_path):
     grants = EnvGrants({"s1": {"k": {"locale": "en-GB", "token": "t0k3n"}}})
     table = {"k": Authority("k", KNOWN_CAPABILITIES, env_keys=frozenset({"locale"}))}
-    env = _host(tmp_path, "k", table, env_grants=grants).ports_for("s1", tier="bundled")["env"]
+    host = _host(tmp_path, "k", table, env_grants=grants)
+    env = host.ports_for("s1", tier="bundled", capabilities=KNOWN_CAPABILITIES)["env"]
     assert env.get("locale") == "en-GB"
     assert code_of(lambda: env.get("token")) == DENIED
     assert env.keys() == ["locale"]
@@ -113,7 +114,7 @@ def test_process_rules_are_bound_to_skill_id_and_entry_point(tmp_path):
     assert {r.skills for r in git_rules()} == {frozenset({"repo-status"})}
     host = _host(tmp_path, "cli", {"cli": Authority.everything("cli")})
     host.config.process_rules = None
-    proc = host.ports_for("someone-else", tier="external")["process"]
+    proc = host.ports_for("someone-else", tier="external", capabilities=KNOWN_CAPABILITIES)["process"]
     assert code_of(lambda: proc.run(["git", "--version"])) == "CC_SKILL_PROCESS_DENIED"
 
 
@@ -144,16 +145,17 @@ def test_a_runtime_destination_needs_a_live_decision_for_this_skill_and_authorit
     policy = EgressPolicy(decisions=(_decision(), _decision(decision_id="d-2", host="old.example.test",
                                                             expires_at=time.time() - 1)))
     host = _host(tmp_path, "cli", {"cli": Authority.everything("cli")}, egress=policy, resolver=lambda h, p: [])
-    https = host.ports_for("s1", tier="bundled")["https"]
+    https = host.ports_for("s1", tier="bundled", capabilities=KNOWN_CAPABILITIES)["https"]
     # Decided: past the allow-list, on to the same DNS rules (this resolver answers nothing).
     assert code_of(lambda: https.get("https://runtime.example.test/x")) == "CC_SKILL_EGRESS_DNS_FAILED"
     assert https.audit_target("get", ["https://runtime.example.test/x?t=1"], {}) == "d-1@runtime.example.test"
     assert code_of(lambda: https.get("https://old.example.test/x")) == "CC_SKILL_EGRESS_DECISION_EXPIRED"
     # Another skill, or the same skill under another authority: not decided for them.
-    other = host.ports_for("s2", tier="bundled")["https"]
+    other = host.ports_for("s2", tier="bundled", capabilities=KNOWN_CAPABILITIES)["https"]
     assert code_of(lambda: other.get("https://runtime.example.test/x")) == "CC_SKILL_EGRESS_HOST_DENIED"
     table = {"cli": Authority.everything("cli"), "task": Authority.everything("task")}
-    task = _host(tmp_path, "task", table, egress=policy, resolver=lambda h, p: []).ports_for("s1", tier="bundled")
+    task_host = _host(tmp_path, "task", table, egress=policy, resolver=lambda h, p: [])
+    task = task_host.ports_for("s1", tier="bundled", capabilities=KNOWN_CAPABILITIES)
     assert code_of(lambda: task["https"].get("https://runtime.example.test/x")) == "CC_SKILL_EGRESS_HOST_DENIED"
 
 

@@ -159,7 +159,8 @@ def test_env_grant_bounds():
 
 
 def test_env_audit_has_key_not_value():
-    broker = Broker("s1", "e1", ["environment:read"], {"env": EnvironmentPort({"token": "s3cr3t-value"})})
+    broker = Broker("s1", "e1", ["environment:read"], {"env": EnvironmentPort({"token": "s3cr3t-value"})},
+                    granted=frozenset({"environment:read"}))
     assert broker.call("env", "get", ["token"]) == "s3cr3t-value"
     with pytest.raises(SkillError):
         broker.call("env", "get", ["s3cr3t-guess"])
@@ -294,7 +295,8 @@ def test_egress_untrusted_certificate(tls_server):
 
 
 def test_broker_audits_host_only(tls_server):
-    broker = Broker("fetch", "e1", ["network:https"], {"https": loopback_port(tls_server)}, authority="auth-1")
+    broker = Broker("fetch", "e1", ["network:https"], {"https": loopback_port(tls_server)}, authority="auth-1",
+                    granted=frozenset({"network:https"}))
     broker.call("https", "get", [f"https://{SERVER_NAME}:{tls_server.port}/hello?token=abc123"])
     text = json.dumps(broker.audit)
     assert "abc123" not in text

@@ -162,5 +162,5 @@ def test_bundled_run_refuses_drifted_handler(app_copy):
     handler = app_copy / "skillhost" / "bundled_skills" / "clock" / "handler.py"
     handler.write_bytes(handler.read_bytes().replace(b"[:40]", b"[:41]"))
     with pytest.raises(SkillError) as ei:
-        run_bundled(app_copy / "skillhost", "clock", {})
+        run_bundled(app_copy / "skillhost", "clock", {}, granted=frozenset())
     assert ei.value.code == "CC_SKILL_CATALOG_DRIFT"

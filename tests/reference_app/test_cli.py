@@ -68,6 +68,7 @@ JOURNEY_IDS = [
     "kernel-refuses-tcp-connect-loopback",
     "kernel-refuses-ptrace-host",
     "kernel-refuses-exec-shell",
+    "worker-tmp-write-rename-delete",
 ]
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 CODE = re.compile(r"^CC_SKILL_[A-Z_]{1,64}$")

@@ -55,8 +55,24 @@ def test_the_process_port_without_diagnostics(tmp_path):
     assert code_of(lambda: ProcessPort(tmp_path).diagnose("ping", "api.example.test")) == "CC_SKILL_PROCESS_DENIED"
     withheld = ProcessPort(tmp_path, diagnostics_withheld=True)
     assert code_of(lambda: withheld.diagnose("ping", "api.example.test")) == "CC_SKILL_AUTHORITY_DENIED"
-    assert ProcessPort(tmp_path).audit_target("diagnose", ["ping", "x"], {}) == "diagnose:ping"
-    assert ProcessPort(tmp_path).audit_target("diagnose", ["rm -rf", "x"], {}) == "diagnose:?"
+    assert ProcessPort(tmp_path).audit_target("diagnose", ["ping", "x"], {}) == "diagnose:ping:?"
+    assert ProcessPort(tmp_path).audit_target("diagnose", ["rm -rf", "x"], {}) == "diagnose:?:?"
+
+
+def test_a_diagnostic_is_audited_with_its_host_and_the_decision_that_allowed_it(tmp_path):
+    diag = Diagnostics(checked, "linux", label=lambda host, port: f"d-7@{host}")
+    port = ProcessPort(tmp_path, diagnostics=diag)
+    assert port.audit_target("diagnose", ["ping", "api.example.test"], {}) == "diagnose:ping:d-7@api.example.test"
+    assert port.audit_target("diagnose", ["ping"], {"host": "api.example.test"}) == "diagnose:ping:d-7@api.example.test"
+    # A host that is not a printable ASCII name is never echoed.
+    assert port.audit_target("diagnose", ["ping", "a\nb"], {}) == "diagnose:ping:?"
+
+
+def test_the_host_may_choose_a_tool_executable_but_not_its_argv(monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda exe: f"/fixed/{exe}")
+    diag = Diagnostics(checked, "linux", executables={"dns-lookup": "/opt/tools/lookup"})
+    assert diag.build("dns-lookup", "api.example.test").argv == ("/opt/tools/lookup", "ahosts", "api.example.test")
+    assert diag.build("ping", "api.example.test").argv[0] == "/fixed/ping"
 
 
 @pytest.mark.skipif(not __import__("shutil").which("getent"), reason="getent")

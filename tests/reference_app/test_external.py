@@ -5,6 +5,7 @@ import pytest
 from skillhost._errors import SkillError
 from skillhost.brokers._broker import default_ports
 from skillhost.host._runner import run_external
+from skillhost.packaging import KNOWN_CAPABILITIES
 from skillhost.packaging._package import VerifiedSkill, discover, sign_package, verify_for_execution
 from skillhost.packaging._signing import TrustStore, new_key
 
@@ -40,13 +41,13 @@ def code_of(fn):
 
 def run(d, trust, **kw):
     verified = verify_for_execution(discover(d), trust)
-    return run_external(verified, default_ports([], env_values={"K": "secret-value"}), **kw)
+    return run_external(verified, default_ports([], env_values={"K": "secret-value"}), granted=KNOWN_CAPABILITIES, **kw)
 
 
 def run_unaudited(src, caps=("runtime:time",), **kw):
     """Hand source straight to the worker, skipping the host's static audit, to test the worker's own guards."""
     verified = VerifiedSkill("demo", sorted(caps), src, "0" * 64, "test")
-    return run_external(verified, default_ports([]), **kw)
+    return run_external(verified, default_ports([]), granted=KNOWN_CAPABILITIES, **kw)
 
 
 def test_signed_runs_in_worker(tmp_path, keys, trust):
@@ -219,3 +220,29 @@ def test_trust_store_roundtrip(tmp_path, trust, keys):
     assert loaded.dump() == trust.dump()
     p.write_text('{"version":1,"keys":[{"keyid":"00","public_key":"AAAA"}]}')
     assert code_of(lambda: TrustStore.load(p)) == "CC_SKILL_TRUST_STORE_INVALID"
+
+
+def test_a_start_the_sandbox_refused_keeps_the_sandbox_code(monkeypatch):
+    """Windows refuses to start a worker whose install folder lacks its grant: the outcome names that refusal."""
+    import skillhost.host._runner as runner
+    from skillhost.os_sandbox._windows_grant import GRANT_MISSING_CODE, InstallGrantMissingError
+
+    def refuse(*_args, **_kw):
+        raise InstallGrantMissingError("C:\\Program Files\\SkillHost", "no read and execute for the capability")
+
+    monkeypatch.setattr(runner, "Worker", refuse)
+    out = run_unaudited(GOOD)
+    assert not out.ok
+    assert out.code == GRANT_MISSING_CODE
+    assert "icacls" in out.message
+
+
+def test_a_broken_channel_is_a_protocol_violation(monkeypatch):
+    import skillhost.host._runner as runner
+
+    def broken(*_args, **_kw):
+        raise BrokenPipeError
+
+    monkeypatch.setattr(runner, "Worker", broken)
+    out = run_unaudited(GOOD)
+    assert (out.ok, out.code) == (False, "CC_SKILL_PROTOCOL_VIOLATION")

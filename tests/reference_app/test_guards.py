@@ -16,6 +16,9 @@ from skillhost.packaging._catalog import read_bundled, verify
 from skillhost.packaging._package import discover, sign_package, verify_for_execution
 from skillhost.packaging._signing import TrustStore, new_key
 
+# The one capability these runs use, granted explicitly (the broker has no default grant).
+TIME = frozenset({"runtime:time"})
+
 NAME = "stall.skillhost-test.test"
 
 
@@ -38,7 +41,7 @@ def test_a_bundled_skill_folder_linked_out_of_the_bundle_is_drift(app_copy, tmp_
     # Same bytes, same digests: only the folder's place gives it away, and nothing of it is loaded.
     assert code_of(lambda: read_bundled(pkg, "clock")) == "CC_SKILL_CATALOG_DRIFT"
     assert code_of(lambda: verify(pkg)) == "CC_SKILL_CATALOG_DRIFT"
-    assert code_of(lambda: run_bundled(pkg, "clock", {})) == "CC_SKILL_CATALOG_DRIFT"
+    assert code_of(lambda: run_bundled(pkg, "clock", {}, granted=frozenset())) == "CC_SKILL_CATALOG_DRIFT"
 
 
 # -- external packages: the file discovery read is the file verification reads -------------------
@@ -91,7 +94,7 @@ def test_egress_time_budget_ends_a_stalled_handshake():
 
 
 def test_broker_quota_refuses_the_call_after_the_last_allowed_one():
-    broker = Broker("s", "e", ["runtime:time"], {"time": TimePort()}, max_requests=3)
+    broker = Broker("s", "e", ["runtime:time"], {"time": TimePort()}, max_requests=3, granted=TIME)
     for _ in range(3):
         broker.call("time", "now")
     assert code_of(lambda: broker.call("time", "now")) == "CC_SKILL_QUOTA_EXCEEDED"
@@ -117,7 +120,7 @@ def test_a_host_frame_over_the_cap_is_refused_and_the_worker_reaped(tmp_path):
     from skillhost.packaging._package import VerifiedSkill
 
     verified = VerifiedSkill("demo", ["runtime:time"], "def run(ports, args):\n    return {}\n", "0" * 64, "t")
-    out = run_external(verified, default_ports([]), {"blob": "x" * MAX_FRAME})
+    out = run_external(verified, default_ports([]), {"blob": "x" * MAX_FRAME}, granted=TIME)
     assert (out.ok, out.code) == (False, "CC_SKILL_FRAME_TOO_LARGE")
     assert out.reaped
     assert out.worker_pid != os.getpid()
@@ -134,7 +137,7 @@ def test_at_the_audit_cap_calls_are_refused_with_a_code_not_run_unaudited():
             ran.append(1)
             return super().now()
 
-    broker = Broker("s", "e", ["runtime:time"], {"time": CountingTime()}, max_requests=10 * MAX_AUDIT)
+    broker = Broker("s", "e", ["runtime:time"], {"time": CountingTime()}, max_requests=10 * MAX_AUDIT, granted=TIME)
     allowed = 0
     while len(broker.audit) <= MAX_AUDIT - 3:
         broker.call("time", "now")
@@ -144,9 +147,11 @@ def test_at_the_audit_cap_calls_are_refused_with_a_code_not_run_unaudited():
     assert len(ran) == allowed
     assert [a["event"] for a in broker.audit].count("done") == allowed
     assert len(broker.audit) <= MAX_AUDIT
-    assert (broker.audit[-1]["event"], broker.audit[-1]["code"]) == ("denied", "CC_SKILL_AUDIT_FULL")
+    assert (broker.audit[-1]["event"], broker.audit[-1]["code"]) == ("overflow", "CC_SKILL_AUDIT_FULL")
     # And it stays refused: nothing runs once there is no room to record it.
     for _ in range(5):
         assert code_of(lambda: broker.call("time", "now")) == "CC_SKILL_AUDIT_FULL"
     assert len(ran) == allowed
     assert broker.denials[0] == "CC_SKILL_AUDIT_FULL"
+    # Not one refusal is missing: the overflow record counts all six.
+    assert broker.audit[-1]["target"] == "refused=6"

@@ -405,7 +405,7 @@ def test_hostile_worker_cannot_hang_or_crash_the_host(tmp_path, monkeypatch, sid
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.monotonic()
     try:
-        out = runner.run_external(verified, ports, max_duration=limit)
+        out = runner.run_external(verified, ports, max_duration=limit, granted=frozenset({"runtime:time"}))
         elapsed = time.monotonic() - t0
         assert elapsed < within, f"host blocked for {elapsed:.1f}s"
         assert out.reaped
@@ -565,7 +565,7 @@ def test_port_failure_is_an_audited_denial(tmp_path, port, method, args, code):
         "process": ProcessPort(tmp_path),
     }
     caps = ["runtime:time", "filesystem:read", "network:https", "process:exec"]
-    broker = Broker("s", "e" * 32, caps, ports)
+    broker = Broker("s", "e" * 32, caps, ports, granted=frozenset(caps))
     with pytest.raises(SkillError) as ei:
         broker.call(port, method, args, {})
     assert ei.value.code == code

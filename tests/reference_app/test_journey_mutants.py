@@ -136,18 +136,18 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "authority-withholds-process-rejected": _m(
         "the broker lets process:exec through whatever the authority grants",
-        ("brokers/_broker.py", "        if self.granted is not None and capability not in self.granted:",
-         '        if self.granted is not None and capability not in self.granted | {"process:exec"}:'),
+        ("brokers/_broker.py", "        if capability not in self.granted:",
+         '        if capability not in self.granted | {"process:exec"}:'),
     ),
     "authority-withholds-egress-rejected": _m(
         "the broker lets network:https through whatever the authority grants",
-        ("brokers/_broker.py", "        if self.granted is not None and capability not in self.granted:",
-         '        if self.granted is not None and capability not in self.granted | {"network:https"}:'),
+        ("brokers/_broker.py", "        if capability not in self.granted:",
+         '        if capability not in self.granted | {"network:https"}:'),
     ),
     "authority-withholds-fs-read-rejected": _m(
         "the broker lets filesystem:read through whatever the authority grants",
-        ("brokers/_broker.py", "        if self.granted is not None and capability not in self.granted:",
-         '        if self.granted is not None and capability not in self.granted | {"filesystem:read"}:'),
+        ("brokers/_broker.py", "        if capability not in self.granted:",
+         '        if capability not in self.granted | {"filesystem:read"}:'),
     ),
     "authority-withholds-process-rule-rejected": _m(
         "the process port gets every host rule, not the authority's",
@@ -187,8 +187,10 @@ MUTANTS: dict[str, Mutant] = {
          "        if rule is None:"),
     ),
     "process-rule-bound-to-other-skill-rejected": _m(
-        "process rules are not bound to skill ids",
+        # The entry binding alone also refuses another skill (its verified entry differs), so both go.
+        "process rules are bound to neither skill ids nor entry points",
         ("brokers/_process.py", "        if rule.skills is not None and self._skill not in rule.skills:", "        if False:"),
+        ("brokers/_process.py", "        if rule.entry is not None and self._entry != rule.entry:", "        if False:"),
     ),
     "env-key-not-granted-rejected": _m(
         "an ungranted key reads as empty instead of being refused",
@@ -213,14 +215,14 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "net-redirect-disallowed-rejected": _m(
         "a redirect hop skips the allow-list and address checks",
-        ("brokers/_egress.py",
-         "                target = self._target(current)\n                address = self._address(target)\n",
-         "                target = self._target(current) if hop == 0 else _Target(str(urlsplit(current).hostname), 443, '/')\n"
+        ("brokers/_egress.py", "                target = self._target(current)\n",
+         "                target = self._target(current) if hop == 0 else _Target(str(urlsplit(current).hostname), 443, '/')\n"),
+        ("brokers/_egress.py", "                address = self._address(target)\n",
          "                address = self._address(target) if hop == 0 else address\n"),
     ),
     "runtime-domain-decided-runs": _m(
         "the audit names the host but not the decision that allowed it",
-        ("brokers/_egress.py", '        return f"{decision.decision_id}@{host}"[:64]', "        return host[:64]"),
+        ("brokers/_egress.py", '        return f"{decision.decision_id}@{host}"[:MAX_TARGET]', "        return host[:MAX_TARGET]"),
     ),
     "runtime-domain-undecided-rejected": _m(
         "every decision applies to every skill",
@@ -257,7 +259,8 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "diagnostics-dns-lookup-runs": _m(
         "the diagnostics resolve no executable",
-        ("brokers/_diagnostics.py", "        self._tools = {tool: (shutil.which(exe), args)", "        self._tools = {tool: (None, args)"),
+        ("brokers/_diagnostics.py", "        self._tools = {tool: (chosen.get(tool) or shutil.which(exe), args)",
+         "        self._tools = {tool: (None, args)"),
     ),
     "diagnostics-host-not-allowed-rejected": _m(
         "a diagnostic's host is not checked against the egress rules",
@@ -353,6 +356,111 @@ MUTANTS: dict[str, Mutant] = {
          "    if True:\n        return False\n    try:"),
     ),
     "kernel-refuses-exec-shell": _m("the worker applies no OS sandbox", NO_OS_SANDBOX),
+    "worker-tmp-write-rename-delete": _m(
+        "the worker's seccomp list no longer carries rename: its own folder's scratch file cannot be renamed",
+        ("os_sandbox/_seccomp_bpf.py", '"rename": 82,', '"rename": 999,'),
+        ("os_sandbox/_seccomp_bpf.py", '"rename": 38,', '"rename": 999,'),
+    ),
+}
+
+
+# More mutants for some steps: each breaks one more mechanism the step proves (the step id comes first).
+EXTRA_MUTANTS: dict[str, tuple[str, Mutant]] = {
+    "boundary-host-runs-handler-and-drops-it": ("host-boundary-external-not-loaded", _m(
+        "the host compiles the verified handler under an innocuous name, runs its top level and run(), then drops it",
+        ("packaging/_package.py", "    audit_external_source(source)\n",
+         "    audit_external_source(source)\n"
+         "    _ns: dict = {}\n"
+         "    exec(compile(source, '<string>', 'exec'), _ns)\n"
+         "    try:\n"
+         "        _ns['run'](None, {})\n"
+         "    except Exception:\n"
+         "        pass\n"
+         "    _ns.clear()\n"),
+    )),
+    "boundary-host-execs-handler-text": ("host-boundary-external-not-loaded", _m(
+        "the host execs the handler's text (no compile of its own) and keeps nothing",
+        ("packaging/_package.py", "    audit_external_source(source)\n",
+         "    audit_external_source(source)\n    exec(source, {})\n"),
+    )),
+    "loopback-requests-root-path": ("loopback-service-runs", _m(
+        "the loopback broker requests / instead of the path it was asked for",
+        ("brokers/_loopback.py", '            conn.request("GET", path, headers=', '            conn.request("GET", "/", headers='),
+    )),
+    "loopback-canned-answer": ("loopback-service-runs", _m(
+        "the loopback broker never connects and returns a canned 500",
+        ("brokers/_loopback.py", "        number = self._port(service, port)\n",
+         "        number = self._port(service, port)\n"
+         '        return {"status": 500, "content_type": "", "body": ""}\n'),
+    )),
+    "loopback-not-bound-to-skills": ("loopback-service-runs", _m(
+        "loopback services are not bound to skills",
+        ("brokers/_loopback.py",
+         "        bound = {name: ports for name, ports in self.services.items() if skill_id in self.skills.get(name, ())}",
+         "        bound = dict(self.services)"),
+    )),
+    "diagnostics-through-shell-with-host-env": ("diagnostics-dns-lookup-runs", _m(
+        "diagnostics run through /bin/sh -c with the host's full environment",
+        ("brokers/_process.py", "        returncode, out, err = self._execute(list(diag.argv), self._root, env, started)",
+         '        returncode, out, err = self._execute(["/bin/sh", "-c", " ".join(diag.argv)], self._root, '
+         "dict(os.environ), started)"),
+    )),
+    "diagnostics-run-nothing": ("diagnostics-dns-lookup-runs", _m(
+        "diagnostics run nothing and report success",
+        ("brokers/_process.py", "        returncode, out, err = self._execute(list(diag.argv), self._root, env, started)",
+         '        returncode, out, err = 0, b"", b""'),
+    )),
+    "diagnostics-not-bound-to-skills": ("diagnostics-dns-lookup-runs", _m(
+        "network diagnostics are not bound to skills",
+        ("host/_host.py", "        bound = skill_id in cfg.diagnostic_skills", "        bound = True"),
+    )),
+    "diagnostics-audited-without-host": ("diagnostics-dns-lookup-runs", _m(
+        "a diagnostic is audited by its tool only, without its host or decision",
+        ("brokers/_process.py", "            return f\"diagnose:{name}:{where if ok else '?'}\"[:64]",
+         '            return f"diagnose:{name}"'),
+    )),
+    "worker-gets-empty-answer": ("external-broker-call-through-worker", _m(
+        "the host forwards an empty value instead of the broker's answer",
+        ("host/_runner.py",
+         '                    send({"type": "capability-response", "request_id": rid, "ok": True, "value": value})',
+         '                    send({"type": "capability-response", "request_id": rid, "ok": True, "value": ""})'),
+    )),
+    "repo-status-bogus-subcommand": ("bundled-repo-status-runs", _m(
+        "the process broker runs a bogus git subcommand instead of the rule's",
+        ("brokers/_process.py", "        returncode, out, err = self._execute([exe, *rule.argv[1:]], workdir, env, started)",
+         '        returncode, out, err = self._execute([exe, "bogus", *rule.argv[2:]], workdir, env, started)'),
+    )),
+    "repo-status-constant-entry": ("bundled-repo-status-runs", _m(
+        "the process port is given the constant entry file name, not the entry the catalog verified",
+        ("host/_bundled.py", '    entry_point = entry_id("bundled", skill_id, hashlib.sha256(handler).hexdigest())',
+         '    entry_point = "handler.py"'),
+    )),
+    "authority-egress-list-ignored": ("authority-withholds-egress-rejected", _m(
+        "ports_for ignores the authority's egress destinations",
+        ("host/_host.py", "        allowed = frozenset(d for d in cfg.egress.allowed if auth.grants_destination(*d))",
+         "        allowed = cfg.egress.allowed"),
+    )),
+    "authority-env-keys-ignored": ("bundled-host-info-runs", _m(
+        "ports_for ignores the authority's environment keys",
+        ("host/_host.py", '"env": lambda: self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=auth.grants_key)',
+         '"env": lambda: self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=None)'),
+    )),
+    "decision-authority-ignored": ("runtime-domain-undecided-rejected", _m(
+        "ports_for takes a decision for this skill whatever authority it was taken under",
+        ("host/_host.py",
+         "        decisions = tuple(d for d in cfg.egress.decisions if (d.skill_id, d.authority) == (skill_id, cfg.authority))",
+         "        decisions = tuple(d for d in cfg.egress.decisions if d.skill_id == skill_id)"),
+    )),
+    "ports-for-builds-every-port": ("authority-withholds-process-rejected", _m(
+        "ports_for builds every port, whatever the intersection grants",
+        ("host/_host.py", "        return {port: build() for port, build in builders.items() if PORT_CAPABILITY[port] in wanted}",
+         "        return {port: build() for port, build in builders.items()}"),
+    )),
+    "precheck-refusal-without-target": ("authority-unknown-external-rejected", _m(
+        "a pre-check refusal is audited without its target",
+        ("brokers/_broker.py", "                raise self._deny(port, method, capability, code, target)",
+         "                raise self._deny(port, method, capability, code)"),
+    )),
 }
 
 
@@ -402,10 +510,24 @@ def phase_of() -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize("sid", sorted(MUTANTS))
-def test_the_mutant_makes_its_step_fail(sid, tmp_path, phase_of):
-    root = _mutated_copy(tmp_path, MUTANTS[sid])
+def _fails_its_step(tmp_path: Path, sid: str, mutant: Mutant, phase_of: dict[str, str]) -> None:
+    root = _mutated_copy(tmp_path, mutant)
     steps = {s["id"]: s for s in _run_phase(root, phase_of[sid])}
     want = _table()[sid]
     seen = steps[sid]
-    assert (seen["observed"], seen["code"]) != want, f"{sid} still shows {want} under: {MUTANTS[sid].why}"
+    assert (seen["observed"], seen["code"]) != want, f"{sid} still shows {want} under: {mutant.why}"
+
+
+@pytest.mark.parametrize("sid", sorted(MUTANTS))
+def test_the_mutant_makes_its_step_fail(sid, tmp_path, phase_of):
+    _fails_its_step(tmp_path, sid, MUTANTS[sid], phase_of)
+
+
+def test_every_extra_mutant_names_a_journey_step():
+    assert {sid for sid, _ in EXTRA_MUTANTS.values()} <= set(_table())
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA_MUTANTS))
+def test_the_extra_mutant_makes_its_step_fail(name, tmp_path, phase_of):
+    sid, mutant = EXTRA_MUTANTS[name]
+    _fails_its_step(tmp_path, sid, mutant, phase_of)

@@ -57,7 +57,7 @@ def test_policy_needs_names_and_ports():
 
 def test_the_audit_names_the_service_never_the_path(model):
     ports = {"loopback": LoopbackPort(LoopbackServices({"model": (model.port,)}))}
-    broker = Broker("s", "e", ["service:loopback"], ports, authority="a")
+    broker = Broker("s", "e", ["service:loopback"], ports, authority="a", granted=frozenset({"service:loopback"}))
     broker.call("loopback", "get", ["model", "/hello?token=abc123"])
     assert "abc123" not in json.dumps(broker.audit)
     assert [(a["event"], a["target"], a["capability"]) for a in broker.audit] == [

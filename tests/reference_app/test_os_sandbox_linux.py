@@ -16,7 +16,9 @@ import pytest
 import skillhost.host._runner as runner
 from desktop_qualify.qualify_verify import JourneyFacts, journey_facts
 from skillhost._errors import SkillError
-from skillhost.journey._kernel import DENIED_CODE, kernel_steps
+from skillhost.journey._kernel import DENIED_CODE, STEP_IDS, kernel_steps
+from skillhost.journey._step import Step
+from skillhost.os_sandbox import Layer
 from skillhost.os_sandbox._dispatch import REQUIRED_LAYERS
 from skillhost.os_sandbox._linux import LINUX_LAYERS
 from skillhost.os_sandbox._seccomp_bpf import ALLOWED
@@ -125,8 +127,14 @@ def test_the_same_hostile_operations_succeed_without_the_sandbox(tmp_path: Path)
     assert written.read_bytes() == b"written by the worker\n"
 
 
-def test_sandboxed_hostile_worker_is_refused_by_the_kernel_with_an_errno(tmp_path: Path) -> None:
+def _kernel_refusals(tmp_path: Path) -> tuple[list[Step], list[Layer]]:
+    """The five kernel-refusal steps and the layers (the own-folder step after them: test_worker_tmp_folder.py)."""
     steps, layers = kernel_steps(tmp_path)
+    return [s for s in steps if s["id"] in STEP_IDS.values()], layers
+
+
+def test_sandboxed_hostile_worker_is_refused_by_the_kernel_with_an_errno(tmp_path: Path) -> None:
+    steps, layers = _kernel_refusals(tmp_path)
     assert [s["id"] for s in steps] == [f"kernel-refuses-{op}" for op in OPERATIONS]
     assert all(s["passed"] for s in steps), steps
     assert all(s["observed_code"] == DENIED_CODE and s["errno"] in ("EACCES", "EPERM") for s in steps)
@@ -190,7 +198,7 @@ def _kernel_steps_without(monkeypatch, tmp_path: Path, drop: str) -> tuple[list[
     import skillhost.journey._kernel as journey_kernel
 
     monkeypatch.setattr(journey_kernel, "worker_command", lambda: [sys.executable, "-c", _DROP_LAYER.format(drop=drop)])
-    steps, layers = kernel_steps(tmp_path)
+    steps, layers = _kernel_refusals(tmp_path)
     assert [e["name"] for e in layers if not e["applied"]] == [drop], layers
     return [dict(s) for s in steps], layers
 
@@ -247,7 +255,7 @@ def test_removing_a_layer_fails_exactly_the_steps_it_owns(
 
 def test_the_full_sandbox_passes_every_kernel_step_under_the_policy(tmp_path: Path) -> None:
     """The baseline the removals are measured against: nothing removed, every kernel step by its own layer."""
-    steps, layers = kernel_steps(tmp_path)
+    steps, layers = _kernel_refusals(tmp_path)
     facts = _judged([dict(s) for s in steps], layers)
     assert facts.passed, facts.problems
     assert _refused_by([dict(s) for s in steps]) == _FULL_SANDBOX

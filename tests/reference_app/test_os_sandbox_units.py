@@ -209,7 +209,8 @@ def test_macos_profile_denies_by_default_and_allows_only_the_listed_rules() -> N
     assert writes == [["allow", "file-write*", ["subpath", ["param", '"WORKER_TMP"']], ["literal", '"/dev/null"']]]
     execs = [form for form in listed if form[1] == "process-exec"]
     assert execs == [["allow", "process-exec", ["literal", ["param", '"WORKER_EXE"']],
-                      ["literal", ["param", '"WORKER_EXE_REAL"']]]]  # fmt: skip
+                      ["literal", ["param", '"WORKER_EXE_REAL"']],
+                      ["literal", ["param", '"WORKER_EXE_FRAMEWORK"']]]]  # fmt: skip
     lookups = [form[2] for form in listed if form[1] == "mach-lookup"]
     assert lookups == [["global-name", '"com.apple.system.notification_center"'],
                        ["global-name", '"com.apple.system.opendirectoryd.libinfo"']]  # fmt: skip
@@ -227,7 +228,8 @@ def test_macos_command_line_puts_paths_in_parameters_not_in_the_profile() -> Non
     assert argv[argv.index("-p") + 1] == macos.PROFILE
     params = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-D")
     parents = [f"PARENT_{i}" for i in range(macos.MAX_PARENTS)]
-    assert list(params) == ["READ_ROOT_0", *parents, "WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL"]
+    assert list(params) == ["READ_ROOT_0", *parents, "WORKER_TMP", "WORKER_EXE", "WORKER_EXE_REAL",
+                            "WORKER_EXE_FRAMEWORK"]  # fmt: skip
     above = macos.parent_folders([os.path.realpath("/Applications/S kill (x).app"), os.path.realpath('/tmp/w"k'),
                                   os.path.realpath(exe)])  # fmt: skip
     assert [params[p] for p in parents] == above + ["/"] * (macos.MAX_PARENTS - len(above))
@@ -236,7 +238,10 @@ def test_macos_command_line_puts_paths_in_parameters_not_in_the_profile() -> Non
     parent_args = [a for p in parents for a in ("-D", f"{p}={params[p]}")]
     assert argv == ["/usr/bin/sandbox-exec", "-D", f"READ_ROOT_0={os.path.realpath('/Applications/S kill (x).app')}",
                     *parent_args, "-D", "WORKER_TMP=" + os.path.realpath('/tmp/w"k'), "-D", f"WORKER_EXE={exe}",
-                    "-D", f"WORKER_EXE_REAL={os.path.realpath(exe)}", "-p", macos.PROFILE, exe, "worker"]  # fmt: skip
+                    "-D", f"WORKER_EXE_REAL={os.path.realpath(exe)}",
+                    # Frozen (no framework executable): the worker's own binary again, so nothing more may run.
+                    "-D", f"WORKER_EXE_FRAMEWORK={os.path.realpath(exe)}", "-p", macos.PROFILE, exe,
+                    "worker"]  # fmt: skip
     for path in params.values():
         assert path == "/" or path not in macos.PROFILE
 

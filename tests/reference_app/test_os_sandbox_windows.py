@@ -52,15 +52,25 @@ def test_attribute_and_flag_values_are_the_sdk_s() -> None:
 # -- the recorder ------------------------------------------------------------------------------------------
 
 _SID, _DERIVED, _LOW, _TOKEN, _RESTRICTED = 0x5100, 0x5200, 0x5300, 0x70, 0x71
+# skillhostInstallFiles' capability SID's sub-authorities after S-1-15-3-1024 (its derivation is held against
+# Chromium's published SIDs in test_windows_install_grant.py).
+_SKILLHOST_INSTALL_FILES = (572955721, 240784588, 1815088520, 1806784465, 1630863122, 1527793873, 4020719888,
+                            2386442809)
+_CAP, _CAP_ACE_SID = 0x5400, 0x5408  # the install capability's SID, and where an ACE naming it holds its SID
+# The install folder's DACL as an installer leaves it: read and execute for the capability, inherited.
+GRANTED = [(st.ACCESS_ALLOWED_ACE_TYPE, st.SUB_CONTAINERS_AND_OBJECTS_INHERIT, st.FILE_GENERIC_READ_EXECUTE,
+            _CAP_ACE_SID)]
 _PROCESS, _THREAD, _JOB, _PID = 0x80, 0x81, 0x90, 4321
 
 
 class Recorder:
     """Every Win32 call in order, with the values a reviewer checks; ``live`` is what is not yet released."""
 
-    def __init__(self, fail_on: str = "", create_hr: int = 0) -> None:
+    def __init__(self, fail_on: str = "", create_hr: int = 0, aces: list[tuple[int, int, int, int]] | None = None,
+                 ) -> None:
         self.calls: list[tuple[str, Any]] = []
         self.fail_on, self.create_hr = fail_on, create_hr
+        self.aces = GRANTED if aces is None else aces
         self.live: set[object] = set()
         self._next = 0x1000
 
@@ -109,12 +119,20 @@ class Recorder:
 
     def local_free(self, pointer: int) -> None:
         self._call("local_free", pointer)
-        self.live.remove(("local", pointer) if ("local", pointer) in self.live else ("lowsid", pointer))
+        self.live.remove(("local", pointer) if ("local", pointer) in self.live else ("stringsid", pointer))
 
     def string_sid_to_sid(self, text: str) -> int:
         self._call("string_sid_to_sid", text)
-        self.live.add(("lowsid", _LOW))
-        return _LOW
+        sid = _LOW if text == st.LOW_INTEGRITY_SID else _CAP
+        self.live.add(("stringsid", sid))
+        return sid
+
+    def acl_entries(self, acl: int) -> list[tuple[int, int, int, int]]:
+        self._call("acl_entries", acl)
+        return self.aces
+
+    def equal_sid(self, one: int, other: int) -> bool:
+        return (one, other) == (_CAP_ACE_SID, _CAP)
 
     def sid_length(self, sid: int) -> int:
         return 12
@@ -132,7 +150,9 @@ class Recorder:
 
     def update_attribute(self, attributes: ctypes.Array[ctypes.c_char], attribute: int, value: Any) -> None:
         if attribute == st.PROC_THREAD_ATTRIBUTE_SECURITY_CAPABILITIES:
-            detail: object = (value.AppContainerSid, bool(value.Capabilities), value.CapabilityCount)
+            granted = [(value.Capabilities[i].Sid, value.Capabilities[i].Attributes)
+                       for i in range(value.CapabilityCount)]
+            detail: object = (value.AppContainerSid, granted, value.CapabilityCount)
         elif attribute == st.PROC_THREAD_ATTRIBUTE_HANDLE_LIST:
             detail = (list(value), ctypes.sizeof(value))
         else:
@@ -208,6 +228,17 @@ def _start(api: Recorder, std: tuple[int, int, int] = _STD) -> windows.Started:
     return windows.start_worker(api, _ARGV, _ENV, _TMP, std=std, read_roots=_ROOTS, tmp_dir=_TMP)  # type: ignore[arg-type]
 
 
+def _check_calls(path: str) -> list[tuple[str, Any]]:
+    """Reading a bundle folder's DACL: never a write (no ``set_*`` call)."""
+    return [("get_named_security_info", (path, st.DACL_SECURITY_INFORMATION)), ("acl_entries", 0xAC10)]
+
+
+def _label_calls(path: str) -> list[tuple[str, Any]]:
+    return [("string_sid_to_sid", st.LOW_INTEGRITY_SID),
+            ("new_label_acl", (_LOW, st.SUB_CONTAINERS_AND_OBJECTS_INHERIT, st.SYSTEM_MANDATORY_LABEL_NO_WRITE_UP)),
+            ("set_named_security_info", (path, st.LABEL_SECURITY_INFORMATION, False, True))]  # fmt: skip
+
+
 def _grant_calls(path: str, sid: int, access: int) -> list[tuple[str, Any]]:
     return [
         ("get_named_security_info", (path, st.DACL_SECURITY_INFORMATION)),
@@ -225,11 +256,13 @@ def test_the_worker_starts_in_its_appcontainer_suspended_in_its_job_then_resumes
     name = windows.container_name(_ARGV[0])
     assert calls == [
         ("create_appcontainer_profile", name),
-        *_grant_calls(_ROOTS[0], _SID, st.GENERIC_READ | st.GENERIC_EXECUTE),
-        *_grant_calls(_TMP, _SID, st.GENERIC_READ | st.GENERIC_WRITE),
+        ("string_sid_to_sid", "S-1-15-3-1024-" + "-".join(str(n) for n in _SKILLHOST_INSTALL_FILES)),
+        *_check_calls(_ROOTS[0]),  # the bundle is read, never written
+        *_grant_calls(_TMP, _SID, st.GENERIC_READ | st.GENERIC_WRITE | st.DELETE),
+        *_label_calls(_TMP),  # Low, as the container's token: no-write-up would refuse every write
         ("make_inheritable", 0x11), ("make_inheritable", 0x12), ("make_inheritable", 0x13),
         ("initialize_attribute_list", 4),
-        ("update_attribute:0x20009", (_SID, False, 0)),  # the container's SID, no capability at all
+        ("update_attribute:0x20009", (_SID, [(_CAP, st.SE_GROUP_ENABLED)], 1)),  # the install capability alone
         ("update_attribute:0x2000f", (1, 4)),  # PROCESS_CREATION_ALL_APPLICATION_PACKAGES_OPT_OUT, a DWORD
         ("update_attribute:0x2000e", (1, 4)),  # PROCESS_CREATION_CHILD_PROCESS_RESTRICTED: no process at all
         ("update_attribute:0x20002", ([0x11, 0x12, 0x13], 24)),  # the only handles it inherits
@@ -247,8 +280,9 @@ def test_the_worker_starts_in_its_appcontainer_suspended_in_its_job_then_resumes
         ("delete_attribute_list", None),
         ("free_sid", _SID),
     ]  # fmt: skip
-    # Each grant frees its merged ACL and its descriptor; only the process and its job outlive the start.
-    assert api.names().count("local_free") == 4
+    # The check frees its descriptor, the grant its merged ACL and descriptor, the label and the capability
+    # their SIDs; only the process and its job outlive the start.
+    assert api.names().count("local_free") == 5
     assert api.live == {("handle", _PROCESS), ("handle", _JOB)}
     assert len(name) <= 64
     assert name == windows.container_name(_ARGV[0])  # stable: the same profile every run
@@ -258,7 +292,7 @@ def test_an_existing_profile_is_reused_by_its_derived_sid() -> None:
     api = Recorder(create_hr=st.HRESULT_ALREADY_EXISTS)
     assert _start(api).layer == "appcontainer"
     assert api.names()[:2] == ["create_appcontainer_profile", "derive_appcontainer_sid"]
-    assert ("update_attribute:0x20009", (_DERIVED, False, 0)) in api.calls
+    assert ("update_attribute:0x20009", (_DERIVED, [(_CAP, st.SE_GROUP_ENABLED)], 1)) in api.calls
     assert api.calls[-1] == ("free_sid", _DERIVED)
 
 
@@ -283,15 +317,14 @@ def test_without_an_appcontainer_the_fallback_is_a_restricted_low_integrity_toke
     started = _start(api)
     assert started.layer == "restricted-token"
     calls = [c for c in api.calls if c[0] != "local_free"]
-    assert calls[:8] == [
+    assert calls[:9] == [
         ("create_appcontainer_profile", windows.container_name(_ARGV[0])),
+        *_label_calls(_TMP),
         ("open_process_token", st.TOKEN_DUPLICATE | st.TOKEN_QUERY | st.TOKEN_ASSIGN_PRIMARY | st.TOKEN_ADJUST_DEFAULT),
         ("create_restricted_token", (_TOKEN, st.DISABLE_MAX_PRIVILEGE)),
         ("close", _TOKEN),
         ("string_sid_to_sid", "S-1-16-4096"),
         ("set_token_information", (_RESTRICTED, st.TOKEN_INTEGRITY_LEVEL, _LOW, st.SE_GROUP_INTEGRITY, 16 + 12)),
-        ("new_label_acl", (_LOW, st.SUB_CONTAINERS_AND_OBJECTS_INHERIT, st.SYSTEM_MANDATORY_LABEL_NO_WRITE_UP)),
-        ("set_named_security_info", (_TMP, st.LABEL_SECURITY_INFORMATION, False, True)),
     ]  # fmt: skip
     assert "get_named_security_info" not in api.names()  # no AppContainer SID to grant anything to
     assert ("initialize_attribute_list", 2) in api.calls  # no child process, and the handle list
@@ -304,8 +337,9 @@ def test_without_an_appcontainer_the_fallback_is_a_restricted_low_integrity_toke
 
 
 _APPCONTAINER_STEPS = [
-    "derive_appcontainer_sid", "get_named_security_info", "set_entries_in_acl", "set_named_security_info",
-    "make_inheritable", "initialize_attribute_list", "update_attribute:0x20009", "update_attribute:0x20002",
+    "derive_appcontainer_sid", "string_sid_to_sid", "get_named_security_info", "acl_entries", "set_entries_in_acl",
+    "set_named_security_info", "new_label_acl", "make_inheritable", "initialize_attribute_list",
+    "update_attribute:0x20009", "update_attribute:0x20002",
     "create_process", "create_job", "set_limits", "set_ui_limits", "assign", "resume_thread",
 ]  # fmt: skip
 _FALLBACK_STEPS = [
@@ -509,14 +543,16 @@ _SDK = {
     "SetEntriesInAclW": (_U32, 4), "SetNamedSecurityInfoW": (_U32, 7), "InitializeAcl": (_I32, 3),
     "AddMandatoryAce": (_I32, 5), "OpenProcessToken": (_I32, 3), "CreateRestrictedToken": (_I32, 9),
     "SetTokenInformation": (_I32, 4), "GetTokenInformation": (_I32, 5), "CreateAppContainerProfile": (_U32, 6),
-    "DeriveAppContainerSidFromAppContainerName": (_U32, 2),
+    "DeriveAppContainerSidFromAppContainerName": (_U32, 2), "GetAclInformation": (_I32, 4), "GetAce": (_I32, 3),
+    "EqualSid": (_I32, 2),
 }  # fmt: skip
 # Arguments that are handles or pointers, by position: a 64-bit value there must never be cut to a C int.
 _POINTER_ARGS = {
     "CloseHandle": (0,), "AssignProcessToJobObject": (0, 1), "ResumeThread": (0,), "WaitForSingleObject": (0,),
     "TerminateProcess": (0,), "GetSidSubAuthority": (0,), "GetSidSubAuthorityCount": (0,), "IsValidSid": (0,),
     "SetEntriesInAclW": (1, 2, 3), "SetNamedSecurityInfoW": (5, 6), "CreateProcessAsUserW": (0,),
-    "UpdateProcThreadAttribute": (0, 3, 5, 6), "LocalFree": (0,), "FreeSid": (0,),
+    "UpdateProcThreadAttribute": (0, 3, 5, 6), "LocalFree": (0,), "FreeSid": (0,), "GetAclInformation": (0, 1),
+    "GetAce": (0, 2), "EqualSid": (0, 1),
 }  # fmt: skip
 
 
@@ -560,6 +596,9 @@ class _Answers:
         self.overrides = overrides
         self.count = ctypes.c_ubyte(3)
         self.rids = (ctypes.c_uint32 * 3)(21, 22, 0x1000)
+        # One ACCESS_ALLOWED_ACE as it lies in an ACL: type, flags, size, mask, then the SID's first DWORD.
+        self.ace = ctypes.create_string_buffer(bytes([0, 0x3]) + (20).to_bytes(2, "little")
+                                               + (0x1200A9).to_bytes(4, "little") + b"\x01\x0a" + b"\0" * 10)
 
     def __call__(self, name: str, args: tuple[Any, ...]) -> Any:
         if name in self.overrides:
@@ -567,6 +606,10 @@ class _Answers:
         if name in {"CreateAppContainerProfile", "DeriveAppContainerSidFromAppContainerName",
                     "ConvertStringSidToSidW", "OpenProcessToken", "CreateRestrictedToken", "SetEntriesInAclW"}:
             _fill(args[-1], 0x5100)
+        elif name == "GetAclInformation":
+            ctypes.cast(args[1], ctypes.POINTER(st.ACL_SIZE_INFORMATION)).contents.AceCount = 1
+        elif name == "GetAce":
+            _fill(args[2], ctypes.addressof(self.ace))
         elif name == "GetNamedSecurityInfoW":
             _fill(args[5], 0xAC10)
             _fill(args[7], 0xD500)
@@ -607,6 +650,9 @@ def _every_method(win32: Any) -> None:
     win32.set_entries_in_acl((st.EXPLICIT_ACCESS_W * 1)(), 0xAC10)
     win32.set_named_security_info("C:\\x", st.DACL_SECURITY_INFORMATION, 0x5100, 0)
     win32.new_label_acl(0x5100, st.SUB_CONTAINERS_AND_OBJECTS_INHERIT, st.SYSTEM_MANDATORY_LABEL_NO_WRITE_UP)
+    [entry] = win32.acl_entries(0xAC10)
+    assert entry[:3] == (st.ACCESS_ALLOWED_ACE_TYPE, st.SUB_CONTAINERS_AND_OBJECTS_INHERIT, 0x1200A9)
+    assert win32.equal_sid(entry.sid, 0x5400)
     attributes = win32.initialize_attribute_list(2)
     win32.update_attribute(attributes, st.PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY, ctypes.c_uint32(1))
     win32.delete_attribute_list(attributes)

@@ -11,6 +11,9 @@ from skillhost.brokers._broker import default_ports
 from skillhost.host._runner import PROTOCOL_VERSION, run_external
 from skillhost.packaging._package import VerifiedSkill
 
+# The one capability these runs use, granted explicitly (the broker has no default grant).
+TIME = frozenset({"runtime:time"})
+
 PRELUDE = """
 import json, sys, os
 out = sys.stdout.buffer
@@ -68,7 +71,7 @@ def test_misbehaving_worker_is_killed_and_reaped(tmp_path, monkeypatch, name):
     script = tmp_path / "fake_worker.py"
     script.write_text(PRELUDE + FAKES[name] + "\n")
     monkeypatch.setattr(runner, "worker_command", lambda: [sys.executable, str(script)])
-    out = run_external(VERIFIED, default_ports([]), max_duration=1.5)
+    out = run_external(VERIFIED, default_ports([]), granted=TIME, max_duration=1.5)
     assert not out.ok
     assert out.code == EXPECTED[name], out.message
     assert out.reaped
@@ -78,7 +81,7 @@ def test_misbehaving_worker_is_killed_and_reaped(tmp_path, monkeypatch, name):
 
 
 def test_real_worker_refuses_other_protocol_version():
-    out = run_external(VERIFIED, default_ports([]), protocol_version=PROTOCOL_VERSION + 1)
+    out = run_external(VERIFIED, default_ports([]), granted=TIME, protocol_version=PROTOCOL_VERSION + 1)
     assert out.code == "CC_SKILL_PROTOCOL_VIOLATION"
     assert out.requests == 0
     assert out.value is None
@@ -92,7 +95,7 @@ def test_abort_kills_and_reaps_mid_run():
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
     t0 = time.monotonic()
-    out = run_external(loop, default_ports([]), cancel=cancel)
+    out = run_external(loop, default_ports([]), granted=TIME, cancel=cancel)
     elapsed = time.monotonic() - t0
     assert out.code == "CC_SKILL_ABORTED"
     assert out.reaped
@@ -104,7 +107,7 @@ def test_abort_kills_and_reaps_mid_run():
 def test_abort_before_start_runs_nothing():
     cancel = threading.Event()
     cancel.set()
-    out = run_external(VERIFIED, default_ports([]), cancel=cancel)
+    out = run_external(VERIFIED, default_ports([]), granted=TIME, cancel=cancel)
     assert out.code == "CC_SKILL_ABORTED"
     assert out.value is None
     assert out.reaped

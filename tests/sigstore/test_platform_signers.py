@@ -46,7 +46,8 @@ def test_release_policy_names_one_signer_per_platform_and_the_aggregate(release_
     assert release_expected.workflow_uri == f"https://github.com/{REPO}/.github/workflows/qualify.yml@refs/heads/main"
     for platform in PLATFORMS:
         assert release_expected.signer_uri(platform) == f"https://github.com/{REPO}/{PRODUCER[platform]}@refs/heads/main"
-    assert release_expected.signer_uri("aggregate") == release_expected.workflow_uri
+    assert release_expected.signer_uri("aggregate") == \
+        f"https://github.com/{REPO}/.github/workflows/aggregate.yml@refs/heads/main"
     assert len(release_expected.signer_uris("platform")) == 3
 
 

@@ -17,25 +17,36 @@ WIM = Code.WORKFLOW_IDENTITY_MISMATCH
 MAIN_URI = f"https://github.com/{REPO}/{WORKFLOW}@refs/heads/main"
 
 
+# The release policy's aggregate signer: a reusable workflow of its own, called by qualify.yml.
+AGGREGATE = ".github/workflows/aggregate.yml"
+
+
 def _identity(claims: Claims) -> GitHubIdentity:
     return identity_from_certificate(make_certificate(claims))
 
 
+def _as_aggregate(claims: Claims) -> Claims:
+    """The aggregate job's certificate for these claims: aggregate.yml (.9), unless the case names a signer."""
+    return claims if claims.signer is not None else claims.with_(signer=AGGREGATE)
+
+
 def _refused(claims: Claims, expected: ExpectedWorkflow, role: SignerRole = "aggregate") -> Code:
     with pytest.raises(QualificationError) as info:
-        check_identity(_identity(claims), expected, role)
+        check_identity(_identity(_as_aggregate(claims) if role == "aggregate" else claims), expected, role)
     return info.value.code
 
 
-def test_the_policy_workflow_itself_is_accepted_as_the_aggregate(release_expected: ExpectedWorkflow) -> None:
-    identity = _identity(Claims())
+def test_the_aggregate_workflow_called_by_the_policy_workflow_is_accepted(
+        release_expected: ExpectedWorkflow) -> None:
+    identity = _identity(_as_aggregate(Claims()))
     check_identity(identity, release_expected, "aggregate")
-    assert identity.build_signer_uri == MAIN_URI
+    assert identity.build_signer_uri == f"https://github.com/{REPO}/{AGGREGATE}@refs/heads/main"
+    assert identity.build_config_uri == MAIN_URI
     assert (identity.run_repository, identity.run_id, identity.run_attempt) == (REPO, RUN_ID, 1)
 
 
 def test_candidate_sha_binds_the_commit(release_expected: ExpectedWorkflow) -> None:
-    check_identity(_identity(Claims()), replace(release_expected, candidate_sha=SHA), "aggregate")
+    check_identity(_identity(_as_aggregate(Claims())), replace(release_expected, candidate_sha=SHA), "aggregate")
 
 
 ATTACKS: list[tuple[str, Claims, Code]] = [
@@ -227,7 +238,7 @@ def test_pinned_numeric_ids_refuse_a_name_takeover(release_expected: ExpectedWor
     from desktop_qualify.qualify_trust._sigstore_identity import identity_from_certificate
 
     pinned = replace(release_expected, repository_id="1234", owner_id="99")
-    claims = Claims(overrides=extensions)  # arcs under 1.3.6.1.4.1.57264.1
+    claims = _as_aggregate(Claims(overrides=extensions))  # arcs under 1.3.6.1.4.1.57264.1
     identity = identity_from_certificate(make_certificate(claims))
     if accepted:
         check_identity(identity, pinned, "aggregate")

@@ -24,8 +24,9 @@ from desktop_qualify.qualify_trust._github_mode import SigstoreSigner
 from support.github_chain import REPOSITORY, github_policy
 from support.sigstore_instance import GitHubIdentity, TestSigstoreInstance
 
+# The gate: the reusable release-gate.yml (.9), called by release.yml (.18), dispatched by hand.
 RELEASE = GitHubIdentity(repository=REPOSITORY, workflow=".github/workflows/release.yml", trigger="workflow_dispatch",
-                         workflow_name="release-gate")
+                         workflow_name="release-gate", signer_workflow=".github/workflows/release-gate.yml")
 ARTIFACT = b"the qualified artifact's bytes"
 
 
@@ -64,10 +65,11 @@ def _signed_by(instance: TestSigstoreInstance, who: GitHubIdentity, path: Path, 
     return path.read_bytes()
 
 
-def test_the_release_policy_names_release_yml_as_the_verifier() -> None:
+def test_the_release_policy_names_the_gate_called_by_release_yml_as_the_verifier() -> None:
     policy = load_policy(Path(__file__).resolve().parents[2] / "policies" / "release.toml")
     assert policy.file.verifier is not None
-    assert policy.file.verifier.workflow == ".github/workflows/release.yml"
+    assert policy.file.verifier.workflow == ".github/workflows/release-gate.yml"
+    assert policy.file.verifier.caller == ".github/workflows/release.yml"
     # The gate signs keylessly there: the writer's signer is the Sigstore one, never a key file.
     assert isinstance(SummaryWriter.for_policy(policy, Path("vsa.jsonl")).signer, SigstoreSigner)
 
@@ -89,6 +91,8 @@ SIGNERS = [
     ("release-yml-started-by-push", replace(RELEASE, trigger="push")),
     ("release-yml-of-a-fork", replace(RELEASE, repository="mallory/desktop")),
     ("a-reusable-workflow-called-by-release-yml", replace(RELEASE, signer_workflow=".github/workflows/x.yml")),
+    ("release-yml-itself-not-the-gate", replace(RELEASE, signer_workflow=None)),
+    ("the-gate-called-by-another-workflow", replace(RELEASE, workflow=".github/workflows/other.yml")),
     ("a-self-hosted-runner", replace(RELEASE, runner_environment="self-hosted")),
 ]
 

@@ -33,9 +33,15 @@ def platform_identity(identity: GitHubIdentity, platform: str) -> GitHubIdentity
     return replace(identity, signer_workflow=SIGNER_WORKFLOWS[platform])
 
 
+AGGREGATE_WORKFLOW = ".github/workflows/aggregate.yml"
+# policies/release.toml's [verifier]: the reusable release gate, called by release.yml.
+GATE_WORKFLOW = ".github/workflows/release-gate.yml"
+GATE_CALLER = ".github/workflows/release.yml"
+
+
 def aggregate_identity(identity: GitHubIdentity) -> GitHubIdentity:
-    """The aggregate job is a job of qualify.yml itself: it signs as the build config workflow."""
-    return replace(identity, signer_workflow=None)
+    """The aggregate is a reusable workflow of its own (aggregate.yml), called by qualify.yml like the producers."""
+    return replace(identity, signer_workflow=AGGREGATE_WORKFLOW)
 
 
 @dataclass
@@ -54,6 +60,10 @@ class GitHubChain:
     head_reads_by_sign_job: int = 0
     # The producer jobs of the last produce_in_two_jobs, by platform.
     jobs: dict[str, TwoJobs] = field(default_factory=dict)
+    # Each platform's signer when it is not this repository's own produce-PLATFORM.yml (a team's chain: the
+    # builder's file at its tag), and the aggregate's likewise.
+    platform_identities: dict[str, GitHubIdentity] | None = None
+    aggregate_signer: GitHubIdentity | None = None
 
     @property
     def evidence(self) -> Path:
@@ -65,7 +75,7 @@ class GitHubChain:
 
     @property
     def aggregate_identity(self) -> GitHubIdentity:
-        return aggregate_identity(self.identity)
+        return self.aggregate_signer or aggregate_identity(self.identity)
 
     def signer(self, identity: GitHubIdentity | None = None) -> SigstoreSigner:
         who = identity or self.identity
@@ -93,16 +103,17 @@ def github_policy(root: Path, instance: TestSigstoreInstance, app_source: Path) 
 
 
 def actions_env(chain_sha: str, api_url: str, *, ref: str = "refs/heads/main", attempt: int = 1,
-                event: str = "push") -> dict[str, str]:
+                event: str = "push", repository: str = REPOSITORY) -> dict[str, str]:
+    # GITHUB_WORKFLOW_REF is the caller's even inside a called workflow, another repository's included.
     return {
         "PATH": os.environ.get("PATH", ""),
         "GITHUB_ACTIONS": "true",
-        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_REPOSITORY": repository,
         "GITHUB_REF": ref,
         "GITHUB_SHA": chain_sha,
         "GITHUB_RUN_ID": "4242",
         "GITHUB_RUN_ATTEMPT": str(attempt),
-        "GITHUB_WORKFLOW_REF": f"{REPOSITORY}/{WORKFLOW}@{ref}",
+        "GITHUB_WORKFLOW_REF": f"{repository}/{WORKFLOW}@{ref}",
         "GITHUB_EVENT_NAME": event,
         "GITHUB_API_URL": api_url,
         "GITHUB_TOKEN": DEFAULT_TOKEN,
@@ -115,7 +126,11 @@ def actions_env(chain_sha: str, api_url: str, *, ref: str = "refs/heads/main", a
 OIDC_VARIABLES = ("ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "SIGSTORE_ID_TOKEN")
 # What produce-PLATFORM.yml's run job uploads (out/unsigned/, out/artifacts/) and its sign job downloads into run/.
 HANDED_ON = ("unsigned", "artifacts")
-_MAIN = r"/repos/acme/desktop/branches/main"
+
+
+def _main(chain: GitHubChain) -> str:
+    """The API path of the chain's repository's main branch, whose reads the jobs are counted by."""
+    return f"/repos/{chain.env['GITHUB_REPOSITORY']}/branches/main"
 
 
 def sign_job_env(env: Mapping[str, str], api_url: str) -> dict[str, str]:
@@ -177,27 +192,27 @@ def produce_in_two_jobs(chain: GitHubChain, platform: str = "linux", *,
     run_in = chain.root / f"sign-job-{platform}" / "run"
     sign_env = sign_job_env(chain.env, chain.emulator.api_url)
     run_env = run_job_env(sign_env)
-    reads = len(chain.emulator.calls(_MAIN))
+    reads = len(chain.emulator.calls(_main(chain)))
     say(f"run job ({platform}, contents: read; no {', '.join(OIDC_VARIABLES)}): qualify produce --unsigned "
         f"into {run_out}")
     started = time.monotonic()
     ran = producer.produce(chain.policy, platform, run_out, env=run_env, signer=NoSigner(), sign=False)
     run_seconds = time.monotonic() - started
-    chain.head_reads_by_run_job = len(chain.emulator.calls(_MAIN)) - reads
+    chain.head_reads_by_run_job = len(chain.emulator.calls(_main(chain))) - reads
     say(f"run job ({platform}): stages {'passed' if ran.passed else 'failed: ' + ', '.join(ran.failures)}; "
         f"main's head read {chain.head_reads_by_run_job}x")
     if not (run_out / "unsigned").is_dir():
         chain.jobs[platform] = TwoJobs(ran, None, run_out, run_in, (run_seconds, 0.0))
         return chain.jobs[platform]
     hand_on(run_out, run_in)
-    identity = platform_identity(chain.identity, platform)
+    identity = (chain.platform_identities or {}).get(platform) or platform_identity(chain.identity, platform)
     say(f"sign job ({platform}, id-token: write as {identity.san_uri}): qualify sign --run {run_in} "
         f"--out {chain.out}")
-    reads = len(chain.emulator.calls(_MAIN))
+    reads = len(chain.emulator.calls(_main(chain)))
     started = time.monotonic()
     signed = producer.sign_run(chain.policy, platform, run_in, chain.out, env=sign_env, signer=chain.signer(identity))
     sign_seconds = time.monotonic() - started
-    chain.head_reads_by_sign_job = len(chain.emulator.calls(_MAIN)) - reads
+    chain.head_reads_by_sign_job = len(chain.emulator.calls(_main(chain))) - reads
     say(f"sign job ({platform}): signed {signed.statement}; main's head read {chain.head_reads_by_sign_job}x")
     chain.jobs[platform] = TwoJobs(ran, signed, run_out, run_in, (run_seconds, sign_seconds))
     return chain.jobs[platform]

@@ -9,7 +9,10 @@ Reusable workflows, as Fulcio shapes them (and as the real
 `job_workflow_ref`/`job_workflow_sha` (the reusable file) become the SAN, .9 and
 .10; the caller's `workflow_ref`/`workflow_sha` become .18 and .19; the
 repository, ref, commit, trigger and run (.12 to .14, .20, .21) are the caller's
-run. A `signer_workflow` of None is a top-level job: .9 = .18.
+run. A `signer_workflow` of None is a top-level job: .9 = .18. A `signer_repository`
+is a call into another repository at `signer_ref` (a team calling
+desktop-qualify's workflows at a tag): .9 names that repository and ref, .10
+`signer_sha`, and everything else stays the caller's.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ class GitHubIdentity:
     issuer: str = GITHUB_ISSUER
     # The reusable workflow the job runs (a local `uses: ./.github/workflows/FILE`), or None.
     signer_workflow: str | None = None
+    # A reusable workflow of another repository (`uses: OWNER/REPO/.github/workflows/FILE@vX.Y.Z`, as a team
+    # calls desktop-qualify's): its repository, the ref it was called at and that ref's commit (.9, .10).
+    signer_repository: str | None = None
+    signer_ref: str | None = None
+    signer_sha: str | None = None
 
     @property
     def workflow_ref(self) -> str:
@@ -46,8 +54,16 @@ class GitHubIdentity:
 
     @property
     def job_workflow_ref(self) -> str:
-        """The token's `job_workflow_ref`: the reusable workflow a local call runs at the caller's ref."""
+        """The token's `job_workflow_ref`: the reusable workflow a local call runs at the caller's ref, or one of
+        another repository at the ref it was called at."""
+        if self.signer_repository is not None:
+            return f"{self.signer_repository}/{self.signer_workflow or self.workflow}@{self.signer_ref}"
         return f"{self.repository}/{self.signer_workflow or self.workflow}@{self.ref}"
+
+    @property
+    def job_workflow_sha(self) -> str:
+        """The token's `job_workflow_sha` (.10): the called file's commit, the caller's for a local call."""
+        return self.signer_sha if self.signer_repository is not None and self.signer_sha else self.sha
 
     @property
     def san_uri(self) -> str:
@@ -75,7 +91,7 @@ class GitHubIdentity:
             f"{arc}6": self.ref,
             f"{arc}8": self.issuer,
             f"{arc}9": self.san_uri,
-            f"{arc}10": self.sha,
+            f"{arc}10": self.job_workflow_sha,
             f"{arc}11": self.runner_environment,
             f"{arc}12": f"{_GH}/{self.repository}",
             f"{arc}13": self.sha,

@@ -233,6 +233,42 @@ def test_every_confinement_leaf_is_checked_or_informational(tmp_path_factory: py
     assert wrongly_listed == []
 
 
+# The tools the probe and journey named by placeholder ({python}, [app.toolchains]), as the producer resolved them.
+_TOOLCHAINS = [{"name": "node", "requested": "node", "path": "/opt/node/bin/node", "resolved": "/opt/node/bin/node",
+                "sha256": "4" * 64, "version": "v20.11.1", "folders": ["/opt/node"]}]
+
+
+def _with_toolchains(edit: Any = None) -> Any:
+    def apply(pred: dict[str, Any]) -> None:
+        pred["toolchains"] = json.loads(json.dumps(_TOOLCHAINS))
+        if edit is not None:
+            edit(pred)
+    return apply
+
+
+def _toolchain_qualifies(tmp: Path, platform_edit: Any) -> bool:
+    ev = make_evidence(tmp, platforms=[PlatformSpec("linux", edit=_with_toolchains(platform_edit))],
+                       require_clean=True)
+    return verify_release(load_policy(ev.policy_path), [ev.evidence_dir], ev.artifact_paths).qualified
+
+
+def _toolchain_base(tmp: Path) -> dict[str, Any]:
+    ev = make_evidence(tmp, platforms=[PlatformSpec("linux", edit=_with_toolchains())])
+    written = ev.platforms[0]
+    assert written.predicate is not None
+    assert written.predicate.toolchains
+    return {"predicate": written.predicate.model_dump(mode="json")}
+
+
+def test_every_toolchain_leaf_is_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
+    escaped, wrongly_listed, seen = _walk_edited(tmp_path_factory, _toolchain_base(tmp_path_factory.mktemp("base")),
+                                                 ("predicate", "toolchains"), _toolchain_qualifies)
+    # name, requested, path, resolved, sha256, version and one folder.
+    assert seen == 7
+    assert escaped == []
+    assert wrongly_listed == []
+
+
 def test_every_update_leaf_is_checked_or_informational(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The update journey's record, walked like the rest: each leaf checked, or listed as informational."""
     ev = update_evidence(tmp_path_factory.mktemp("base"))
@@ -265,6 +301,7 @@ def test_every_informational_pattern_names_a_real_leaf(kind: str, table: Any, tm
         paths += [path for path, _ in leaves(_macos_base(tmp_path / "m"))]
         paths += [path for path, _ in leaves(_reproduced_base(tmp_path / "r"))]
         paths += [path for path, _ in leaves(_confined_base(tmp_path / "c"))]
+        paths += [path for path, _ in leaves(_toolchain_base(tmp_path / "t"))]
         updated = update_evidence(tmp_path / "u").platforms[0].predicate
         assert updated is not None
         paths += [path for path, _ in leaves({"predicate": updated.model_dump(mode="json")})]
@@ -280,5 +317,6 @@ def test_the_walk_sees_every_record(tmp_path: Path) -> None:
     tops = {path[0] for path, _ in leaves(data)}
     # The update journey's record is optional (only a policy with [update] asks for it): its leaves are walked
     # on a statement that carries one (test_every_update_leaf_is_checked_or_informational); the confinement
-    # records likewise (test_every_confinement_leaf_is_checked_or_informational).
-    assert tops | {"update", "confinement"} == set(PlatformPredicate.model_fields)
+    # records likewise (test_every_confinement_leaf_is_checked_or_informational), and the toolchains
+    # (test_every_toolchain_leaf_is_informational).
+    assert tops | {"update", "confinement", "toolchains"} == set(PlatformPredicate.model_fields)

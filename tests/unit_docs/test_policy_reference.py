@@ -40,7 +40,7 @@ def test_the_page_says_how_to_regenerate_it() -> None:
 
 def test_every_section_of_the_policy_file_has_a_heading() -> None:
     headings = set(re.findall(r"^### `\[([^\]]+)\]`", render_policy_reference(), flags=re.M))
-    expected = {"producer", "producer.signers", "trust", "verifier", "source", "app", "app.build",
+    expected = {"producer", "producer.signers", "producer.builder", "trust", "verifier", "source", "app", "app.build",
                 "app.build.outputs", "app.install", "app.install.<platform>", "app.probe", "app.journey",
                 "app.display", "app.state", "app.codes", "platforms", "journey", "journey.steps.<name>",
                 "journey.steps.<name>.layer", "isolation", "confinement", "signing", "limits", "reproducible",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from shell_commands import invoked
-from workflow_rules import PLATFORMS, RULES, Policy, Workflows, jobs, load, mints_tokens
+from workflow_rules import PLATFORMS, REUSABLE, RULES, Policy, Workflows, jobs, load, mints_tokens
 
 REPO = Path(__file__).resolve().parents[2]
 Change = Callable[[Workflows, Policy], None]
@@ -30,7 +30,8 @@ def test_committed_workflows_hold_the_property(committed: tuple[Workflows, Polic
 def test_every_workflow_file_is_parsed(committed: tuple[Workflows, Policy]) -> None:
     workflows, _ = committed
     assert sorted(workflows) == sorted(["ci.yml", "qualify.yml", "release.yml", "produce-linux.yml",
-                                        "produce-macos.yml", "produce-windows.yml"])
+                                        "produce-macos.yml", "produce-windows.yml", "aggregate.yml",
+                                        "release-gate.yml"])
 
 
 def _job(w: Workflows, name: str, job: str) -> dict[str, Any]:
@@ -69,10 +70,16 @@ CHANGES: list[tuple[str, str, Change]] = [
      lambda w, p: _set(w["produce-windows.yml"]["on"]["workflow_call"], "inputs", {"policy": {"type": "string"}})),
     ("inputs name nothing trusted", "the release gate takes a sha input",
      lambda w, p: w["release.yml"]["on"]["workflow_dispatch"]["inputs"].update(sha={"type": "string"})),
+    ("inputs name nothing trusted", "release.yml passes the gate a policy",
+     lambda w, p: _job(w, "release.yml", "gate")["with"].update(policy="policies/other.toml")),
+    ("inputs name nothing trusted", "the aggregate takes a ref input",
+     lambda w, p: _set(w["aggregate.yml"]["on"]["workflow_call"], "inputs", {"qualify-ref": {"type": "string"}})),
+    ("inputs name nothing trusted", "a sign job checks out another repository",
+     lambda w, p: _step(w, *SIGN_LINUX, "actions/checkout@")["with"].update(repository="mallory/pipeline")),
     ("inputs name nothing trusted", "qualify passes a producer inputs",
      lambda w, p: _set(_job(w, "qualify.yml", "linux"), "with", {"platform": "macos"})),
     ("inputs name nothing trusted", "the release gate checks out the tag",
-     lambda w, p: _set(_step(w, "release.yml", "gate", "actions/checkout@")["with"], "ref", "${{ inputs.tag }}")),
+     lambda w, p: _set(_step(w, "release-gate.yml", "gate", "actions/checkout@")["with"], "ref", "${{ inputs.tag }}")),
     # permissions
     ("least permissions", "no top-level permissions",
      lambda w, p: w["qualify.yml"].pop("permissions")),
@@ -111,46 +118,52 @@ CHANGES: list[tuple[str, str, Change]] = [
     ("actions pinned, credentials not persisted", "checkout by tag",
      lambda w, p: _set(_step(w, *PRODUCE_LINUX, "actions/checkout@"), "uses", "actions/checkout@v4")),
     ("actions pinned, credentials not persisted", "an abbreviated SHA",
-     lambda w, p: _set(_step(w, "qualify.yml", "aggregate", "actions/setup-python@"), "uses",
+     lambda w, p: _set(_step(w, "aggregate.yml", "aggregate", "actions/setup-python@"), "uses",
                        "actions/setup-python@4237552")),
     ("actions pinned, credentials not persisted", "checkout keeps its credentials",
-     lambda w, p: _step(w, "release.yml", "gate", "actions/checkout@")["with"].pop("persist-credentials")),
+     lambda w, p: _step(w, "release-gate.yml", "gate", "actions/checkout@")["with"].pop("persist-credentials")),
     ("actions pinned, credentials not persisted", "a producer from another repository",
      lambda w, p: _set(_job(w, "qualify.yml", "linux"), "uses",
                        "acme/workflows/.github/workflows/produce-linux.yml@main")),
     # expressions
     ("no expressions in run", "a commit message expanded into a script",
-     lambda w, p: _prepend_run(w, "qualify.yml", "aggregate", "qualify aggregate",
+     lambda w, p: _prepend_run(w, "aggregate.yml", "aggregate", "qualify aggregate",
                                'echo "${{ github.event.head_commit.message }}"')),
     ("no expressions in run", "the release tag expanded into a script",
-     lambda w, p: _prepend_run(w, "release.yml", "gate", "--draft=false", 'echo "${{ inputs.tag }}"')),
+     lambda w, p: _prepend_run(w, "release-gate.yml", "gate", "--draft=false", 'echo "${{ inputs.tag }}"')),
     # aggregate
     ("aggregate needs every producer", "the aggregate does not wait for windows",
      lambda w, p: _set(_job(w, "qualify.yml", "aggregate"), "needs", ["linux", "macos"])),
-    ("aggregate needs every producer", "the aggregate becomes a reusable call",
+    ("aggregate needs every producer", "the aggregate calls a producer's file",
      lambda w, p: _set(_job(w, "qualify.yml", "aggregate"), "uses", "./.github/workflows/produce-linux.yml")),
+    ("aggregate needs every producer", "the aggregate is a job of qualify.yml again",
+     lambda w, p: _set(w["qualify.yml"]["jobs"], "aggregate", {**_job(w, "aggregate.yml", "aggregate"),
+                                                                "needs": ["linux", "macos", "windows"]})),
     # release
+    ("release only verifies, publishes, reads back", "release.yml runs a job of its own beside the gate",
+     lambda w, p: _set(w["release.yml"]["jobs"], "notify", {"runs-on": "ubuntu-latest", "permissions": {},
+                                                            "steps": [{"run": "true"}]})),
     ("release only verifies, publishes, reads back", "the gate re-aggregates",
-     lambda w, p: _prepend_run(w, "release.yml", "gate", "qualify verify",
+     lambda w, p: _prepend_run(w, "release-gate.yml", "gate", "qualify verify",
                                "qualify aggregate --policy policies/release.toml --evidence e --out e")),
     ("release only verifies, publishes, reads back", "the gate uploads an asset",
-     lambda w, p: _prepend_run(w, "release.yml", "gate", "--draft=false", 'gh release upload "$TAG" extra.bin')),
+     lambda w, p: _prepend_run(w, "release-gate.yml", "gate", "--draft=false", 'gh release upload "$TAG" extra.bin')),
     ("release only verifies, publishes, reads back", "publish without the read-back",
-     lambda w, p: _job(w, "release.yml", "gate")["steps"].pop()),
+     lambda w, p: _job(w, "release-gate.yml", "gate")["steps"].pop()),
     ("release only verifies, publishes, reads back", "no bundle attached",
-     lambda w, p: _job(w, "release.yml", "gate")["steps"].remove(
-         _step(w, "release.yml", "gate", 'upload "$TAG" "evidence-bundle/'))),
+     lambda w, p: _job(w, "release-gate.yml", "gate")["steps"].remove(
+         _step(w, "release-gate.yml", "gate", 'upload "$TAG" "evidence-bundle/'))),
     ("release only verifies, publishes, reads back", "no summaries attached",
-     lambda w, p: _job(w, "release.yml", "gate")["steps"].remove(
-         _step(w, "release.yml", "gate", 'upload "$TAG" verification-summary'))),
+     lambda w, p: _job(w, "release-gate.yml", "gate")["steps"].remove(
+         _step(w, "release-gate.yml", "gate", 'upload "$TAG" verification-summary'))),
     ("release only verifies, publishes, reads back", "the gate's verify writes no summaries",
-     lambda w, p: _set(_step(w, "release.yml", "gate", "--vsa"), "run",
-                       _step(w, "release.yml", "gate", "--vsa")["run"].replace("--vsa", "--json"))),
+     lambda w, p: _set(_step(w, "release-gate.yml", "gate", "--vsa"), "run",
+                       _step(w, "release-gate.yml", "gate", "--vsa")["run"].replace("--vsa", "--json"))),
     ("release only verifies, publishes, reads back", "no qualify readback after publishing",
-     lambda w, p: _set(_job(w, "release.yml", "gate")["steps"][-1], "run",
-                       _job(w, "release.yml", "gate")["steps"][-1]["run"].replace("qualify readback", "true"))),
+     lambda w, p: _set(_job(w, "release-gate.yml", "gate")["steps"][-1], "run",
+                       _job(w, "release-gate.yml", "gate")["steps"][-1]["run"].replace("qualify readback", "true"))),
     ("release only verifies, publishes, reads back", "publish first",
-     lambda w, p: _prepend_run(w, "release.yml", "gate", "gh release download",
+     lambda w, p: _prepend_run(w, "release-gate.yml", "gate", "gh release download",
                                'gh release edit "$TAG" --draft=false')),
     # policy paths
     ("policy paths literal", "the policy from a variable",
@@ -160,7 +173,7 @@ CHANGES: list[tuple[str, str, Change]] = [
      lambda w, p: _set(_step(w, *SIGN_LINUX, "qualify sign"), "run",
                        "qualify sign --policy policies/local.toml --platform linux --run run --out out")),
     ("policy paths literal", "another policy file",
-     lambda w, p: _set(_step(w, "qualify.yml", "aggregate", "qualify aggregate"), "run",
+     lambda w, p: _set(_step(w, "aggregate.yml", "aggregate", "qualify aggregate"), "run",
                        "qualify aggregate --policy policies/local.toml --evidence e --out e")),
     ("policy paths literal", "qualify without a policy",
      lambda w, p: _set(_step(w, *PRODUCE_LINUX, "--platform"), "run",
@@ -172,6 +185,10 @@ CHANGES: list[tuple[str, str, Change]] = [
      lambda w, p: _set(p["producer"]["signers"], "windows", ".github/workflows/produce-win.yml")),
     ("policy signers are these files", "the policy has no signer for the aggregate",
      lambda w, p: p["producer"]["signers"].pop("aggregate")),
+    ("policy signers are these files", "the aggregate signs as qualify.yml again",
+     lambda w, p: _set(p["producer"]["signers"], "aggregate", ".github/workflows/qualify.yml")),
+    ("policy signers are these files", "the gate signs as release.yml itself",
+     lambda w, p: p["verifier"].pop("caller")),
     ("policy signers are these files", "another build config workflow",
      lambda w, p: _set(p["producer"], "workflow", ".github/workflows/release.yml")),
     # installs
@@ -180,7 +197,7 @@ CHANGES: list[tuple[str, str, Change]] = [
     ("installs hash-pinned", "an unpinned install",
      lambda w, p: _set(_step(w, *PRODUCE_LINUX, "pip install"), "run", "python -m pip install .")),
     ("installs hash-pinned", "the lock without hashes",
-     lambda w, p: _set(_step(w, "release.yml", "gate", "pip install"), "run",
+     lambda w, p: _set(_step(w, "release-gate.yml", "gate", "pip install"), "run",
                        "python -m pip install -r requirements/pipeline.txt")),
     # the signing jobs
     ("signing jobs run no app code", "the sign job runs qualify produce",
@@ -189,7 +206,7 @@ CHANGES: list[tuple[str, str, Change]] = [
     ("signing jobs run no app code", "the sign job runs nox",
      lambda w, p: _prepend_run(w, *SIGN_LINUX, "qualify sign", "nox -s tests")),
     ("signing jobs run no app code", "the aggregate runs the app's build script",
-     lambda w, p: _prepend_run(w, "qualify.yml", "aggregate", "qualify aggregate", "python reference_app/build.py")),
+     lambda w, p: _prepend_run(w, "aggregate.yml", "aggregate", "qualify aggregate", "python reference_app/build.py")),
     ("signing jobs run no app code", "the sign job runs the example app's build",
      lambda w, p: _prepend_run(w, "produce-macos.yml", "sign", "qualify sign", "cd examples/qt-notes && ./build.sh")),
     ("signing jobs run no app code", "the sign job pip-installs the downloaded artifact",
@@ -202,7 +219,7 @@ CHANGES: list[tuple[str, str, Change]] = [
     ("signing jobs run no app code", "the sign job unpacks the artifact",
      lambda w, p: _prepend_run(w, *SIGN_LINUX, "qualify sign", "tar -xzf run/artifacts/app.tar.gz")),
     ("signing jobs run no app code", "the release gate hides nox in a command substitution",
-     lambda w, p: _prepend_run(w, "release.yml", "gate", "--draft=false", 'echo "$(nox -s tests)"')),
+     lambda w, p: _prepend_run(w, "release-gate.yml", "gate", "--draft=false", 'echo "$(nox -s tests)"')),
     ("signing jobs run no app code", "the sign job runs another qualify subcommand",
      lambda w, p: _prepend_run(w, *SIGN_LINUX, "qualify sign", "qualify keygen --policy policies/release.toml")),
     ("signing jobs run no app code", "the sign job uses an action off the allow-list",
@@ -226,7 +243,7 @@ CHANGES: list[tuple[str, str, Change]] = [
     ("signing jobs run no app code", "the sign job installs the pipeline after the download",
      lambda w, p: _job(w, *SIGN_LINUX)["steps"].append(_step(w, *SIGN_LINUX, "pip install"))),
     ("signing jobs run no app code", "the aggregate puts the downloaded folder on PATH",
-     lambda w, p: _prepend_run(w, "qualify.yml", "aggregate", "qualify aggregate",
+     lambda w, p: _prepend_run(w, "aggregate.yml", "aggregate", "qualify aggregate",
                                'echo "$PWD/downloaded" >> "$GITHUB_PATH"')),
     ("signing jobs run no app code", "the sign job runs in a container",
      lambda w, p: _set(_job(w, *SIGN_LINUX), "container", "python:3.11")),
@@ -244,7 +261,7 @@ CHANGES: list[tuple[str, str, Change]] = [
      lambda w, p: _set(_step(w, *PRODUCE_LINUX, "qualify produce"), "run",
                        "qualify produce --policy policies/release.toml --platform linux --out out")),
     ("producing jobs mint no token", "the aggregate job produces",
-     lambda w, p: _prepend_run(w, "qualify.yml", "aggregate", "qualify aggregate",
+     lambda w, p: _prepend_run(w, "aggregate.yml", "aggregate", "qualify aggregate",
                                "qualify produce --policy policies/release.toml --platform linux --out o --unsigned")),
     # the split
     ("each producer runs, then signs once", "the sign job does not wait for the run job",
@@ -267,7 +284,27 @@ CHANGES: list[tuple[str, str, Change]] = [
      lambda w, p: _set(_step(w, *PRODUCE_LINUX, "actions/upload-artifact@")["with"], "name",
                        "qualification-platform-linux")),
     ("each producer runs, then signs once", "the aggregate downloads the unsigned runs",
-     lambda w, p: _set(_step(w, "qualify.yml", "aggregate", "actions/download-artifact@")["with"], "pattern", "*")),
+     lambda w, p: _set(_step(w, "aggregate.yml", "aggregate", "actions/download-artifact@")["with"], "pattern", "*")),
+    ("each producer runs, then signs once", "the run job does not wait for detect",
+     lambda w, p: _job(w, *PRODUCE_LINUX).pop("needs")),
+    ("each producer runs, then signs once", "the run job may mint tokens too",
+     lambda w, p: _set(_job(w, "produce-macos.yml", "run")["permissions"], "id-token", "write")),
+    # the pipeline at the commit the file was called at
+    ("pipeline at the called commit", "the run job installs the caller's lock",
+     lambda w, p: _set(_step(w, *PRODUCE_LINUX, "pip install"), "run",
+                       "python -m pip install --require-hashes --only-binary :all: -r requirements/pipeline.txt\n"
+                       "python -m pip install --no-deps --no-build-isolation .")),
+    ("pipeline at the called commit", "the sign job checks desktop-qualify out at its default branch",
+     lambda w, p: _job(w, *SIGN_LINUX)["steps"][1]["with"].pop("ref")),
+    ("pipeline at the called commit", "the aggregate checks desktop-qualify out at a tag of its own choosing",
+     lambda w, p: _set(_job(w, "aggregate.yml", "aggregate")["steps"][1]["with"], "ref", "v0.1.0")),
+    ("pipeline at the called commit", "the detect job runs another script",
+     lambda w, p: _set(_job(w, "release-gate.yml", "detect")["steps"][0]["with"], "script",
+                       "core.setOutput('sha', process.env.QUALIFY_SHA);")),
+    ("pipeline at the called commit", "the gate does not wait for detect",
+     lambda w, p: _job(w, "release-gate.yml", "gate").pop("needs")),
+    ("pipeline at the called commit", "the detect job checks out and runs the caller's code",
+     lambda w, p: _job(w, "produce-windows.yml", "detect")["steps"].insert(0, {"run": "./setup.sh"})),
     ("each producer runs, then signs once", "the sign job uploads under another name",
      lambda w, p: _set(_step(w, *SIGN_LINUX, "actions/upload-artifact@")["with"], "name", "evidence-linux")),
 ]
@@ -301,8 +338,8 @@ def test_only_the_sign_jobs_the_aggregate_and_the_gate_can_sign(committed: tuple
     workflows, _ = committed
     minting = sorted((name, job_id) for name, job_id, job in jobs(workflows)
                      if "uses" not in job and mints_tokens(workflows[name], job))
-    assert minting == sorted([*((f"produce-{p}.yml", "sign") for p in PLATFORMS), ("qualify.yml", "aggregate"),
-                              ("release.yml", "gate")])
+    assert minting == sorted([*((f"produce-{p}.yml", "sign") for p in PLATFORMS), ("aggregate.yml", "aggregate"),
+                              ("release-gate.yml", "gate"), *((name, "detect") for name in REUSABLE)])
 
 
 @pytest.mark.parametrize(("script", "programs"), [

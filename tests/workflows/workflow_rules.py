@@ -25,33 +25,59 @@ Rule = Callable[[Workflows, Policy], list[str]]
 PLATFORMS = ("linux", "macos", "windows")
 RUNNERS = {"linux": "ubuntu-", "macos": "macos-", "windows": "windows-"}
 PRODUCERS = {p: f"produce-{p}.yml" for p in PLATFORMS}
-# Each producer file: `run` (the app's code, no OIDC token) and then `sign` (the OIDC token, no app code).
-PRODUCER_JOBS = ("run", "sign")
+# The other reusable workflows a team calls at a tag, as this repository's own workflows call them with `./`.
+AGGREGATE = "aggregate.yml"
+GATE = "release-gate.yml"
+REUSABLE = (*PRODUCERS.values(), AGGREGATE, GATE)
+# Each producer file: `detect` (reads its own called-at commit), `run` (the app's code, no OIDC token) and
+# then `sign` (the OIDC token, no app code).
+PRODUCER_JOBS = ("detect", "run", "sign")
 POLICY_PATH = "policies/release.toml"
 CI_LOCK = "requirements/ci.txt"
-LOCK = "requirements/pipeline.txt"
+# desktop-qualify, checked out beside the caller's repository at the commit the reusable file was called at.
+PIPELINE = ".desktop-qualify"
+LOCK = f"{PIPELINE}/requirements/pipeline.txt"
+PIPELINE_CHECKOUT = {"repository": "${{ needs.detect.outputs.repository }}",
+                     "ref": "${{ needs.detect.outputs.sha }}", "path": PIPELINE, "persist-credentials": False}
+# The one step of every reusable file's `detect` job: its own OIDC token's job_workflow_ref and job_workflow_sha
+# (the github context names only the caller's), as slsa-github-generator's builders detect their ref.
+DETECT_ACTION = "actions/github-script@60a0d83039c74a4aee543508d2ffcb1c3799cdea"
+DETECT_SCRIPT = """const token = await core.getIDToken();
+const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8'));
+const [file, ref] = claims.job_workflow_ref.split('@');
+core.info(`called as ${file} at ${ref}, commit ${claims.job_workflow_sha}`);
+core.setOutput('repository', file.split('/').slice(0, 2).join('/'));
+core.setOutput('sha', claims.job_workflow_sha);
+"""
+DETECT_STEP = {"id": "claims", "uses": DETECT_ACTION, "with": {"script": DETECT_SCRIPT}}
+DETECT_OUTPUTS = {"repository": "${{ steps.claims.outputs.repository }}", "sha": "${{ steps.claims.outputs.sha }}"}
 # The least each job needs, and no more (a job not named here may not exist).
 LEAST: dict[tuple[str, str], dict[str, str]] = {
     # Each producer's two jobs: `run`, where the app's code runs, can mint no OIDC token; `sign` runs none of it.
     **{(PRODUCERS[p], "run"): {"contents": "read"} for p in PLATFORMS},
     **{(PRODUCERS[p], "sign"): {"contents": "read", "id-token": "write"} for p in PLATFORMS},
-    # A called workflow's jobs get at most what the caller grants: id-token: write, for the sign job.
+    # Each reusable file's detect job reads its own token's claims: no contents, nothing else.
+    **{(name, "detect"): {"id-token": "write"} for name in REUSABLE},
+    # A called workflow's jobs get at most what the caller grants: id-token: write, for detect and sign.
     **{("qualify.yml", p): {"contents": "read", "id-token": "write"} for p in PLATFORMS},
     # attestations: write on the aggregate job alone: it stores the statements it verified.
     ("qualify.yml", "aggregate"): {"contents": "read", "id-token": "write", "attestations": "write"},
+    (AGGREGATE, "aggregate"): {"contents": "read", "id-token": "write", "attestations": "write"},
     # attestations: write for the gate's own VSAs (the read-back reads the store too); id-token: write to sign them.
     ("release.yml", "gate"): {"contents": "write", "actions": "read", "attestations": "write", "id-token": "write"},
+    (GATE, "gate"): {"contents": "write", "actions": "read", "attestations": "write", "id-token": "write"},
     ("ci.yml", "tests"): {"contents": "read"},
 }
 TRIGGERS = {
     "qualify.yml": {"push": {"branches": ["main"]}, "workflow_dispatch": None},
-    **{PRODUCERS[p]: {"workflow_call": ...} for p in PLATFORMS},
+    **{name: {"workflow_call": ...} for name in REUSABLE},
     "release.yml": {"workflow_dispatch": ...},
     "ci.yml": {"push": {"branches": ["main"]}, "pull_request": None},
 }
 # Inputs allowed at all: only the release gate's choice of draft, which it trusts for nothing
-# (it must be a tag at main's head; the policy and checkout are literals).
-ALLOWED_INPUTS = {"release.yml": {"tag"}}
+# (it must be a tag at main's head; the policy and checkout are literals), and release.yml passing it on.
+ALLOWED_INPUTS = {"release.yml": {"tag"}, GATE: {"tag"}}
+CALL_INPUTS = {("release.yml", "gate"): {"tag": "${{ inputs.tag }}"}}
 _FORBIDDEN_INPUT = re.compile(r"ref|sha|commit|branch|workflow|policy|path|repo", re.IGNORECASE)
 _SHA_PIN = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}")
 _EXPRESSION = re.compile(r"\$\{\{")
@@ -114,12 +140,18 @@ def inputs_name_nothing_trusted(workflows: Workflows, _: Policy) -> list[str]:
                 text = f"{key} {(value or {}).get('description', '')}"
                 if key not in ALLOWED_INPUTS.get(name, set()) or _FORBIDDEN_INPUT.search(key):
                     bad.append(f"{name}: input {key!r} ({text.strip()}) may not exist")
-    # A caller passes its reusable producers nothing but the secrets they sign with.
+    # A caller passes its reusable producers nothing but the secrets they sign with (the gate: the draft's tag).
     bad += [f"{name}: job {job_id} passes inputs {sorted(job['with'])}" for name, job_id, job in jobs(workflows)
-            if "uses" in job and job.get("with")]
-    bad += [f"{name}: a checkout of ref {step['with']['ref']!r}" for name, _, step in steps(workflows)
-            if str(step.get("uses", "")).startswith("actions/checkout@") and "ref" in (step.get("with") or {})
-            and step["with"]["ref"] != "main"]
+            if "uses" in job and job.get("with") and job["with"] != CALL_INPUTS.get((name, job_id))]
+    # Two checkouts only: the caller's repository (at the triggering commit, or main for the gate), and
+    # desktop-qualify at exactly the commit the detect job read from the job's own token.
+    for name, _, step in steps(workflows):
+        spec = step.get("with") or {}
+        if not str(step.get("uses", "")).startswith("actions/checkout@") or spec == PIPELINE_CHECKOUT:
+            continue
+        bad += [f"{name}: a checkout of {key} {spec[key]!r}" for key in ("repository", "path") if key in spec]
+        if "ref" in spec and spec["ref"] != "main":
+            bad.append(f"{name}: a checkout of ref {spec['ref']!r}")
     return bad
 
 
@@ -150,16 +182,20 @@ def platforms_once(workflows: Workflows, _: Policy) -> list[str]:
         for job_id in PRODUCER_JOBS:
             job = producer[job_id]
             runner = job.get("runs-on")
-            if not isinstance(runner, str) or not runner.startswith(RUNNERS[platform]) or "${{" in runner \
+            # The detect job reads a token on any fixed runner: Linux's, the cheapest.
+            want = RUNNERS["linux" if job_id == "detect" else platform]
+            if not isinstance(runner, str) or not runner.startswith(want) or "${{" in runner \
                     or "strategy" in job:
-                bad.append(f"{PRODUCERS[platform]}: {job_id}'s runner {runner!r} is not a fixed "
-                           f"{RUNNERS[platform]}* label")
+                bad.append(f"{PRODUCERS[platform]}: {job_id}'s runner {runner!r} is not a fixed {want}* label")
+            if job_id == "detect":
+                continue
             said = [arg for _, _, line in runs({"x": {"jobs": {job_id: job}}})
                     for arg in re.findall(r"--platform\s+(\S+)", line)]
             if said != [platform]:
                 bad.append(f"{PRODUCERS[platform]}: {job_id} names platforms {said}, expected exactly [{platform!r}]")
-    if len(called) != len(PLATFORMS):
-        bad.append(f"qualify.yml: {len(called)} reusable calls, expected {len(PLATFORMS)}")
+    # The producers, and the aggregate once they are done (held by its own rule).
+    if len(called) != len(PLATFORMS) + 1:
+        bad.append(f"qualify.yml: {len(called)} reusable calls, expected {len(PLATFORMS) + 1}")
     return bad
 
 
@@ -172,9 +208,9 @@ def actions_pinned(workflows: Workflows, _: Policy) -> list[str]:
         if str(uses).startswith("actions/checkout@") and (step.get("with") or {}).get("persist-credentials") \
                 is not False:
             bad.append(f"{name}: {job_id} checks out with persisted credentials")
-    bad += [f"{name}: {job_id} calls {job['uses']!r}, not a local producer workflow"
+    bad += [f"{name}: {job_id} calls {job['uses']!r}, not one of this repository's reusable workflows"
             for name, job_id, job in jobs(workflows)
-            if "uses" in job and job["uses"] not in {f"./.github/workflows/{f}" for f in PRODUCERS.values()}]
+            if "uses" in job and job["uses"] not in {f"./.github/workflows/{f}" for f in REUSABLE}]
     return bad
 
 
@@ -188,37 +224,43 @@ def aggregate_needs_every_producer(workflows: Workflows, _: Policy) -> list[str]
     job = (workflows.get("qualify.yml", {}).get("jobs") or {}).get("aggregate") or {}
     needs = job.get("needs")
     needs = [needs] if isinstance(needs, str) else needs or []
-    if sorted(needs) != sorted(PLATFORMS) or "uses" in job:
-        return [f"qualify.yml: aggregate needs {needs}, expected every producer {list(PLATFORMS)}"]
+    if sorted(needs) != sorted(PLATFORMS) or job.get("uses") != f"./.github/workflows/{AGGREGATE}":
+        return [f"qualify.yml: aggregate needs {needs} and calls {job.get('uses')!r}, expected every producer "
+                f"{list(PLATFORMS)} and {AGGREGATE}"]
     return []
 
 
 def release_only_verifies_publishes_reads_back(workflows: Workflows, _: Policy) -> list[str]:
-    lines = [line for _, _, line in runs(workflows, "release.yml")]
-    bad = [f"release.yml: runs qualify {m}" for line in lines for m in _QUALIFY.findall(line)
-           if m not in ("verify", "readback")]
+    # release.yml only calls the reusable gate; the gate's own steps are held below.
+    release = workflows.get("release.yml", {}).get("jobs") or {}
+    bad = [] if list(release) == ["gate"] and set(release["gate"]) == {"uses", "permissions", "with"} and \
+        release["gate"]["uses"] == f"./.github/workflows/{GATE}" else [f"release.yml: jobs {sorted(release)}, "
+                                                                         f"expected one call of {GATE}"]
+    lines = [line for _, _, line in runs(workflows, GATE)]
+    bad += [f"{GATE}: runs qualify {m}" for line in lines for m in _QUALIFY.findall(line)
+            if m not in ("verify", "readback")]
     allowed = (ATTACH_BUNDLE, ATTACH_SUMMARIES)
-    bad += [f"release.yml: writes with {line[:80]!r}" for line in lines if line not in allowed and
+    bad += [f"{GATE}: writes with {line[:80]!r}" for line in lines if line not in allowed and
             re.search(r"\bgh\s+(api|release\s+(create|upload|delete)|workflow|secret|variable)\b|\bgit\s+push\b",
                       line)]
     edits = [i for i, line in enumerate(lines) if re.search(r"\bgh\s+release\s+edit\b", line)]
     verifies = [i for i, line in enumerate(lines) if "qualify verify" in line]
     attaches = [i for i, line in enumerate(lines) if line == ATTACH_BUNDLE]
     if len(edits) != 1 or lines[edits[0]] != 'gh release edit "$TAG" --draft=false':
-        return [*bad, "release.yml: exactly one publish, gh release edit \"$TAG\" --draft=false, expected"]
+        return [*bad, f"{GATE}: exactly one publish, gh release edit \"$TAG\" --draft=false, expected"]
     if not any(i < edits[0] for i in verifies):
-        bad.append("release.yml: publishes before it verifies")
+        bad.append(f"{GATE}: publishes before it verifies")
     if len(attaches) != 1 or not verifies or not verifies[0] < attaches[0] < edits[0]:
-        bad.append("release.yml: the run's bundle is attached once, after the verify and before the publish")
+        bad.append(f"{GATE}: the run's bundle is attached once, after the verify and before the publish")
     summaries = [i for i, line in enumerate(lines) if line == ATTACH_SUMMARIES]
     writes_them = [i for i in verifies if "--vsa verification-summary.intoto.jsonl" in lines[i]]
     if len(summaries) != 1 or not writes_them or not writes_them[0] < summaries[0] < edits[0]:
-        bad.append("release.yml: the gate's summaries are written by the verify and attached once before publishing")
+        bad.append(f"{GATE}: the gate's summaries are written by the verify and attached once before publishing")
     after = lines[edits[0] + 1:]
     if not (any("gh release download" in line for line in after) and any("qualify verify" in line for line in after)):
-        bad.append("release.yml: does not read the published release back and verify it")
+        bad.append(f"{GATE}: does not read the published release back and verify it")
     if not any(line.startswith("qualify readback ") for line in after):
-        bad.append("release.yml: does not run qualify readback after publishing")
+        bad.append(f"{GATE}: does not run qualify readback after publishing")
     return bad
 
 
@@ -234,10 +276,15 @@ def policy_paths_literal(workflows: Workflows, _: Policy) -> list[str]:
 def signers_are_these_files(workflows: Workflows, policy: Policy) -> list[str]:
     producer = policy.get("producer") or {}
     signers = producer.get("signers") or {}
-    want = {**{p: f".github/workflows/{PRODUCERS[p]}" for p in PLATFORMS}, "aggregate": ".github/workflows/qualify.yml"}
+    want = {**{p: f".github/workflows/{PRODUCERS[p]}" for p in PLATFORMS},
+            "aggregate": f".github/workflows/{AGGREGATE}"}
     bad = [] if signers == want else [f"policy signers {signers!r}, expected {want!r}"]
     if producer.get("workflow") != ".github/workflows/qualify.yml":
         bad.append(f"policy build config workflow {producer.get('workflow')!r} is not qualify.yml")
+    verifier = policy.get("verifier") or {}
+    gate = (f".github/workflows/{GATE}", ".github/workflows/release.yml")
+    if (verifier.get("workflow"), verifier.get("caller")) != gate:
+        bad.append(f"policy verifier {verifier!r} is not {GATE} called by release.yml")
     bad += [f"policy signer {path} is not a workflow here" for path in signers.values()
             if path.removeprefix(".github/workflows/") not in workflows]
     return bad
@@ -245,10 +292,10 @@ def signers_are_these_files(workflows: Workflows, policy: Policy) -> list[str]:
 
 def installs_hash_pinned(workflows: Workflows, _: Policy) -> list[str]:
     bad = []
-    for name, job_id, line in runs(workflows, "qualify.yml", "release.yml", *PRODUCERS.values()):
+    for name, job_id, line in runs(workflows, "qualify.yml", "release.yml", *REUSABLE):
         if re.search(r"\bpip\s+install\b", line) and not (
-                f"--require-hashes --only-binary :all: -r {LOCK}" in line or line.endswith("--no-deps "
-                                                                                           "--no-build-isolation .")):
+                f"--require-hashes --only-binary :all: -r {LOCK}" in line or
+                line.endswith(f"--no-deps --no-build-isolation ./{PIPELINE}")):
             bad.append(f"{name}: {job_id}: an install that is not hash-pinned: {line[:80]!r}")
     # The test runner's own tooling: nox from its lock; nox then installs the project and its test extras.
     for name, job_id, line in runs(workflows, "ci.yml"):
@@ -262,7 +309,7 @@ def installs_hash_pinned(workflows: Workflows, _: Policy) -> list[str]:
 SIGNING_ACTIONS = ("actions/checkout", "actions/setup-python", "actions/download-artifact", "actions/upload-artifact")
 SIGNING_QUALIFY = {"sign", "aggregate", "verify", "bundle", "readback", "verify-vsa"}
 PIPELINE_INSTALL = {("python", "-m", "pip", "install", "--require-hashes", "--only-binary", ":all:", "-r", LOCK),
-                    ("python", "-m", "pip", "install", "--no-deps", "--no-build-isolation", ".")}
+                    ("python", "-m", "pip", "install", "--no-deps", "--no-build-isolation", f"./{PIPELINE}")}
 STORE_ATTESTATIONS = ("python", "-m", "desktop_qualify.qualify_github", "store-attestations")
 # The shell's own plumbing (the release gate's checks and loops): none of it runs a file it is given.
 SHELL_PLUMBING = {"set", "test", "[", "echo", "printf", "exit", "true", "read", "mkdir"}
@@ -339,7 +386,8 @@ def _signing_step(step: dict[str, Any], downloaded: bool) -> list[str]:
         bad.append(f"a step runs in {step['working-directory']!r}")
     if "uses" in step:
         action = str(step["uses"]).split("@", 1)[0]
-        if action not in SIGNING_ACTIONS:
+        # The one script a signing job may run besides the pipeline: the detect job's, byte for byte.
+        if action not in SIGNING_ACTIONS and step != DETECT_STEP:
             bad.append(f"uses {action!r}, not on the signing jobs' allow-list")
         if action == "actions/download-artifact" and str((step.get("with") or {}).get("path", "")).strip("./") == "":
             bad.append("downloads an artifact into the checkout itself")
@@ -412,12 +460,13 @@ def each_producer_runs_then_signs(workflows: Workflows, _: Policy) -> list[str]:
     for platform, file in PRODUCERS.items():
         jobs_here = workflows.get(file, {}).get("jobs") or {}
         signing = [job_id for job_id, job in jobs_here.items() if mints_tokens(workflows[file], job)]
-        if signing != ["sign"]:
-            bad.append(f"{file}: signing jobs {signing}, expected exactly one, 'sign'")
+        if sorted(signing) != ["detect", "sign"]:
+            bad.append(f"{file}: jobs that can mint a token {signing}, expected exactly 'detect' and 'sign'")
         run, sign = jobs_here.get("run") or {}, jobs_here.get("sign") or {}
         needs = sign.get("needs")
-        if (needs if isinstance(needs, list) else [needs]) != ["run"] or "needs" in run:
-            bad.append(f"{file}: sign needs {needs!r}, expected the run job alone (and run needs nothing)")
+        if sorted(needs if isinstance(needs, list) else [needs]) != ["detect", "run"] or run.get("needs") != "detect":
+            bad.append(f"{file}: sign needs {needs!r}, run needs {run.get('needs')!r}; expected the run job (and "
+                       "detect) for sign, and detect alone for run")
         handed = f"unsigned-{platform}"
         produce = ["qualify", "produce", "--policy", POLICY_PATH, "--platform", platform, "--out", "out", "--unsigned"]
         said = [argv for step in run.get("steps") or [] if "run" in step for argv in invoked(str(step["run"]))
@@ -454,6 +503,36 @@ def each_producer_runs_then_signs(workflows: Workflows, _: Policy) -> list[str]:
     return bad
 
 
+def pipeline_at_the_called_commit(workflows: Workflows, _: Policy) -> list[str]:
+    """Every job that installs the pipeline installs desktop-qualify at the commit its file was called at.
+
+    A team calls these files at a tag: the github context is the team's, so each file's `detect` job reads
+    its own OIDC token (job_workflow_ref, job_workflow_sha: what Fulcio writes into .9 and .10) and runs
+    nothing else; every job that installs the pipeline needs it and checks desktop-qualify out at that commit.
+    """
+    bad = []
+    for name in REUSABLE:
+        here = workflows.get(name, {}).get("jobs") or {}
+        detect = here.get("detect") or {}
+        if detect.get("steps") != [DETECT_STEP] or detect.get("outputs") != DETECT_OUTPUTS or "needs" in detect:
+            bad.append(f"{name}: no detect job that runs exactly the token-claims script and hands on its outputs")
+        for job_id, job in here.items():
+            installs = [argv for step in job.get("steps") or [] if "run" in step
+                        for argv in invoked(str(step["run"])) if tuple(argv) in PIPELINE_INSTALL]
+            if job_id == "detect" or not installs:
+                continue
+            needs = job.get("needs")
+            checkouts = [s.get("with") for s in job.get("steps") or []
+                         if str(s.get("uses", "")).startswith("actions/checkout@")]
+            if "detect" not in (needs if isinstance(needs, list) else [needs]) or PIPELINE_CHECKOUT not in checkouts:
+                bad.append(f"{name}: {job_id} installs a pipeline not checked out at the detect job's commit")
+    # The pipeline comes from those checkouts only, never from the caller's repository.
+    bad += [f"{name}: {job_id}: installs the caller's checkout: {line[:80]!r}"
+            for name, job_id, line in runs(workflows, "qualify.yml", "release.yml", *REUSABLE)
+            if re.search(r"\bpip\s+install\b", line) and re.search(r"(-r requirements/|\s\.$)", line)]
+    return bad
+
+
 RULES: dict[str, Rule] = {
     "triggers": triggers,
     "inputs name nothing trusted": inputs_name_nothing_trusted,
@@ -469,4 +548,5 @@ RULES: dict[str, Rule] = {
     "signing jobs run no app code": signing_jobs_run_no_app_code,
     "producing jobs mint no token": producing_jobs_mint_no_token,
     "each producer runs, then signs once": each_producer_runs_then_signs,
+    "pipeline at the called commit": pipeline_at_the_called_commit,
 }

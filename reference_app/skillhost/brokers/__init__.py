@@ -7,6 +7,8 @@ network diagnostics), HTTPS egress and loopback services.
 """
 
 from skillhost.brokers._broker import (
+    AUDIT_FULL,
+    MAX_AUDIT,
     MAX_REQUESTS,
     AuditEvent,
     Broker,
@@ -20,10 +22,11 @@ from skillhost.brokers._egress import Connector, Declassification, EgressPolicy,
 from skillhost.brokers._env import EnvGrants
 from skillhost.brokers._fs import FilesystemPort
 from skillhost.brokers._loopback import LoopbackPort, LoopbackServices
-from skillhost.brokers._process import ProcessPort, ProcessRule, git_rules
+from skillhost.brokers._process import ProcessPort, ProcessRule, entry_id, git_rules
 
 __all__ = [
-    "MAX_REQUESTS", "AuditEvent", "Broker", "Connector", "Declassification", "Diagnostics", "EgressPolicy",
-    "EnvGrants", "FilesystemPort", "HostPorts", "HttpsPort", "LoggerPort", "LoopbackPort", "LoopbackServices",
-    "ProcessPort", "ProcessRule", "Resolver", "TimePort", "default_ports", "git_rules", "system_resolver",
+    "AUDIT_FULL", "MAX_AUDIT", "MAX_REQUESTS", "AuditEvent", "Broker", "Connector", "Declassification", "Diagnostics",
+    "EgressPolicy", "EnvGrants", "FilesystemPort", "HostPorts", "HttpsPort", "LoggerPort", "LoopbackPort",
+    "LoopbackServices", "ProcessPort", "ProcessRule", "Resolver", "TimePort", "default_ports", "entry_id", "git_rules",
+    "system_resolver",
 ]  # fmt: skip

@@ -3,16 +3,22 @@
 What a call may do = declared ∩ catalog ∩ authority ∩ broker policy.
 Every call is audited with bounded fields and no values: a call that passes the
 pre-checks as ``start`` then ``done`` or ``denied``, a call a pre-check refuses
-as one ``denied`` record. The audit is capped; a call for which it has no room
-left is refused (``CC_SKILL_AUDIT_FULL``), never run unaudited:
-the audit names the skill, the authority, the port, the method and at most a
-short non-secret target (a logical key name, a host name, a command name), never
-an argument value, an environment value, argv or output.
+as one ``denied`` record, a call the run abandoned at its deadline as
+``abandoned`` and, when it ends after all, ``late-done`` or ``late-denied``.
+The audit is capped and never drops a record: once a call would not fit, the
+broker stops (fail closed): that call and every later one is refused with
+``CC_SKILL_AUDIT_FULL`` without running, and one last ``overflow`` record
+counts them, so every refusal is in the audit, as a record or in that count.
+Every record names the skill, the authority (or, in its target, the decision
+id), the port, the method and a short non-secret target (a logical key name, a
+host name, a rule or service name), never an argument value, an environment
+value, argv or output.
 """
 
 from __future__ import annotations
 
 import datetime
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any, Protocol, TypedDict
@@ -24,6 +30,9 @@ MAX_REQUESTS = 32
 MAX_LOG_MESSAGE = 200
 MAX_AUDIT = 256
 MAX_TARGET = 64
+AUDIT_FULL = "CC_SKILL_AUDIT_FULL"
+# Kept free at the end of the audit: the overflow record and the late end of one abandoned call.
+_RESERVED = 2
 
 
 class AuditEvent(TypedDict):
@@ -59,7 +68,7 @@ class TimePort:
         return int(time.time() * 1000)
 
     def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str:
-        return ""
+        return "utc-clock"
 
 
 class LoggerPort:
@@ -79,7 +88,47 @@ class LoggerPort:
         self._log("warn", message)
 
     def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str:
-        return ""
+        return "host-log"
+
+
+def _name(value: object, pattern: str = r"^[a-z0-9][a-z0-9._-]{0,63}$") -> str:
+    import re  # noqa: PLC0415 - only for the refusals of ports that were never built
+
+    return value if isinstance(value, str) and re.match(pattern, value) else "?"
+
+
+def precheck_target(port: object, method: object, args: object, kwargs: object) -> str:
+    """The target of a call refused before its port was reached (or one the host never built for this run).
+
+    The same bounded names the ports themselves audit: a logical key, a relative path, a host name, a service,
+    the executable's name or the diagnostic tool; never a value, a query string or argv beyond its first word.
+    """
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    pos = list(args) if isinstance(args, (list, tuple)) else []
+    kw = kwargs if isinstance(kwargs, dict) else {}
+    first = pos[0] if pos else next(iter(kw.values()), None)
+    if port == "time":
+        return "utc-clock"
+    if port == "logger":
+        return "host-log"
+    if port in ("env", "loopback"):
+        return _name(first, r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+    if port == "fs":
+        return first[:MAX_TARGET] if isinstance(first, str) and first.isascii() and first.isprintable() else "?"
+    if port == "https":
+        try:
+            host = urlsplit(first).hostname if isinstance(first, str) else None
+        except ValueError:
+            host = None
+        return _name(host, r"^[a-z0-9.-]{1,64}$")
+    if port == "process":
+        if method == "diagnose":
+            host = pos[1] if len(pos) > 1 else kw.get("host")
+            return f"diagnose:{_name(first)}:{_name(host)}"[:MAX_TARGET]
+        word = first[0] if isinstance(first, list) and first else None
+        return f"run:{_name(word)}"
+    return "?"
 
 
 class Broker:
@@ -93,20 +142,27 @@ class Broker:
         approved_ports: dict[str, Any],
         max_requests: int = MAX_REQUESTS,
         authority: str = "host",
-        granted: frozenset[str] | None = None,
+        *,
+        granted: frozenset[str],
     ) -> None:
         self.skill_id = skill_id
         self.exec_id = exec_id
         self.authority = authority
         self.declared = frozenset(declared)
-        # The capabilities the current authority grants (``None``: the caller approved ``approved_ports`` itself).
-        self.granted = granted
+        # The capabilities the current authority grants. Required: no default may stand for "every capability".
+        self.granted = frozenset(granted)
         self.ports = dict(approved_ports)
         self.max_requests = max_requests
         self.requests = 0
         self.audit: list[AuditEvent] = []
         self.denials: list[str] = []
         self.audit_full = False
+        # Calls refused because the audit was full; the overflow record (the audit's last) carries the count.
+        self.overflow = 0
+        self._overflow_record: AuditEvent | None = None
+        self._lock = threading.Lock()
+        # Calls started but not ended (start seq -> whether the run abandoned them at its deadline).
+        self._inflight: dict[int, bool] = {}
 
     def _record(  # noqa: PLR0917
         self,
@@ -116,12 +172,14 @@ class Broker:
         capability: str | None,
         code: str | None = None,
         target: str = "",
-    ) -> None:
+    ) -> int:
+        # Callers check the room first (``call``); the cap here only guards against a bug, never drops silently.
         if len(self.audit) >= MAX_AUDIT:
-            return
+            raise SkillError(AUDIT_FULL, "the audit of this run is full")
+        seq = len(self.audit)
         self.audit.append(
             {
-                "seq": len(self.audit),
+                "seq": seq,
                 "event": event,
                 "exec_id": self.exec_id[:64],
                 "skill_id": self.skill_id[:64],
@@ -133,6 +191,7 @@ class Broker:
                 "code": code,
             }
         )
+        return seq
 
     def _deny(self, port: object, method: object, capability: str | None, code: str, target: str = "") -> SkillError:
         self._record("denied", port, method, capability, code, target)
@@ -147,7 +206,7 @@ class Broker:
             return "CC_SKILL_PORT_UNKNOWN"
         if capability not in self.declared:
             return "CC_SKILL_CAPABILITY_UNDECLARED"
-        if self.granted is not None and capability not in self.granted:
+        if capability not in self.granted:
             return "CC_SKILL_AUTHORITY_DENIED"
         if port not in self.ports:
             return "CC_SKILL_PORT_UNAPPROVED"
@@ -163,43 +222,84 @@ class Broker:
             return "CC_SKILL_PROTOCOL_VIOLATION"
         return None
 
+    def _refuse_full(self, port: object, method: object, capability: str | None, target: str) -> SkillError:
+        """The audit has no room for this call: stop the run, fail closed, and count the refusal in the overflow
+        record (the audit's last), so no refusal is ever missing from the audit."""
+        self.audit_full = True
+        self.overflow += 1
+        self.denials.append(AUDIT_FULL)
+        if self._overflow_record is None:
+            seq = self._record("overflow", port, method, capability, AUDIT_FULL, target)
+            self._overflow_record = self.audit[seq]
+        self._overflow_record["target"] = f"refused={self.overflow}"
+        return SkillError(AUDIT_FULL, "the audit of this run is full: the run is stopped")
+
+    def _target(self, port: object, method: object, args: object, kwargs: object) -> str:
+        impl = self.ports.get(port) if isinstance(port, str) else None
+        try:
+            if impl is not None and isinstance(args, (list, tuple)) and isinstance(kwargs, dict):
+                target = str(impl.audit_target(method, list(args), kwargs))
+            else:
+                target = precheck_target(port, method, args, kwargs)
+        except Exception:
+            target = "?"
+        return target if target.isascii() and target.isprintable() and target else "?"
+
     def call(self, port: Any, method: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = {} if kwargs is None else kwargs
-        self.requests += 1
         capability = PORT_CAPABILITY.get(port) if isinstance(port, str) else None
-        if len(self.audit) > MAX_AUDIT - 3:
-            # No room for this call's start and end records and one spare: refuse it rather than run it unaudited.
-            # The first such refusal takes the spare record; later ones are refused without one.
-            full = "CC_SKILL_AUDIT_FULL"
-            if self.audit_full:
-                self.denials.append(full)
-                raise SkillError(full, "the audit of this run is full")
-            self.audit_full = True
-            raise self._deny(port, method, capability, full)
-        code = self._precheck(port, method, args, kwargs)
-        if code:
-            raise self._deny(port, method, capability, code)
+        target = self._target(port, method, args, kwargs)
+        with self._lock:
+            self.requests += 1
+            # Room for this call's start and end records, besides the reserved overflow and late-end records.
+            if self.audit_full or len(self.audit) + 2 > MAX_AUDIT - _RESERVED:
+                raise self._refuse_full(port, method, capability, target)
+            code = self._precheck(port, method, args, kwargs)
+            if code:
+                raise self._deny(port, method, capability, code, target)
+            seq = self._record("start", port, method, capability, target=target)
+            self._inflight[seq] = False
         impl = self.ports[port]
-        args = list(args)
         try:
-            target = str(impl.audit_target(method, args, kwargs))
-        except Exception:
-            target = ""
-        if not target.isascii() or not target.isprintable():
-            target = "?"
-        self._record("start", port, method, capability, target=target)
-        try:
-            value = getattr(impl, method)(*args, **kwargs)
+            value = getattr(impl, method)(*list(args), **kwargs)
         except SkillError as exc:
-            raise self._deny(port, method, capability, exc.code, target) from None
+            raise self._end(seq, port, method, capability, exc.code, self._final(impl, target)) from None
         except TypeError:
-            raise self._deny(port, method, capability, "CC_SKILL_PORT_BAD_ARGS", target) from None
+            raise self._end(seq, port, method, capability, "CC_SKILL_PORT_BAD_ARGS", target) from None
         except Exception:
             # A port must map its own failures; anything escaping one (OSError, UnicodeError, a bug)
             # is still an audited denial.
-            raise self._deny(port, method, capability, "CC_SKILL_PORT_FAILED", target) from None
-        self._record("done", port, method, capability, target=target)
+            raise self._end(seq, port, method, capability, "CC_SKILL_PORT_FAILED", target) from None
+        self._end(seq, port, method, capability, None, self._final(impl, target))
         return value
+
+    @staticmethod
+    def _final(impl: Any, target: str) -> str:
+        """The target the call really reached (a redirect through a decision names that decision)."""
+        final = getattr(impl, "final_target", None)
+        reached = final() if callable(final) else None
+        return reached if isinstance(reached, str) and reached and reached.isascii() else target
+
+    def _end(  # noqa: PLR0917
+        self, seq: int, port: object, method: object, capability: str | None, code: str | None, target: str
+    ) -> SkillError:
+        """Record how a started call ended; one the run abandoned at its deadline ends as ``late-*``."""
+        with self._lock:
+            late = self._inflight.pop(seq, False)
+            event = ("late-" if late else "") + ("done" if code is None else "denied")
+            self._record(event, port, method, capability, code, target)
+            if code is not None:
+                self.denials.append(code)
+        return SkillError(code or "", f"{str(port)[:32]}.{str(method)[:32]} denied")
+
+    def abandon(self, code: str) -> None:
+        """The run stops waiting for the calls still running (its deadline): each gets an ``abandoned`` record
+        now, and its own ``late-done`` or ``late-denied`` record when it ends."""
+        with self._lock:
+            for seq in list(self._inflight):
+                self._inflight[seq] = True
+                start = self.audit[seq]
+                self._record("abandoned", start["port"], start["method"], start["capability"], code, start["target"])
 
 
 def default_ports(log_sink: list[dict[str, str]], env_values: dict[str, str] | None = None) -> dict[str, Any]:

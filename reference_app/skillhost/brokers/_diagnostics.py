@@ -45,6 +45,8 @@ TEMPLATES: Mapping[str, Mapping[str, Template]] = {
 
 # (host name, port) -> the checked address; raises the egress broker's refusal otherwise.
 DestinationCheck = Callable[[str, int], str]
+# (host name, port) -> the destination as the audit names it (``<decision-id>@<host>`` through a decision).
+DestinationLabel = Callable[[str, int], str]
 
 
 def _platform() -> str:
@@ -62,11 +64,27 @@ class Diagnostic:
 class Diagnostics:
     """Builds a diagnostic's argv from a checked destination; runs nothing itself."""
 
-    def __init__(self, check: DestinationCheck, platform: str | None = None) -> None:
+    def __init__(
+        self,
+        check: DestinationCheck,
+        platform: str | None = None,
+        *,
+        label: DestinationLabel | None = None,
+        executables: Mapping[str, str] | None = None,
+    ) -> None:
         self._check = check
+        self._label = label
         templates = TEMPLATES[platform or _platform()]
-        # Resolved once, now, like every process rule: a later PATH change cannot redirect a tool.
-        self._tools = {tool: (shutil.which(exe), args) for tool, (exe, args) in templates.items()}
+        # Resolved once, now, like every process rule: a later PATH change cannot redirect a tool. A host may
+        # name the absolute executable of a tool itself (``executables``); the argv template stays the fixed one.
+        chosen = dict(executables or {})
+        self._tools = {tool: (chosen.get(tool) or shutil.which(exe), args) for tool, (exe, args) in templates.items()}
+
+    def label(self, host: object, port: object = 443) -> str:
+        """The audit's name for a diagnostic's destination: the host, or ``<decision-id>@<host>``."""
+        if not isinstance(host, str) or not isinstance(port, int) or isinstance(port, bool):
+            return "?"
+        return self._label(host, port) if self._label is not None else host[:64]
 
     def build(self, tool: object, host: object, port: object = 443) -> Diagnostic:
         if not isinstance(tool, str) or tool not in self._tools:

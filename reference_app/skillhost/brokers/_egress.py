@@ -25,6 +25,7 @@ import ipaddress
 import re
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ MAX_URL = 2048
 MAX_BYTES = 64 * 1024
 TIMEOUT = 5.0
 MAX_REDIRECTS = 3
+MAX_TARGET = 64
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _NUMERIC_HOST = re.compile(r"^(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+))*$")
 _URL_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
@@ -167,6 +169,8 @@ class HttpsPort:
         self._resolve = resolver
         self._connect = connect
         self._ctx = ssl_context if ssl_context is not None else ssl.create_default_context()
+        # The destination the last hop of this thread's call reached, for the call's end record.
+        self._reached = threading.local()
         # Certificate and name checks are not optional, whatever context was injected.
         if self._ctx.verify_mode != ssl.CERT_REQUIRED or not self._ctx.check_hostname:
             raise SkillError("CC_SKILL_EGRESS_POLICY_INVALID", "TLS context must verify certificates and names")
@@ -204,6 +208,22 @@ class HttpsPort:
             raise SkillError("CC_SKILL_EGRESS_DECISION_EXPIRED", f"the decision for {host[:60]} has expired")
         live = [d for d in found if d.expires_at > time.time()]
         return live[0] if live else None
+
+    def label(self, host: str, port: int) -> str:
+        """A destination as the audit names it: the host, after the id of the decision that allowed it if one did."""
+        try:
+            decision = self._decision(host, port)
+        except SkillError:
+            decision = None
+        if decision is None or (host, port) in self._policy.allowed:
+            return host[:MAX_TARGET]
+        return f"{decision.decision_id}@{host}"[:MAX_TARGET]
+
+    def final_target(self) -> str | None:
+        """The audit target of the destination this thread's last call reached (its last hop); read once."""
+        reached = getattr(self._reached, "label", None)
+        self._reached.label = None
+        return reached if isinstance(reached, str) else None
 
     def check_destination(self, host: str, port: int) -> str:
         """The address ``host:port`` may be reached at under this policy (allow-list or decision, public
@@ -264,9 +284,12 @@ class HttpsPort:
     def get(self, url: object = "") -> dict[str, Any]:
         deadline = time.monotonic() + self._policy.timeout
         current = url
+        self._reached.label = None
         for hop in range(self._policy.max_redirects + 1):
             try:
                 target = self._target(current)
+                # A hop reached through a decision is audited under that decision's id, the first or a redirect.
+                self._reached.label = self.label(target.host, target.port)
                 address = self._address(target)
             except SkillError as exc:
                 if hop == 0:
@@ -295,9 +318,7 @@ class HttpsPort:
             return "?"
         # The host name only (paths and queries may carry tokens), after the decision that allowed it, if one did.
         try:
-            decision = self._decision(host, urlsplit(url).port or 443) if isinstance(url, str) else None
-        except (SkillError, ValueError):
-            decision = None
-        if decision is None or (host, decision.port) in self._policy.allowed:
-            return host[:64]
-        return f"{decision.decision_id}@{host}"[:64]
+            port = urlsplit(url).port or 443 if isinstance(url, str) else 443
+        except ValueError:
+            port = 443
+        return self.label(host, port)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import http.client
 import re
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skillhost._errors import SkillError
@@ -27,11 +27,22 @@ LOOPBACK = "127.0.0.1"
 
 @dataclass(frozen=True)
 class LoopbackServices:
-    """The host's loopback services: name -> the fixed ports it may be reached on."""
+    """The host's loopback services: name -> the fixed ports it may be reached on.
+
+    ``skills`` binds each service to the skill ids that may reach it (a service bound to none is reached by
+    none); the authority's own list of service names narrows it further (``for_skill``).
+    """
 
     services: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     max_bytes: int = MAX_BYTES
     timeout: float = TIMEOUT
+    skills: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def for_skill(self, skill_id: str, grants: Callable[[str], bool]) -> tuple[LoopbackServices, frozenset[str]]:
+        """The services this skill is bound to and the authority grants, and those it withholds."""
+        bound = {name: ports for name, ports in self.services.items() if skill_id in self.skills.get(name, ())}
+        kept = {name: ports for name, ports in bound.items() if grants(name)}
+        return replace(self, services=kept), frozenset(bound) - frozenset(kept)
 
     def __post_init__(self) -> None:
         for name, ports in self.services.items():
@@ -44,10 +55,14 @@ class LoopbackPort:
 
     methods = ("get",)
 
-    def __init__(self, policy: LoopbackServices) -> None:
+    def __init__(self, policy: LoopbackServices, withheld: frozenset[str] = frozenset()) -> None:
         self._policy = policy
+        # Services bound to the skill but not granted under the current authority: refused with a code of their own.
+        self._withheld = withheld
 
     def _port(self, service: object, port: object) -> int:
+        if isinstance(service, str) and service in self._withheld:
+            raise SkillError("CC_SKILL_AUTHORITY_DENIED", "loopback service not granted under this authority")
         if not isinstance(service, str) or service not in self._policy.services:
             raise SkillError("CC_SKILL_LOOPBACK_SERVICE_UNKNOWN", "not a loopback service of this host")
         allowed = self._policy.services[service]

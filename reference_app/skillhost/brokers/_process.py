@@ -24,7 +24,6 @@ from typing import IO, Any
 from skillhost._errors import SkillError
 from skillhost.brokers._diagnostics import TEMPLATES, Diagnostics
 from skillhost.brokers._fs import resolve_inside
-from skillhost.packaging import ENTRY_POINT
 
 DIAGNOSTIC_TOOLS = frozenset(tool for tools in TEMPLATES.values() for tool in tools)
 MAX_ARGV = 16
@@ -81,12 +80,22 @@ def _git_env() -> tuple[tuple[str, str], ...]:
 GIT_SKILLS = frozenset({"repo-status"})
 
 
-def git_rules() -> tuple[ProcessRule, ...]:
+def entry_id(tier: str, skill_id: str, handler_sha256: str) -> str:
+    """The entry point a run executes, as its tier's check verified it: tier, skill id and handler digest.
+
+    A rule bound to an entry runs only for a caller whose verified entry is that one, so a handler that
+    drifted from what was reviewed (or another tier's skill under the same id) cannot run it.
+    """
+    return f"{tier}:{skill_id}:{handler_sha256}"
+
+
+def git_rules(entry: str | None = None) -> tuple[ProcessRule, ...]:
+    """The git rules, bound to ``repo-status`` and, when given, to its entry as the catalog records it."""
     # Git must not read system/global config (hooks, aliases, credential helpers) or walk above the root.
     env = _git_env()
     return (
-        ProcessRule("git-status", ("git", "status", "--porcelain"), env, GIT_SKILLS, ENTRY_POINT),
-        ProcessRule("git-version", ("git", "--version"), env, GIT_SKILLS, ENTRY_POINT),
+        ProcessRule("git-status", ("git", "status", "--porcelain"), env, GIT_SKILLS, entry),
+        ProcessRule("git-version", ("git", "--version"), env, GIT_SKILLS, entry),
     )
 
 
@@ -135,7 +144,7 @@ class ProcessPort:
         withheld: tuple[ProcessRule, ...] = (),
         *,
         skill_id: str = "",
-        entry: str = ENTRY_POINT,
+        entry: str = "",
         diagnostics: Diagnostics | None = None,
         diagnostics_withheld: bool = False,
     ) -> None:
@@ -143,6 +152,7 @@ class ProcessPort:
         self._rules = {r.argv: r for r in (git_rules() if rules is None else rules)}
         # Rules the host's policy has but the current authority does not grant: refused with a code of their own.
         self._withheld = {r.argv: r for r in withheld}
+        # The caller's skill id and the entry its tier's check verified (``entry_id``): what rules are bound to.
         self._skill, self._entry = skill_id, entry
         self._diagnostics, self._diagnostics_withheld = diagnostics, diagnostics_withheld
         # Resolve each executable once, now, to an absolute path: later PATH changes cannot redirect it.
@@ -262,7 +272,7 @@ class ProcessPort:
         if self._diagnostics is None:
             if self._diagnostics_withheld:
                 raise SkillError("CC_SKILL_AUTHORITY_DENIED", "the current authority does not grant diagnostics")
-            raise SkillError("CC_SKILL_PROCESS_DENIED", "this host offers no network diagnostics")
+            raise SkillError("CC_SKILL_PROCESS_DENIED", "this host offers no network diagnostics to this skill")
         diag = self._diagnostics.build(tool, host, port)
         started = time.monotonic()
         env = self._env(ProcessRule(diag.tool, diag.argv), diag.argv[0])
@@ -278,7 +288,13 @@ class ProcessPort:
     def audit_target(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> str:
         if method == "diagnose":
             tool = args[0] if args else kwargs.get("tool")
-            return f"diagnose:{tool}" if isinstance(tool, str) and tool in DIAGNOSTIC_TOOLS else "diagnose:?"
+            name = tool if isinstance(tool, str) and tool in DIAGNOSTIC_TOOLS else "?"
+            host = args[1] if len(args) > 1 else kwargs.get("host")
+            port = args[2] if len(args) > 2 else kwargs.get("port", 443)
+            # The destination as the egress broker names it: a decided run-time host carries its decision id.
+            where = self._diagnostics.label(host, port) if self._diagnostics is not None else "?"
+            ok = isinstance(host, str) and host.isascii() and host.isprintable()
+            return f"diagnose:{name}:{where if ok else '?'}"[:64]
         argv = args[0] if args else kwargs.get("argv")
         key = tuple(argv) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
         rule = None if key is None else self._rules.get(key) or self._withheld.get(key)

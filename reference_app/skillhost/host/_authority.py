@@ -2,8 +2,8 @@
 
 What a call may do = declared ∩ catalog (bundled) or signed manifest (external)
 ∩ **authority** ∩ broker policy. An authority names the capabilities (ports) it
-grants and, within them, the process rules, egress destinations and
-environment keys; ``None`` for one of those means "whatever the host's own
+grants and, within them, the process rules, egress destinations,
+environment keys and loopback services; ``None`` for one of those means "whatever the host's own
 policy for that port offers". The host looks the current authority up by name
 in its table; a name the table does not hold grants nothing. What the host's
 policy offers but the authority withholds is refused with
@@ -33,6 +33,7 @@ class Authority:
     process_rules: frozenset[str] | None = None
     egress: frozenset[tuple[str, int]] | None = None
     env_keys: frozenset[str] | None = None
+    loopback_services: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if not NAME_RE.match(self.name):
@@ -54,6 +55,9 @@ class Authority:
 
     def grants_key(self, key: str) -> bool:
         return self.env_keys is None or key in self.env_keys
+
+    def grants_service(self, service: str) -> bool:
+        return self.loopback_services is None or service in self.loopback_services
 
 
 # An authority that grants nothing: what an unknown authority name gets.

@@ -10,13 +10,19 @@ then it gets no raw modules: every effect goes through the broker.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from skillhost._errors import SkillError
-from skillhost.brokers import Broker, HostPorts, default_ports
+from skillhost.brokers import AUDIT_FULL, Broker, HostPorts, default_ports, entry_id
 from skillhost.packaging import ALLOWED_IMPORTS, check_entry, verify_catalog
+
+# Builds a run's ports from what the checks established: the capabilities declared ∩ catalogued, and the entry
+# the catalog verified (``entry_id``), which the process rules are bound to.
+PortFactory = Callable[[frozenset[str], str], dict[str, Any]]
 
 _REMOVED = ("open", "exec", "eval", "compile", "input", "breakpoint", "globals", "locals", "vars")
 
@@ -34,11 +40,16 @@ def run_bundled(  # noqa: PLR0917 - kept positional for existing callers
     skill_id: str,
     args: dict[str, Any] | None = None,
     log_sink: list[dict[str, str]] | None = None,
-    ports: dict[str, Any] | None = None,
+    ports: dict[str, Any] | PortFactory | None = None,
     authority: str = "host",
-    granted: frozenset[str] | None = None,
+    *,
+    granted: frozenset[str],
 ) -> tuple[Any, Broker]:
-    """Re-verify the bundled handler against the catalog right before loading it, then run it."""
+    """Re-verify the bundled handler against the catalog right before loading it, then run it.
+
+    A denial is authoritative: a run in which the broker refused any call ends refused with that refusal's
+    code (``CC_SKILL_AUDIT_FULL`` once the audit stopped the run), whatever the handler did with the error.
+    """
     entries = verify_catalog(pkg_dir)
     entry = entries.get(skill_id)
     if entry is None:
@@ -47,7 +58,11 @@ def run_bundled(  # noqa: PLR0917 - kept positional for existing callers
     # declared (SKILL.md) ∩ catalog; the broker then adds the authority's grants and the ports' own policy.
     allowed = sorted(set(manifest["capabilities"]) & set(entry["capabilities"]))
     sink = [] if log_sink is None else log_sink
-    approved = default_ports(sink) if ports is None else ports
+    entry_point = entry_id("bundled", skill_id, hashlib.sha256(handler).hexdigest())
+    if callable(ports):
+        approved = ports(frozenset(allowed), entry_point)
+    else:
+        approved = default_ports(sink) if ports is None else ports
     broker = Broker(skill_id, secrets.token_hex(8), allowed, approved, authority=authority, granted=granted)
     b = dict(vars(builtins))
     for name in _REMOVED:
@@ -56,5 +71,13 @@ def run_bundled(  # noqa: PLR0917 - kept positional for existing callers
     namespace: dict[str, Any] = {"__name__": f"bundled_skill_{skill_id.replace('-', '_')}", "__builtins__": b}
     code = compile(handler.decode("utf-8"), f"<bundled:{skill_id}>", "exec")
     exec(code, namespace)  # noqa: S102 - catalog-verified bundled handler
-    value = namespace["run"](HostPorts(broker), dict(args or {}))
+    try:
+        value = namespace["run"](HostPorts(broker), dict(args or {}))
+    except Exception:
+        if not broker.denials:
+            raise
+    if broker.denials:
+        # A denial is authoritative even if the handler swallowed the exception (or raised another one).
+        refusal = AUDIT_FULL if broker.audit_full else broker.denials[0]
+        raise SkillError(refusal, "host broker denied a capability request")
     return value, broker

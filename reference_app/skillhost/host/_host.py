@@ -16,7 +16,7 @@ import os
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,13 +40,22 @@ from skillhost.brokers import (
     ProcessRule,
     Resolver,
     TimePort,
+    entry_id,
     git_rules,
     system_resolver,
 )
 from skillhost.host._authority import Authority, lookup
 from skillhost.host._bundled import run_bundled
 from skillhost.host._runner import MAX_DURATION, Outcome, run_external
-from skillhost.packaging import SKILL_ID_RE, TrustStore, discover, list_bundled, verify_for_execution
+from skillhost.packaging import (
+    PORT_CAPABILITY,
+    SKILL_ID_RE,
+    TrustStore,
+    discover,
+    list_bundled,
+    verify_catalog,
+    verify_for_execution,
+)
 
 EXTERNAL_DIR = "skills"
 # The process rule name an authority grants to let skills run the network diagnostics.
@@ -73,6 +82,10 @@ class HostConfig:
     env_grants: EnvGrants | None = None
     # Authorities by name; ``authority`` is looked up here, and a name not in the table grants nothing.
     authorities: Mapping[str, Authority] = field(default_factory=lambda: {"cli": Authority.everything("cli")})
+    # The skills that may run the network diagnostics (bound like a process rule), and the absolute executable
+    # the host chose for a tool where it does not take the platform's one from PATH.
+    diagnostic_skills: frozenset[str] = frozenset()
+    diagnostic_executables: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -93,18 +106,32 @@ class SkillHost:
             raise SkillError("CC_SKILL_USAGE", "workspace is not a directory")
         self.env_grants = config.env_grants or default_env_grants(config.authority)
         self.logs: list[dict[str, str]] = []
+        # Bundled skill id -> its entry as the catalog verified it, read once per host (the git rules' binding).
+        self._catalog: dict[str, str] | None = None
 
     @property
     def authority(self) -> Authority:
         return lookup(self.config.authorities, self.config.authority)
 
-    def ports_for(self, skill_id: str, *, tier: str) -> dict[str, Any]:
-        """Fresh port objects for one run, each narrowed to the authority's rules, destinations and keys.
+    def bundled_entry(self, skill_id: str) -> str | None:
+        """The entry the verified catalog records for a bundled skill (``entry_id``); ``None`` if it has none."""
+        if self._catalog is None:
+            verified = verify_catalog(self.pkg_dir)
+            self._catalog = {k: entry_id("bundled", k, v["handler_sha256"]) for k, v in verified.items()}
+        return self._catalog.get(skill_id)
 
-        The broker intersects them with the declared set and the authority's capabilities (``granted``).
+    def ports_for(
+        self, skill_id: str, *, tier: str, capabilities: Iterable[str], entry: str = ""
+    ) -> dict[str, Any]:
+        """Fresh port objects for one run: only the ports whose capability the skill may use (declared ∩ catalog
+        or signed manifest, ``capabilities``) and the authority grants, each narrowed to the authority's rules,
+        destinations, keys and services and bound to the skill (and ``entry``, the entry its check verified).
+
+        The broker checks the same intersection again (``granted``); a port that was never built cannot run.
         """
         cfg, auth = self.config, self.authority
-        rules = git_rules() if cfg.process_rules is None else cfg.process_rules
+        wanted = frozenset(capabilities) & auth.capabilities
+        rules = git_rules(self.bundled_entry("repo-status")) if cfg.process_rules is None else cfg.process_rules
         granted_rules = tuple(r for r in rules if auth.grants_rule(r.name))
         withheld_rules = tuple(r for r in rules if not auth.grants_rule(r.name))
         allowed = frozenset(d for d in cfg.egress.allowed if auth.grants_destination(*d))
@@ -112,25 +139,34 @@ class SkillHost:
         decisions = tuple(d for d in cfg.egress.decisions if (d.skill_id, d.authority) == (skill_id, cfg.authority))
         egress = replace(cfg.egress, allowed=allowed, withheld=cfg.egress.allowed - allowed, decisions=decisions)
         https = HttpsPort(egress, cfg.resolver, cfg.ssl_context, cfg.connect)
-        # Diagnostics reach only what this run's egress may reach, and only if the authority grants the rule.
-        diagnose = auth.grants_rule(DIAGNOSTICS_RULE)
-        diagnostics = Diagnostics(https.check_destination) if diagnose else None
-        return {
-            "time": TimePort(),
-            "logger": LoggerPort(self.logs),
-            "env": self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=auth.grants_key),
-            "fs": FilesystemPort(self.workspace),
-            "process": ProcessPort(
+        # Diagnostics: only for the skills the host binds them to, only if the authority grants the rule, and
+        # only to what this run's egress may reach (named in the audit as that egress names it).
+        bound = skill_id in cfg.diagnostic_skills
+        diagnose = bound and auth.grants_rule(DIAGNOSTICS_RULE)
+        diagnostics = (
+            Diagnostics(https.check_destination, label=https.label, executables=cfg.diagnostic_executables)
+            if diagnose
+            else None
+        )
+        services, withheld_services = cfg.loopback.for_skill(skill_id, auth.grants_service)
+        builders: dict[str, Callable[[], Any]] = {
+            "time": TimePort,
+            "logger": lambda: LoggerPort(self.logs),
+            "env": lambda: self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=auth.grants_key),
+            "fs": lambda: FilesystemPort(self.workspace),
+            "process": lambda: ProcessPort(
                 self.workspace,
                 granted_rules,
                 withheld=withheld_rules,
                 skill_id=skill_id,
+                entry=entry,
                 diagnostics=diagnostics,
-                diagnostics_withheld=not diagnose,
+                diagnostics_withheld=bound and not diagnose,
             ),
-            "https": https,
-            "loopback": LoopbackPort(cfg.loopback),
+            "https": lambda: https,
+            "loopback": lambda: LoopbackPort(services, withheld_services),
         }
+        return {port: build() for port, build in builders.items() if PORT_CAPABILITY[port] in wanted}
 
     def run_bundled(self, skill_id: str, args: dict[str, Any] | None = None) -> tuple[Any, Broker]:
         return run_bundled(
@@ -138,7 +174,7 @@ class SkillHost:
             skill_id,
             args,
             self.logs,
-            ports=self.ports_for(skill_id, tier="bundled"),
+            ports=lambda caps, entry: self.ports_for(skill_id, tier="bundled", capabilities=caps, entry=entry),
             authority=self.config.authority,
             granted=self.authority.capabilities,
         )
@@ -168,7 +204,12 @@ class SkillHost:
         extra: dict[str, Any] = {} if protocol_version is None else {"protocol_version": protocol_version}
         return run_external(
             verified,
-            self.ports_for(verified.skill_id, tier="external"),
+            self.ports_for(
+                verified.skill_id,
+                tier="external",
+                capabilities=verified.capabilities,
+                entry=entry_id("external", verified.skill_id, verified.handler_sha256),
+            ),
             args,
             max_duration,
             cancel=cancel,

@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 from skillhost._canon import canonical_bytes
 from skillhost._errors import SkillError
 from skillhost._runtime import worker_command, worker_env
-from skillhost.brokers import MAX_REQUESTS, AuditEvent, Broker
+from skillhost.brokers import AUDIT_FULL, MAX_REQUESTS, AuditEvent, Broker
 from skillhost.host._channel import Worker, harden_host, spawn_confined
 from skillhost.os_sandbox import Layer, valid_layers
 from skillhost.packaging import VerifiedSkill
@@ -161,6 +161,9 @@ def _call_with_deadline(broker: Broker, frame: dict[str, Any], deadline: float) 
     thread.start()
     thread.join(max(deadline - time.monotonic(), 0.0))
     if not box:
+        # The call goes on in the background until its port's own timeout: the audit says it was abandoned
+        # now, and records how it ended when it does (``late-done`` / ``late-denied``).
+        broker.abandon("CC_SKILL_TIMEOUT")
         raise SkillError("CC_SKILL_TIMEOUT", "a host port did not answer before the run deadline")
     return box[0]
 
@@ -175,7 +178,7 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
     cancel: threading.Event | None = None,
     authority: str = "host",
     protocol_version: int = PROTOCOL_VERSION,
-    granted: frozenset[str] | None = None,
+    granted: frozenset[str],
 ) -> Outcome:
     """Run a verified external skill in a one-shot worker. Always kills and reaps the worker.
 
@@ -253,6 +256,9 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
                     raise SkillError("CC_SKILL_PROTOCOL_VIOLATION", f"more than {max_requests} capability requests")
                 rid = frame.get("request_id")
                 ok, value = _call_with_deadline(broker, frame, deadline)
+                if broker.audit_full:
+                    # The audit has no room left: the run stops here, fail closed, whatever the handler would do.
+                    raise SkillError(AUDIT_FULL, "the audit of this run is full: the run is stopped")
                 if ok:
                     send({"type": "capability-response", "request_id": rid, "ok": True, "value": value})
                 else:
@@ -287,8 +293,16 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
         out.code, out.message = exc.code, exc.message
         if broker.denials and exc.code == "CC_SKILL_HANDLER_FAILED":
             out.code = broker.denials[0]
+        if broker.audit_full:
+            out.code = AUDIT_FULL
     except OSError as exc:
-        out.code, out.message = "CC_SKILL_PROTOCOL_VIOLATION", f"worker channel error: {exc.__class__.__name__}"
+        # A start the sandbox itself refused (Windows: the install folder lacks its grant) keeps its own code;
+        # any other OS error is a broken channel.
+        own = getattr(exc, "code", None)
+        if isinstance(own, str) and own.startswith("CC_SKILL_"):
+            out.code, out.message = own, str(exc)[:200]
+        else:
+            out.code, out.message = "CC_SKILL_PROTOCOL_VIOLATION", f"worker channel error: {exc.__class__.__name__}"
     finally:
         if worker is not None:
             _end(worker, graceful=out.ok)
@@ -296,7 +310,8 @@ def run_external(  # noqa: PLR0912, PLR0915 - one bounded protocol loop, one cle
             out.reaped = True
         shutil.rmtree(cwd, ignore_errors=True)
         out.requests = broker.requests
-        out.audit = list(broker.audit)
+        # The broker's own list: a call abandoned at the deadline still adds its late end record when it ends.
+        out.audit = broker.audit
         out.duration_ms = int((time.monotonic() - started) * 1000)
     return out
 

@@ -32,13 +32,22 @@ GRANTING = "journey"
 REVIEWER = "reviewer"
 # Processes, but only the ``git --version`` rule.
 VERSION_ONLY = "version-only"
+# Every capability, but no egress destination: the destinations the host lists are withheld.
+NO_DESTINATIONS = "no-destinations"
+# Every capability, but no environment key.
+NO_ENV_KEYS = "no-env-keys"
 UNLISTED = "unlisted"
 
 JOURNEY_AUTHORITIES: Mapping[str, Authority] = {
     GRANTING: Authority.everything(GRANTING),
     REVIEWER: Authority(REVIEWER, frozenset({"runtime:time", "host:logger", "environment:read"})),
     VERSION_ONLY: Authority(VERSION_ONLY, KNOWN_CAPABILITIES, process_rules=frozenset({"git-version"})),
+    NO_DESTINATIONS: Authority(NO_DESTINATIONS, KNOWN_CAPABILITIES, egress=frozenset()),
+    NO_ENV_KEYS: Authority(NO_ENV_KEYS, KNOWN_CAPABILITIES, env_keys=frozenset()),
 }
+# Each withheld capability's port, which the host must not even build under an authority withholding it.
+_PORT_OF = {"repo-status": ("process", "process:exec"), "fetch-status": ("https", "network:https"),
+            "read-notes": ("fs", "filesystem:read")}
 
 
 def under(host: SkillHost, authority: str) -> SkillHost:
@@ -47,12 +56,19 @@ def under(host: SkillHost, authority: str) -> SkillHost:
 
 
 def _bundled_pair(host: SkillHost, sid: str, authority: str, skill: str, args: dict[str, Any]) -> Step:
+    narrowed = under(host, authority)
     try:
-        value, _ = under(host, authority).run_bundled(skill, args)
+        value, _ = narrowed.run_bundled(skill, args)
     except SkillError as exc:
         observed, code, refused = "reject", exc.code, exc.message
     else:
         return _step(sid, "reject", AUTHORITY_DENIED, "allow", None, f"ran under {authority}: {str(value)[:120]}")
+    port, capability = _PORT_OF[skill]
+    if capability not in narrowed.authority.capabilities:
+        # Withheld as a capability: the port must not exist for the run at all (only approved ports are built).
+        built = narrowed.ports_for(skill, tier="bundled", capabilities=(capability,))
+        if port in built:
+            return _step(sid, "reject", AUTHORITY_DENIED, observed, code, f"{port} port built under {authority}", False)
     try:
         under(host, GRANTING).run_bundled(skill, args)
         granted = "ran"
@@ -71,7 +87,8 @@ def _external_pair(host: SkillHost, sid: str, skill_dir: Path) -> Step:
     if out.ok:
         return _step(sid, "reject", AUTHORITY_DENIED, "allow", None, f"ran under {UNLISTED}: {out.value}")
     denied = [a for a in out.audit if a["event"] == "denied"]
-    names_authority = bool(denied) and all(a["authority"] == UNLISTED for a in denied)
+    # Each refusal names the authority and what was asked for (a pre-check refusal too: a target, never empty).
+    names_authority = bool(denied) and all(a["authority"] == UNLISTED and a["target"] for a in denied)
     granted = under(host, GRANTING).run_external(skill_dir)
     detail = (
         f"worker_pid={out.worker_pid} reaped={out.reaped} audit names {UNLISTED}: {names_authority}; "
@@ -83,13 +100,19 @@ def _external_pair(host: SkillHost, sid: str, skill_dir: Path) -> Step:
 
 def authority_steps(host: SkillHost, base_url: str, build_external: Callable[[], Path]) -> list[Step]:
     """``host`` runs under the granting authority; its configuration is reused under the others."""
-    rows: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
-        ("authority-withholds-process-rejected", REVIEWER, "repo-status", {}),
-        ("authority-withholds-egress-rejected", REVIEWER, "fetch-status", {"url": f"{base_url}/redirect-in"}),
-        ("authority-withholds-fs-read-rejected", REVIEWER, "read-notes", {"path": "notes.txt"}),
-        ("authority-withholds-process-rule-rejected", VERSION_ONLY, "repo-status", {}),
+    fetch = {"url": f"{base_url}/redirect-in"}
+    rows: tuple[tuple[str, tuple[str, ...], str, dict[str, Any]], ...] = (
+        ("authority-withholds-process-rejected", (REVIEWER,), "repo-status", {}),
+        # Withheld as a capability, and as the destination list of an authority that grants the capability.
+        ("authority-withholds-egress-rejected", (REVIEWER, NO_DESTINATIONS), "fetch-status", fetch),
+        ("authority-withholds-fs-read-rejected", (REVIEWER,), "read-notes", {"path": "notes.txt"}),
+        ("authority-withholds-process-rule-rejected", (VERSION_ONLY,), "repo-status", {}),
     )
-    steps = [_bundled_pair(host, sid, authority, skill, args) for sid, authority, skill, args in rows]
+    steps = []
+    for sid, authorities, skill, args in rows:
+        # The step is the first authority's; a later one that lets the call through fails it.
+        pairs = [_bundled_pair(host, sid, authority, skill, args) for authority in authorities]
+        steps.append(next((pair for pair in pairs if not pair["passed"]), pairs[0]))
     steps.append(_external_pair(host, "authority-unknown-external-rejected", build_external()))
     return steps
 
@@ -105,8 +128,10 @@ def runtime_domain_steps(host: SkillHost, server: str, port: int) -> list[Step]:
     """A destination known only at run time: allowed with a live decision for this skill and authority only."""
     now = time.time()
 
-    def decision(decision_id: str, skill: str, expires_in: float) -> Declassification:
-        return Declassification(decision_id, "journey-reviewer", skill, GRANTING, server, port, now + expires_in)
+    def decision(
+        decision_id: str, skill: str, expires_in: float, authority: str = GRANTING
+    ) -> Declassification:
+        return Declassification(decision_id, "journey-reviewer", skill, authority, server, port, now + expires_in)
 
     url = {"url": f"https://{server}:{port}/hello"}
     steps: list[Step] = []
@@ -130,4 +155,12 @@ def runtime_domain_steps(host: SkillHost, server: str, port: int) -> list[Step]:
          decision("d-journey-3", "fetch-status", -1)),
     ):
         steps.append(_bundled_refusal(_decided_host(host, server, port, taken), sid, "fetch-status", url, code))
+    # Decided for this skill, but under another authority: a decision is bound to the authority it was taken for.
+    sid = "runtime-domain-undecided-rejected"
+    other = decision("d-journey-4", "fetch-status", 300, NO_DESTINATIONS)
+    undecided = "CC_SKILL_EGRESS_HOST_DENIED"
+    bound = _bundled_refusal(_decided_host(host, server, port, other), sid, "fetch-status", url, undecided)
+    if not bound["passed"]:
+        steps[1] = _step(sid, "reject", undecided, "allow", None,
+                         f"a decision taken under {NO_DESTINATIONS} let {GRANTING} through: {bound['detail'][:200]}")
     return steps

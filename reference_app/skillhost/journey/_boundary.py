@@ -1,6 +1,10 @@
 """The host-boundary step: an external skill runs in its worker, and nothing of it reaches the host process.
 
-The step writes a handler whose function name and result carry a marker made
+First, the trap: every external package the host reads arms a runtime audit
+hook (``packaging``'s boundary trap) that records any compile, exec or import of
+that package's code in this process, at any time, even code that ran and was
+dropped; the step fails on any record, from any step of the journey. Then the
+leftovers: the step writes a handler whose function name and result carry a marker made
 for this run (so no host code can hold it as a literal), runs it through the
 host, and then looks at the host process itself: its module table, every code
 object reachable from a live function, and its open files. The handler's name,
@@ -22,9 +26,9 @@ from skillhost._errors import SkillError
 from skillhost.host import SkillHost
 from skillhost.journey._rows import Package, PackageBuilder
 from skillhost.journey._step import Step, _step
+from skillhost.packaging import HANDLER_FILENAME, boundary_trap_installed, boundary_violations
 
 SID = "host-boundary-external-not-loaded"
-HANDLER_FILENAME = "<external-skill>"
 
 _BOUNDARY_PY = """
 def {marker}(args):
@@ -126,8 +130,10 @@ def host_boundary_step(host: SkillHost, build: PackageBuilder) -> Step:
     root = os.path.realpath(skill_dir)
     ran = out.value == {"marker": f"{marker}-1"} and out.worker_pid != os.getpid() and out.reaped
     code, modules, held = _foreign_code(marker, root), _foreign_modules(marker, root), _held_files(skill_dir)
+    trapped, armed = boundary_violations(), boundary_trap_installed()
     detail = (
-        f"ran in worker {out.worker_pid}: {ran}; in the host: code objects {code[:3]}, "
-        f"modules {modules[:3]}, open package files {held[:3]}"
+        f"ran in worker {out.worker_pid}: {ran}; trap armed: {armed}, caught {len(trapped)} {trapped[:2]}; "
+        f"in the host: code objects {code[:3]}, modules {modules[:3]}, open package files {held[:3]}"
     )
-    return _step(SID, "allow", None, "allow", None, detail, ran and not code and not modules and not held)
+    clean = not trapped and not code and not modules and not held
+    return _step(SID, "allow", None, "allow", None, detail, ran and armed and clean)

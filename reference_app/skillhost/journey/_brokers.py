@@ -13,6 +13,10 @@ service, reached only through the loopback broker.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,9 +24,16 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from skillhost._errors import SkillError
-from skillhost.brokers import EgressPolicy, LoopbackServices
-from skillhost.host import PROTOCOL_VERSION, HostConfig, SkillHost
-from skillhost.journey._authority import GRANTING, JOURNEY_AUTHORITIES, authority_steps, runtime_domain_steps
+from skillhost.brokers import AuditEvent, EgressPolicy, LoopbackServices
+from skillhost.host import AUTHORITY_DENIED, PROTOCOL_VERSION, HostConfig, SkillHost
+from skillhost.journey._authority import (
+    GRANTING,
+    JOURNEY_AUTHORITIES,
+    NO_ENV_KEYS,
+    authority_steps,
+    runtime_domain_steps,
+    under,
+)
 from skillhost.journey._loopback_tls import SERVER_NAME, LoopbackHTTPServer, LoopbackTLSServer
 from skillhost.journey._on_host import _bundled_refusal, _bundled_step, _external, on_host
 from skillhost.journey._packages import package_steps
@@ -59,15 +70,42 @@ def run(ports, args):
 MODEL_PY = """
 def run(ports, args):
     res = ports.loopback.get(args.get("service", "model"), "/hello", args.get("port"))
-    return {"status": res["status"], "chars": len(res["body"])}
+    return {"status": res["status"], "body": res["body"]}
 """
 DIAG_PY = """
 def run(ports, args):
     res = ports.process.diagnose(TOOL, HOST, PORT)
-    return {"command": res["command"], "returncode": res["returncode"]}
+    return {"command": res["command"], "returncode": res["returncode"], "stdout": res["stdout"]}
+"""
+# What the handler returns is the file's text as the broker read it, forwarded by the host byte for byte.
+FS_ECHO_PY = """
+def run(ports, args):
+    return {"text": ports.fs.read_text("notes.txt")}
 """
 LOOPBACK = ("service:loopback",)
 MODEL_CLIENT = Package("model-client", MODEL_PY, LOOPBACK)
+# The same client under an id the model service is not bound to.
+MODEL_STRANGER = Package("model-stranger", MODEL_PY, LOOPBACK)
+# The loopback server's answer for the path the client asks for (``/`` answers 404 "not found").
+MODEL_BODY = "hello from the loopback server"
+NOTES_TEXT = "journey notes\nsecond line\n"
+# The skills the host binds the model service and the network diagnostics to.
+MODEL_SKILLS = frozenset({"model-client", "model-port-prober", "service-prober"})
+DIAG_SKILLS = frozenset({"diag-lookup", "diag-elsewhere", "diag-private", "diag-shell"})
+# The dns-lookup template's argv after the executable, per platform, with the looked-up name last.
+DNS_LOOKUP_ARGS = {"linux": ("ahosts",), "macos": ("-q", "host", "-a", "name")}
+# The environment the process broker gives a diagnostic, and what the stand-in's own shell (and, on macOS, the
+# system's text-encoding variable) adds to it; anything else came from the host.
+DIAG_ENV = frozenset({"PATH", "LC_ALL", "LANG", "HOME", "GIT_CEILING_DIRECTORIES"})
+SHELL_OWN_ENV = frozenset({"PWD", "SHLVL", "OLDPWD", "_", "__CF_USER_TEXT_ENCODING"})
+# Stands in for the platform's lookup tool so the step can see how it was run: the argv it got and its environment.
+# It is started by the broker like the real tool (absolute path, no shell, minimal environment).
+LOOKUP_FIXTURE = """#!/bin/sh
+printf 'argv'
+for a in "$@"; do printf ' %s' "$a"; done
+printf '\\n'
+exec /usr/bin/env
+"""
 
 
 def _loopback_rejects(other_port: int) -> tuple[RejectRow, ...]:
@@ -154,8 +192,78 @@ CROSS_PROCESS_REJECTS = (
 )
 
 
+def _lookup_fixture(folder: Path) -> dict[str, str]:
+    """The host's choice of dns-lookup executable for this run (POSIX): the recording stand-in above."""
+    if os.name != "posix" or sys.platform not in ("linux", "darwin"):
+        return {}  # Windows runs its own nslookup; the step then judges the return code only
+    folder.mkdir()
+    tool = folder / "lookup"
+    tool.write_text(LOOKUP_FIXTURE, encoding="utf-8")
+    tool.chmod(0o755)
+    return {"dns-lookup": str(tool)}
+
+
+def _lookup_check(host: str, fixture: bool) -> Callable[[Any, list[AuditEvent]], tuple[bool, str]]:
+    """The tool ran with the template's literal argv and the broker's minimal environment, as it printed them;
+    the audit names the tool and the host it was run for."""
+    platform = "macos" if sys.platform == "darwin" else "linux"
+
+    def check(value: Any, audit: list[AuditEvent]) -> tuple[bool, str]:
+        targets = [a["target"] for a in audit if a["port"] == "process"]
+        if targets != [f"diagnose:dns-lookup:{host}"] * 2:
+            return False, f"audit targets {targets[:2]}"
+        if not isinstance(value, dict) or not isinstance(value.get("returncode"), int):
+            return False, "no tool result"
+        if not fixture:
+            return value.get("command") == "dns-lookup", "the platform's own tool ran"
+        lines = str(value.get("stdout", "")).splitlines()
+        argv = lines[0].split(" ")[1:] if lines and lines[0].startswith("argv") else None
+        keys = {line.split("=", 1)[0] for line in lines[1:] if "=" in line}
+        want = [*DNS_LOOKUP_ARGS[platform], host]
+        ok = value.get("returncode") == 0 and argv == want and DIAG_ENV <= keys <= DIAG_ENV | SHELL_OWN_ENV
+        extra = sorted(keys - DIAG_ENV - SHELL_OWN_ENV)
+        return ok, f"tool saw the template's argv: {argv == want}, {len(keys)} env keys, unexpected {extra[:2]}"
+
+    return check
+
+
+def _lookup_step(host: SkillHost, build: Callable[[Package], Path], port: int, fixture: bool) -> Step:
+    """A fixed diagnostic on a destination the egress rules accept; a skill it is not bound to is refused."""
+    sid = "diagnostics-dns-lookup-runs"
+    lookup = build(_diagnostic("diag-lookup", "dns-lookup", SERVER_NAME, port))
+    step = _external(host, sid, lookup, None, check=_lookup_check(SERVER_NAME, fixture))
+    stranger = _external(host, sid, build(_diagnostic("diag-stranger", "dns-lookup", SERVER_NAME, port)),
+                         "CC_SKILL_PROCESS_DENIED")
+    if step["passed"] and not stranger["passed"]:
+        why = f"a skill diagnostics are not bound to: {stranger['observed']} {stranger['observed_code']}"
+        return _step(sid, "allow", None, "allow", None, why, False)
+    return step
+
+
+def _repo_workspace(workspace: Path) -> str | None:
+    """Make the workspace a git repository whose status is known (``notes.txt`` untracked); why not, else None."""
+    git = shutil.which("git")
+    if git is None:
+        return "git is not installed"
+    env = {"PATH": str(Path(git).parent), "HOME": str(workspace), "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
+    done = subprocess.run(  # a fixed argv, no shell
+        [git, "init", "-q", str(workspace)], env=env, capture_output=True, timeout=30, check=False
+    )
+    return None if done.returncode == 0 else f"git init failed: {done.returncode}"
+
+
+# What repo-status reports of ``git status --porcelain`` in the journey's workspace, a fresh repository whose
+# only file, the notes, is untracked: one change, exit 0 (outside a repository, or with another subcommand,
+# git exits non-zero).
+REPO_STATUS = {"command": "git-status", "returncode": 0, "changes": 1}
+
+
 def _journey_host(
-    workspace: Path, trust: TrustStore, srv: LoopbackTLSServer, model: LoopbackHTTPServer
+    workspace: Path,
+    trust: TrustStore,
+    srv: LoopbackTLSServer,
+    model: LoopbackHTTPServer,
+    tools: Mapping[str, str] | None = None,
 ) -> SkillHost:
     def resolver(host: str, port: int) -> list[str]:
         fixed = {PRIVATE_NAME: [PRIVATE_ADDRESS], LOOPBACK_NAME: ["127.0.0.1"]}
@@ -175,9 +283,29 @@ def _journey_host(
         resolver=resolver,
         ssl_context=srv.client_context(),
         connect=srv.connect,
-        loopback=LoopbackServices({"model": (model.port,)}),
+        loopback=LoopbackServices({"model": (model.port,)}, skills={"model": MODEL_SKILLS}),
+        diagnostic_skills=DIAG_SKILLS,
+        diagnostic_executables=dict(tools or {}),
     )
     return SkillHost(cfg)
+
+
+def _loopback_step(host: SkillHost, build: Callable[[Package], Path], model: LoopbackHTTPServer) -> Step:
+    """The model service answers the path asked for with its known body; a skill it is not bound to is refused."""
+    sid = "loopback-service-runs"
+    before = len(model.paths)
+
+    def answered(value: Any, audit: list[AuditEvent]) -> tuple[bool, str]:
+        asked = model.paths[before:]
+        right = value == {"status": 200, "body": MODEL_BODY}
+        return right and asked == ["/hello"], f"known body: {right}, service was asked {asked[:2]}"
+
+    step = _external(host, sid, build(MODEL_CLIENT), None, check=answered)
+    stranger = _external(host, sid, build(MODEL_STRANGER), "CC_SKILL_LOOPBACK_SERVICE_UNKNOWN")
+    if step["passed"] and not stranger["passed"]:
+        why = f"a skill the service is not bound to: {stranger['observed']} {stranger['observed_code']}"
+        return _step(sid, "allow", None, "allow", None, why, False)
+    return step
 
 
 def _bundled_allows(host: SkillHost, base: str) -> list[Step]:
@@ -186,13 +314,20 @@ def _bundled_allows(host: SkillHost, base: str) -> list[Step]:
         ("bundled-read-notes-runs", "read-notes", {"path": "notes.txt"},
          lambda v: v == {"lines": 2, "first": "journey notes"}),
         ("bundled-repo-status-runs", "repo-status", {},
-         lambda v: v.get("command") == "git-status" and isinstance(v.get("returncode"), int)),
+         lambda v: v == REPO_STATUS),
         ("bundled-host-info-runs", "host-info", {},
          lambda v: v.get("platform") in ("linux", "macos", "windows")),
         ("bundled-fetch-status-runs", "fetch-status", {"url": f"{base}/redirect-in"},
          lambda v: v == {"status": 200, "bytes": 30, "redirects": 1}),
     )
-    return [_bundled_step(host, sid, skill, args, check) for sid, skill, args, check in rows]
+    steps = [_bundled_step(host, sid, skill, args, check) for sid, skill, args, check in rows]
+    # host-info reads its key under the granting authority only: an authority that narrows the keys to none
+    # withholds it (the authority's env list, not only its capabilities, is a term of the permission).
+    narrowed = _bundled_refusal(under(host, NO_ENV_KEYS), "bundled-host-info-runs", "host-info", {}, AUTHORITY_DENIED)
+    if not narrowed["passed"]:
+        steps[2] = _step("bundled-host-info-runs", "allow", None, "allow", None,
+                         f"under {NO_ENV_KEYS}: {narrowed['observed_code']} {narrowed['detail'][:200]}", False)
+    return steps
 
 
 def _fs_refusals(host: SkillHost, workspace: Path, outside: Path) -> list[Step]:
@@ -209,7 +344,8 @@ def _fs_refusals(host: SkillHost, workspace: Path, outside: Path) -> list[Step]:
 
 def _process_refusals(host: SkillHost, workspace: Path) -> list[Step]:
     """Only literal allow-listed argv runs; metacharacters stay literal bytes and are refused."""
-    proc = host.ports_for("repo-status", tier="bundled")["process"]
+    entry = host.bundled_entry("repo-status") or ""
+    proc = host.ports_for("repo-status", tier="bundled", capabilities=("process:exec",), entry=entry)["process"]
     canary = workspace / "pwned"
     steps: list[Step] = []
     for sid, argv in (
@@ -243,7 +379,9 @@ def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519Private
     """Broker steps, then package validation and safe mode (they share the workspace and packages)."""
     workspace = tmp / "workspace"
     workspace.mkdir()
-    (workspace / "notes.txt").write_text("journey notes\nsecond line\n", encoding="utf-8")
+    (workspace / "notes.txt").write_bytes(NOTES_TEXT.encode("utf-8"))
+    # A real repository with a known status; if git is missing the repo-status step fails on its own.
+    _repo_workspace(workspace)
     outside = tmp / "outside-secret.txt"
     outside.write_text(OUTSIDE_SECRET, encoding="utf-8")
     packages = tmp / "packages"
@@ -252,7 +390,8 @@ def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519Private
 
     with LoopbackTLSServer() as srv, LoopbackHTTPServer() as model:
         base = f"https://{SERVER_NAME}:{srv.port}"
-        host = _journey_host(workspace, trust, srv, model)
+        host = _journey_host(workspace, trust, srv, model, _lookup_fixture(tmp / "tools"))
+        tools = host.config.diagnostic_executables
         steps = _bundled_allows(host, base)
         # The same calls under authorities that do not grant them.
         steps += authority_steps(host, base, lambda: build(NOTES_COUNTER))
@@ -262,14 +401,19 @@ def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519Private
         steps += walk(ENV_REJECTS, build, on_host(host))
         steps += _net_refusals(host, srv.port, base)
         steps += runtime_domain_steps(host, SERVER_NAME, srv.port)
-        steps.append(_external(host, "loopback-service-runs", build(MODEL_CLIENT), None))
+        steps.append(_loopback_step(host, build, model))
         steps += walk(_loopback_rejects(srv.port), build, on_host(host))
         # Network diagnostics: a fixed tool on a destination the egress rules accept (it may fail offline: it ran).
-        lookup = build(_diagnostic("diag-lookup", "dns-lookup", SERVER_NAME, srv.port))
-        steps.append(_external(host, "diagnostics-dns-lookup-runs", lookup, None))
+        steps.append(_lookup_step(host, build, srv.port, bool(tools)))
         steps += walk(_diagnostics_rejects(srv.port), build, on_host(host))
         # An external skill using a broker through the worker: the allow path across the process boundary.
-        steps.append(_external(host, "external-broker-call-through-worker", build(NOTES_COUNTER), None))
+        echo = build(Package("notes-echo", FS_ECHO_PY, FS_READ))
+
+        def forwarded(value: Any, audit: list[AuditEvent]) -> tuple[bool, str]:
+            same = value == {"text": NOTES_TEXT}
+            return same, f"the broker's answer came back unchanged: {same}"
+
+        steps.append(_external(host, "external-broker-call-through-worker", echo, None, check=forwarded))
         steps += walk(CROSS_PROCESS_REJECTS, build, on_host(host))
 
     steps += package_steps(build, trust, workspace)

@@ -20,7 +20,7 @@ from skillhost.brokers import default_ports
 from skillhost.host import MAX_DURATION, PROTOCOL_VERSION, Outcome, run_external
 from skillhost.journey._rows import Package, PackageBuilder, RejectRow, abort_timer, walk
 from skillhost.journey._step import Step, _step
-from skillhost.packaging import TrustStore, discover, verify_for_execution
+from skillhost.packaging import PORT_CAPABILITY, TrustStore, discover, verify_for_execution
 
 SECRET_VALUE = "journey-secret-value"  # noqa: S105 - a canary value, not a credential
 
@@ -164,7 +164,11 @@ class SignedRunner:
         ports = default_ports(self.logs, env_values={"API_TOKEN": SECRET_VALUE})
         version = PROTOCOL_VERSION if protocol_version is None else protocol_version
         with abort_timer(abort_after) as cancel:
-            outcome = run_external(verified, ports, args, max_duration, cancel=cancel, protocol_version=version)
+            # Driven directly, under an authority that grants exactly the ports this runner offers.
+            granted = frozenset(PORT_CAPABILITY[port] for port in ports)
+            outcome = run_external(
+                verified, ports, args, max_duration, cancel=cancel, protocol_version=version, granted=granted
+            )
         if outcome.ok:
             return "allow", None, outcome, ""
         return "reject", outcome.code, outcome, outcome.message

@@ -27,6 +27,7 @@ from pathlib import Path
 from skillhost._runtime import worker_command, worker_env
 from skillhost.host import MAX_FRAME, host_hardened, spawn_confined
 from skillhost.journey._step import Step, _step
+from skillhost.journey._tmp_folder import tmp_folder_step
 from skillhost.os_sandbox import Layer, platform_key, valid_layers
 from skillhost.worker import OPERATIONS
 
@@ -128,7 +129,8 @@ def _attempt_step(op: str, found: object, write_path: Path, layers: list[Layer])
 
 
 def kernel_steps(tmp: Path) -> tuple[list[Step], list[Layer]]:
-    """The five kernel-refusal steps, in ``OPERATIONS`` order, and the hostile worker's layer report."""
+    """The five kernel-refusal steps, in ``OPERATIONS`` order, then its own-folder step (``_tmp_folder``), and the
+    hostile worker's layer report."""
     host_data = tmp / "host-data"
     host_data.mkdir()
     secret = host_data / "host-secret.txt"
@@ -151,6 +153,7 @@ def kernel_steps(tmp: Path) -> tuple[list[Step], list[Layer]]:
     except ValueError:
         layers = []
     steps = [_attempt_step(op, by_op.get(op), write_path, layers) for op in OPERATIONS]
+    steps.append(tmp_folder_step(answer, steps[OPERATIONS.index("write-outside-tmp")]))  # its own folder, after
     for step in steps if why else ():
         step["detail"] = f"{step['detail']}; {why}"[:400]
     return steps, layers

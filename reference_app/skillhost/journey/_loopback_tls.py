@@ -53,6 +53,12 @@ def make_cert(name: str) -> tuple[bytes, bytes]:
     return cert.public_bytes(serialization.Encoding.PEM), key_pem
 
 
+class _RecordingServer(ThreadingHTTPServer):
+    """Remembers the path of every request it answered, so a step can tell what a broker really asked for."""
+
+    paths: list[str]
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "skillhost-loopback"
     sys_version = ""
@@ -80,6 +86,9 @@ class _Handler(BaseHTTPRequestHandler):
             "/big": (200, b"x" * BIG_BODY, {}),
         }
         status, body, headers = routes.get(self.path, (404, b"not found", {}))
+        seen = getattr(self.server, "paths", None)
+        if isinstance(seen, list) and len(seen) < 256:
+            seen.append(self.path[:200])
         with contextlib.suppress(OSError):
             self._send(status, body, headers)
 
@@ -88,10 +97,16 @@ class LoopbackHTTPServer:
     """Plain HTTP on 127.0.0.1 with the same routes: a local service such as a model server."""
 
     def __init__(self) -> None:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _RecordingServer(("127.0.0.1", 0), _Handler)
+        self._httpd.paths = []
         self._httpd.daemon_threads = True
         self.port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def paths(self) -> list[str]:
+        """The paths requested so far, in order."""
+        return list(self._httpd.paths)
 
     def __enter__(self) -> LoopbackHTTPServer:
         self._thread.start()

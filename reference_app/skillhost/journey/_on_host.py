@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from skillhost._errors import SkillError
+from skillhost.brokers import AuditEvent
 from skillhost.host import MAX_DURATION, SkillHost
 from skillhost.journey._rows import RejectRow, RowRunner, abort_timer
 from skillhost.journey._step import Step, _step
@@ -24,7 +25,7 @@ def _bundled_step(host: SkillHost, sid: str, skill_id: str, args: dict[str, Any]
         value, broker = host.run_bundled(skill_id, args)
     except SkillError as exc:
         return _step(sid, "allow", None, "reject", exc.code, exc.message)
-    events = [(a["event"], a["port"], a["target"]) for a in broker.audit]
+    events = [(a["event"], a["target"]) for a in broker.audit]
     return _step(
         sid, "allow", None, "allow", None, f"host pid={os.getpid()} value={value} audit={events}", check(value)
     )
@@ -47,8 +48,12 @@ def _external(
     cancel: threading.Event | None = None,
     protocol_version: int | None = None,
     max_duration: float = MAX_DURATION,
+    check: Callable[[Any, list[AuditEvent]], tuple[bool, str]] | None = None,
 ) -> Step:
-    """``code=None`` expects the run to be allowed; otherwise a refusal with that code."""
+    """``code=None`` expects the run to be allowed; otherwise a refusal with that code.
+
+    ``check`` judges an allowed run's value and audit against what the service or tool really answered (and
+    says why): an allow step passes on the right answer, not on any answer."""
     expected = "allow" if code is None else "reject"
     try:
         out = host.run_external(skill_dir, cancel=cancel, protocol_version=protocol_version, max_duration=max_duration)
@@ -61,7 +66,10 @@ def _external(
     # Whatever the verdict, a worker that ran must be a separate process that was reaped.
     ok = out.reaped and out.worker_pid != os.getpid() and out.returncode is not None
     if out.ok:
-        return _step(sid, expected, code, "allow", None, f"{detail} value={out.value}", ok)
+        if check is None:
+            return _step(sid, expected, code, "allow", None, f"{detail} value={out.value}", ok)
+        right, why = check(out.value, out.audit)
+        return _step(sid, expected, code, "allow", None, f"{why[:120]}; {detail}", ok and right)
     return _step(sid, expected, code, "reject", out.code, detail, ok)
 
 

@@ -83,7 +83,9 @@ def _catalog_step(pkg: Path) -> Step:
 def _bundled_in_host_step(pkg: Path) -> Step:
     try:
         logs: list[dict[str, str]] = []
-        value, broker = run_bundled(pkg, "clock", {"label": "journey"}, log_sink=logs)
+        # The clock's own ports (time, logger), granted explicitly: no default grants anything.
+        granted = frozenset({"runtime:time", "host:logger"})
+        value, broker = run_bundled(pkg, "clock", {"label": "journey"}, log_sink=logs, granted=granted)
     except SkillError as exc:
         return _step("bundled-skill-runs", "allow", None, "reject", exc.code, exc.message)
     ok = isinstance(value, dict) and isinstance(value.get("now"), str) and len(logs) == 1

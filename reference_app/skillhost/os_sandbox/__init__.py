@@ -15,11 +15,12 @@ from skillhost.os_sandbox._dispatch import (
     missing_layers,
     platform_key,
     valid_layers,
+    worker_interpreter,
     worker_read_roots,
 )
 from skillhost.os_sandbox._interface import Layer, WorkerProcess
 
 __all__ = [
     "REQUIRED_LAYERS", "Layer", "WorkerProcess", "confine", "launch_plan", "missing_layers", "platform_key",
-    "valid_layers", "worker_read_roots",
+    "valid_layers", "worker_interpreter", "worker_read_roots",
 ]  # fmt: skip

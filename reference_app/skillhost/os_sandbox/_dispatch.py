@@ -28,7 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from skillhost.os_sandbox._interface import LaunchPlan, Layer, layer
 
 __all__ = [
-    "REQUIRED_LAYERS", "confine", "launch_plan", "missing_layers", "platform_key", "valid_layers", "worker_read_roots",
+    "REQUIRED_LAYERS", "confine", "launch_plan", "missing_layers", "platform_key", "valid_layers", "worker_interpreter",
+    "worker_read_roots",
 ]  # fmt: skip
 
 REQUIRED_LAYERS: Mapping[str, tuple[str, ...]] = {
@@ -84,14 +85,30 @@ def missing_layers(layers: Iterable[object], platform: str) -> list[str]:
 def launch_plan(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str]) -> LaunchPlan:
     platform = platform_key()
     if platform == "macos":
-        from skillhost.os_sandbox._macos import wrap_command  # noqa: PLC0415 - macOS only
+        import sysconfig  # noqa: PLC0415 - the host's only, never the worker's
 
-        return LaunchPlan(wrap_command(argv, tmp_dir, read_roots))
+        from skillhost.os_sandbox._macos import framework_executable, wrap_command  # noqa: PLC0415 - macOS only
+
+        frozen = bool(getattr(sys, "frozen", False))
+        framework = framework_executable(sys.base_prefix, sysconfig.get_config_var("PYTHONFRAMEWORK"), frozen=frozen)
+        return LaunchPlan(wrap_command(argv, tmp_dir, read_roots, framework))
     if platform == "windows":
         from skillhost.os_sandbox._windows_process import plan  # noqa: PLC0415 - Windows only
 
         return plan(argv, tmp_dir, read_roots)
     return LaunchPlan(list(argv))
+
+
+def worker_interpreter() -> str:
+    """What the worker runs: this executable, except on Windows from source, where it is the base interpreter.
+
+    A venv's ``python.exe`` there is a redirector that starts the base interpreter as its child, which the
+    worker's child-process policy and its job's one-process limit refuse; ``sys._base_executable`` is that
+    base interpreter, resolved. Frozen, the bundle's own executable is the worker.
+    """
+    if platform_key() == "windows" and not getattr(sys, "frozen", False):
+        return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    return sys.executable
 
 
 def worker_read_roots() -> list[str]:
@@ -102,7 +119,12 @@ def worker_read_roots() -> list[str]:
     else:
         # This file is <app source>/skillhost/os_sandbox/_dispatch.py.
         app_src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # noqa: PTH120
-        roots = [app_src, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+        if platform_key() == "windows":
+            # Only what the base interpreter reads: its own folder (the DLLs, Lib, DLLs\), never the venv's
+            # prefix, which it does not start from; each must hold the install grant (``_windows_grant``).
+            roots = [app_src, os.path.dirname(worker_interpreter())]  # noqa: PTH120
+        else:
+            roots = [app_src, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     return sorted({os.path.realpath(r) for r in roots})
 
 

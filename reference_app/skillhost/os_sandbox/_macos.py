@@ -23,8 +23,8 @@ from pathlib import PurePosixPath
 from skillhost.os_sandbox._interface import Layer, layer
 
 __all__ = [
-    "ALLOWED_RULES", "DENIED_RULES", "PROFILE", "SANDBOX_EXEC", "SYSCTL_NAMES", "parent_folders", "profile",
-    "profile_digest", "sandbox_denies", "self_report", "wrap_command",
+    "ALLOWED_RULES", "DENIED_RULES", "PROFILE", "SANDBOX_EXEC", "SYSCTL_NAMES", "framework_executable",
+    "parent_folders", "profile", "profile_digest", "sandbox_denies", "self_report", "wrap_command",
 ]  # fmt: skip
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
@@ -68,8 +68,11 @@ _SYSTEM_SUBPATHS = " ".join(f'(subpath "{p}")' for p in _SYSTEM_LIBRARIES)
 # Every allow rule of the profile and why; ``{read_roots}`` becomes one parameter per bundle folder,
 # ``{parents}`` the folders above them (``MAX_PARENTS`` parameters, the unused ones "/").
 ALLOWED_RULES: tuple[tuple[str, str], ...] = (
-    ('(allow process-exec (literal (param "WORKER_EXE")) (literal (param "WORKER_EXE_REAL")))',
-     "sandbox-exec applies the profile, then execs the worker's own binary; nothing else may run"),
+    ('(allow process-exec (literal (param "WORKER_EXE")) (literal (param "WORKER_EXE_REAL")) '
+     '(literal (param "WORKER_EXE_FRAMEWORK")))',
+     "sandbox-exec applies the profile, then execs the worker's own binary; from source, a framework build's "
+     "bin/python3.x then execs Python.app/Contents/MacOS/Python, named by its resolved path (the worker's own "
+     "binary again when there is none); nothing else may run"),
     ("(allow file-read* {read_roots} (subpath (param \"WORKER_TMP\")))",
      "the bundle (the interpreter, its modules, the bundled skills) and the worker's own folder"),
     ("(allow file-read* " + _SYSTEM_SUBPATHS + ")",
@@ -134,14 +137,31 @@ def parent_folders(paths: Sequence[str]) -> list[str]:
     return list(out)
 
 
-def wrap_command(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str]) -> list[str]:
-    """``sandbox-exec -D ... -p PROFILE <worker argv>``; paths are resolved as the kernel sees them."""
+def framework_executable(base_prefix: str, framework: str | None, *, frozen: bool) -> str | None:
+    """From source, a framework build's real interpreter, resolved: ``<base_prefix>/Resources/Python.app/Contents/
+    MacOS/<framework>`` (``sysconfig``'s ``PYTHONFRAMEWORK``, "Python" for python.org's and Homebrew's builds),
+    which ``bin/python3.x`` execs. ``None`` when frozen, not a framework build, or no such file."""
+    if frozen or not framework or "/" in framework:
+        return None
+    path = os.path.join(base_prefix, "Resources", "Python.app", "Contents", "MacOS", framework)  # noqa: PTH118
+    return os.path.realpath(path) if os.path.isfile(path) else None  # noqa: PTH113
+
+
+def wrap_command(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str],
+                 framework_exe: str | None = None) -> list[str]:  # fmt: skip
+    """``sandbox-exec -D ... -p PROFILE <worker argv>``; paths are resolved as the kernel sees them.
+
+    ``framework_exe``: the one more binary the worker's own may exec (``framework_executable``); without it the
+    parameter names the worker's binary again, so the rule allows nothing more.
+    """
     if not argv:
         raise ValueError("empty worker command")
     exe = argv[0]
+    real_exe = os.path.realpath(exe)
+    framework = os.path.realpath(framework_exe) if framework_exe else real_exe
     real_roots = [os.path.realpath(root) for root in read_roots]
     roots = [arg for i, root in enumerate(real_roots) for arg in _param(f"READ_ROOT_{i}", root)]
-    above = parent_folders([*real_roots, os.path.realpath(tmp_dir), os.path.realpath(exe)])
+    above = parent_folders(list(dict.fromkeys([*real_roots, os.path.realpath(tmp_dir), real_exe, framework])))
     above += ["/"] * (MAX_PARENTS - len(above))
     parents = [arg for i, folder in enumerate(above) for arg in _param(f"PARENT_{i}", folder)]
     return [
@@ -150,7 +170,8 @@ def wrap_command(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str]) -
         *parents,
         *_param("WORKER_TMP", os.path.realpath(tmp_dir)),
         *_param("WORKER_EXE", exe),
-        *_param("WORKER_EXE_REAL", os.path.realpath(exe)),
+        *_param("WORKER_EXE_REAL", real_exe),
+        *_param("WORKER_EXE_FRAMEWORK", framework),
         "-p",
         profile(len(read_roots)),
         *argv,

@@ -64,6 +64,10 @@ ALLOWED: dict[str, str] = {
     "ioctl": "open() asks whether a file is a terminal (TCGETS only, see ARG_RULES)",
     "prctl": "the worker reads its own seccomp mode back (PR_GET_SECCOMP only, see ARG_RULES)",
     "exit_group": "the worker's exit",
+    # Not in the trace before the journey's own-folder step: a handler's scratch file in the worker's folder is
+    # renamed and removed (Landlock decides where: beneath that folder only).
+    "rename": "renames a file in its own folder (aarch64: renameat, which glibc's rename() calls there)",
+    "unlink": "removes a file from its own folder (aarch64: unlinkat, which glibc's unlink() calls there)",
 }
 
 # Calls allowed only with one argument (index, allowed values): the kernel reads both as 32-bit ints
@@ -76,13 +80,13 @@ _X86_64 = {
     "read": 0, "write": 1, "close": 3, "openat": 257, "newfstatat": 262, "lseek": 8, "getdents64": 217,
     "getcwd": 79, "mmap": 9, "mprotect": 10, "munmap": 11, "mremap": 25, "madvise": 28, "brk": 12,
     "rt_sigaction": 13, "rt_sigprocmask": 14, "rt_sigreturn": 15, "getpid": 39, "getppid": 110, "ioctl": 16,
-    "prctl": 157, "exit_group": 231,
+    "prctl": 157, "exit_group": 231, "rename": 82, "unlink": 87,
 }  # fmt: skip
 _AARCH64 = {
     "read": 63, "write": 64, "close": 57, "openat": 56, "newfstatat": 79, "lseek": 62, "getdents64": 61,
     "getcwd": 17, "mmap": 222, "mprotect": 226, "munmap": 215, "mremap": 216, "madvise": 233, "brk": 214,
     "rt_sigaction": 134, "rt_sigprocmask": 135, "rt_sigreturn": 139, "getpid": 172, "getppid": 173, "ioctl": 29,
-    "prctl": 167, "exit_group": 94,
+    "prctl": 167, "exit_group": 94, "rename": 38, "unlink": 35,  # renameat and unlinkat: no rename or unlink here
 }  # fmt: skip
 # AUDIT_ARCH_* (<linux/audit.h>) and each table, keyed by os.uname().machine.
 ARCHES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}

@@ -10,14 +10,24 @@ held on every platform. The start, in order:
 1. the AppContainer profile named after the installed executable
    (``CreateAppContainerProfile`` with no capabilities, or
    ``DeriveAppContainerSidFromAppContainerName`` when it already exists);
-2. its SID is granted read/execute on each bundle folder and read/write on the
-   worker's temporary folder, nothing else (``SetEntriesInAclW``);
-3. an attribute list with ``SECURITY_CAPABILITIES`` (that SID, no capability),
+2. each bundle folder is only read, never written: its DACL must already grant
+   the install capability (``_windows_grant.INSTALL_CAPABILITY``) read and
+   execute, as the installer left it, or nothing starts
+   (``CC_SKILL_INSTALL_GRANT_MISSING``); a per-machine install gives the user
+   no ``WRITE_DAC`` there, and rewriting a bundle's ACL at every start would
+   re-propagate it over every file;
+3. the worker's temporary folder (the host's own, made for this start) grants
+   the container's SID read, write and ``DELETE`` (rename and delete need it)
+   and is labelled Low integrity: the container's token is Low, and an
+   unlabelled folder counts as Medium, whose no-write-up would refuse every
+   write whatever its DACL says;
+4. an attribute list with ``SECURITY_CAPABILITIES`` (that SID, and the install
+   capability alone),
    ``ALL_APPLICATION_PACKAGES_POLICY`` (opt out of ALL APPLICATION PACKAGES,
    where Windows knows it), ``CHILD_PROCESS_POLICY`` (the worker may create no
    process at all, as Chromium's renderers) and ``HANDLE_LIST`` (the three
    standard handles: the only handles the worker inherits);
-4. ``CreateProcessW`` suspended; the process is assigned to a job (kill on close,
+5. ``CreateProcessW`` suspended; the process is assigned to a job (kill on close,
    one active process, 1 GiB, every ``JOB_OBJECT_UILIMIT_*``), then its thread is resumed.
 
 Every Win32 function is called with its C signature (``_windows_api.PROTOTYPES``)
@@ -25,8 +35,9 @@ and every failure is checked before its result is used.
 
 Where ``CreateAppContainerProfile`` fails, the fallback layer is a restricted
 token (``DISABLE_MAX_PRIVILEGE``) at low integrity, started with
-``CreateProcessAsUserW``; the temporary folder is labelled low so the worker can
-write there and nowhere else of medium integrity. The worker reports each layer
+``CreateProcessAsUserW``; the temporary folder is labelled Low (as on the
+AppContainer path) so the worker can write there and nowhere else of Medium
+integrity. The worker reports each layer
 as it reads it back from its own token (``GetTokenInformation``), never as assumed.
 """
 
@@ -42,6 +53,12 @@ from typing import Any, NamedTuple
 
 from skillhost.os_sandbox._interface import Layer, layer
 from skillhost.os_sandbox._windows_api import Win32
+from skillhost.os_sandbox._windows_grant import (
+    INSTALL_CAPABILITY,
+    InstallGrantMissingError,
+    capability_sid,
+    missing_grant,
+)
 from skillhost.os_sandbox._windows_structs import (
     CREATE_NEW_PROCESS_GROUP,
     CREATE_NO_WINDOW,
@@ -51,8 +68,7 @@ from skillhost.os_sandbox._windows_structs import (
     DISABLE_MAX_PRIVILEGE,
     EXPLICIT_ACCESS_W,
     EXTENDED_STARTUPINFO_PRESENT,
-    FILE_READ_EXECUTE,
-    FILE_READ_WRITE,
+    FILE_TMP_ACCESS,
     GRANT_ACCESS,
     HRESULT_ALREADY_EXISTS,
     JOB_LIMIT_FLAGS,
@@ -69,9 +85,11 @@ from skillhost.os_sandbox._windows_structs import (
     PROCESS_CHILD_PROCESS_POLICY,
     PROCESS_CREATION_ALL_APPLICATION_PACKAGES_OPT_OUT,
     PROCESS_CREATION_CHILD_PROCESS_RESTRICTED,
+    SE_GROUP_ENABLED,
     SE_GROUP_INTEGRITY,
     SECURITY_CAPABILITIES,
     SECURITY_MANDATORY_LOW_RID,
+    SID_AND_ATTRIBUTES,
     STARTF_USESTDHANDLES,
     STARTUPINFOEXW,
     SUB_CONTAINERS_AND_OBJECTS_INHERIT,
@@ -166,13 +184,15 @@ def environment_block(env: dict[str, str]) -> str:
 
 
 def _launch(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str, std: StdHandles, *,
-            sid: int | None, token: int | None, layer_name: str) -> Started:
+            sid: int | None, token: int | None, layer_name: str, capability: int | None = None) -> Started:
     """Attribute list, suspended start, job, resume; on any failure the started process is terminated."""
     handles = list(dict.fromkeys(std))  # the handle list refuses duplicates
     for handle in handles:
         api.make_inheritable(handle)
     inherit = (ctypes.c_void_p * len(handles))(*handles)
-    capabilities = SECURITY_CAPABILITIES(sid, None, 0, 0)
+    # The install capability alone: it opens the bundle (granted at install time), and nothing else.
+    granted = (SID_AND_ATTRIBUTES * 1)(SID_AND_ATTRIBUTES(capability, SE_GROUP_ENABLED))
+    capabilities = SECURITY_CAPABILITIES(sid, granted if capability else None, 1 if capability else 0, 0)
     opt_out = ctypes.c_uint32(PROCESS_CREATION_ALL_APPLICATION_PACKAGES_OPT_OUT)
     no_children = ctypes.c_uint32(PROCESS_CREATION_CHILD_PROCESS_RESTRICTED)
     attributes = api.initialize_attribute_list(4 if sid else 2)
@@ -208,8 +228,18 @@ def _launch(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str, std:
     return Started(int(info.hProcess), int(info.dwProcessId), job, layer_name)
 
 
-def _restricted_token(api: Win32, tmp_dir: str) -> int:
-    """This process's token without its privileges, at low integrity; ``tmp_dir`` labelled low. Caller closes it."""
+def _label_low(api: Win32, tmp_dir: str) -> None:
+    """``tmp_dir`` labelled Low integrity, no-write-up, inherited by what the worker creates there."""
+    low = api.string_sid_to_sid(LOW_INTEGRITY_SID)
+    try:
+        sacl = api.new_label_acl(low, SUB_CONTAINERS_AND_OBJECTS_INHERIT, SYSTEM_MANDATORY_LABEL_NO_WRITE_UP)
+        api.set_named_security_info(tmp_dir, LABEL_SECURITY_INFORMATION, 0, ctypes.addressof(sacl))
+    finally:
+        api.local_free(low)
+
+
+def _restricted_token(api: Win32) -> int:
+    """This process's token without its privileges, at low integrity. The caller closes it."""
     own = api.open_process_token(TOKEN_DUPLICATE | TOKEN_QUERY | TOKEN_ASSIGN_PRIMARY | TOKEN_ADJUST_DEFAULT)
     try:
         token = api.create_restricted_token(own, DISABLE_MAX_PRIVILEGE)
@@ -222,8 +252,6 @@ def _restricted_token(api: Win32, tmp_dir: str) -> int:
             label.Label.Sid, label.Label.Attributes = low, SE_GROUP_INTEGRITY
             api.set_token_information(token, TOKEN_INTEGRITY_LEVEL, label,
                                       ctypes.sizeof(label) + api.sid_length(low))  # fmt: skip
-            sacl = api.new_label_acl(low, SUB_CONTAINERS_AND_OBJECTS_INHERIT, SYSTEM_MANDATORY_LABEL_NO_WRITE_UP)
-            api.set_named_security_info(tmp_dir, LABEL_SECURITY_INFORMATION, 0, ctypes.addressof(sacl))
         finally:
             api.local_free(low)
     except BaseException:
@@ -234,17 +262,31 @@ def _restricted_token(api: Win32, tmp_dir: str) -> int:
 
 def start_worker(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str, *, std: StdHandles,
                  read_roots: Sequence[str], tmp_dir: str) -> Started:
-    """Start the worker in its AppContainer, or under the restricted token where none can be created."""
+    """Start the worker in its AppContainer, or under the restricted token where none can be created.
+
+    ``InstallGrantMissingError`` (an ``OSError``) when a folder of ``read_roots`` does not grant the install
+    capability: checked before anything is written or started.
+    """
     sid = _appcontainer_sid(api, container_name(argv[0]))
     if sid is not None:
         try:
-            for root in read_roots:
-                _grant(api, sid, root, FILE_READ_EXECUTE)
-            _grant(api, sid, tmp_dir, FILE_READ_WRITE)
-            return _launch(api, argv, env, cwd, std, sid=sid, token=None, layer_name="appcontainer")
+            capability = api.string_sid_to_sid(capability_sid(INSTALL_CAPABILITY))
+            try:
+                for root in read_roots:
+                    why = missing_grant(api, capability, root)
+                    if why is not None:
+                        raise InstallGrantMissingError(root, why)
+                _grant(api, sid, tmp_dir, FILE_TMP_ACCESS)
+                _label_low(api, tmp_dir)
+                return _launch(api, argv, env, cwd, std, sid=sid, token=None, layer_name="appcontainer",
+                               capability=capability)
+            finally:
+                api.local_free(capability)
         finally:
             api.free_sid(sid)
-    token = _restricted_token(api, tmp_dir)
+    # The restricted token reads what the user reads: no install grant to check, only its folder to label.
+    _label_low(api, tmp_dir)
+    token = _restricted_token(api)
     try:
         return _launch(api, argv, env, cwd, std, sid=None, token=token, layer_name="restricted-token")
     finally:

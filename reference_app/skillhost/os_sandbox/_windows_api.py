@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from skillhost.os_sandbox._windows_structs import (
+    ACE_HEADER,
     ACL_REVISION,
+    ACL_SIZE_INFORMATION,
+    ACL_SIZE_INFORMATION_CLASS,
     JOB_OBJECT_BASIC_UI_RESTRICTIONS,
     JOB_OBJECT_EXTENDED_LIMIT_INFORMATION,
     JOBOBJECT_BASIC_UI_RESTRICTIONS,
@@ -23,7 +26,7 @@ from skillhost.os_sandbox._windows_structs import (
     ExtendedLimits,
 )
 
-__all__ = ["PROTOTYPES", "Win32"]
+__all__ = ["PROTOTYPES", "AceEntry", "Win32"]
 
 _ERROR_INSUFFICIENT_BUFFER = 122
 _HANDLE_FLAG_INHERIT = 0x1
@@ -66,7 +69,10 @@ PROTOTYPES: dict[str, dict[str, tuple[Any, list[Any]]]] = {
         "ConvertStringSidToSidW": (_BOOL, [_LPCWSTR, _OUT]),
         "CreateProcessAsUserW": (_BOOL, [_HANDLE, *_CREATE_PROCESS]),
         "CreateRestrictedToken": (_BOOL, [_HANDLE, _DWORD, _DWORD, _PVOID, _DWORD, _PVOID, _DWORD, _PVOID, _OUT]),
+        "EqualSid": (_BOOL, [_PSID, _PSID]),
         "FreeSid": (_PVOID, [_PSID]),
+        "GetAce": (_BOOL, [_PACL, _DWORD, _OUT]),
+        "GetAclInformation": (_BOOL, [_PACL, _PVOID, _DWORD, _ENUM]),
         "GetLengthSid": (_DWORD, [_PSID]),
         "GetNamedSecurityInfoW": (_DWORD, [_LPCWSTR, _ENUM, _DWORD, _OUT, _OUT, _OUT, _OUT, _OUT]),
         "GetSidSubAuthority": (_PVOID, [_PSID, _DWORD]),
@@ -84,6 +90,19 @@ PROTOTYPES: dict[str, dict[str, tuple[Any, list[Any]]]] = {
         "DeriveAppContainerSidFromAppContainerName": (_HRESULT, [_LPCWSTR, _OUT]),
     },
 }
+
+
+class AceEntry(NamedTuple):
+    """One ACE of a DACL as ``GetAce`` gives it: its type, flags, access mask, and where its SID lies."""
+
+    type: int
+    flags: int
+    mask: int
+    sid: int  # an address inside the ACL: valid while the ACL's security descriptor is
+
+
+# ACCESS_ALLOWED_ACE and ACCESS_DENIED_ACE (winnt.h): the header, the mask, then the SID itself.
+_ACE_MASK_OFFSET, _ACE_SID_OFFSET = 4, 8
 
 
 def _dll(name: str) -> Any:
@@ -208,6 +227,27 @@ class Win32:
                                                 ctypes.c_void_p(sacl or None))  # fmt: skip
         if err:
             raise _fail(err)
+
+    def acl_entries(self, acl: int) -> list[AceEntry]:
+        """Every ACE of ``acl`` (``GetAclInformation``, then ``GetAce`` for each); each pointer checked first."""
+        if not acl:
+            raise OSError("no ACL")
+        size = ACL_SIZE_INFORMATION()
+        self._ok(self.advapi.GetAclInformation(ctypes.c_void_p(acl), ctypes.byref(size), ctypes.sizeof(size),
+                                               ACL_SIZE_INFORMATION_CLASS))  # fmt: skip
+        entries = []
+        for index in range(size.AceCount):
+            ace = ctypes.c_void_p()
+            self._ok(self.advapi.GetAce(ctypes.c_void_p(acl), index, ctypes.byref(ace)))
+            if not ace.value:
+                raise OSError(f"GetAce gave no ACE at {index}")
+            header = ACE_HEADER.from_address(ace.value)
+            mask = ctypes.c_uint32.from_address(ace.value + _ACE_MASK_OFFSET).value
+            entries.append(AceEntry(int(header.AceType), int(header.AceFlags), int(mask), ace.value + _ACE_SID_OFFSET))
+        return entries
+
+    def equal_sid(self, one: int, other: int) -> bool:
+        return bool(self.advapi.EqualSid(ctypes.c_void_p(one), ctypes.c_void_p(other)))
 
     def new_label_acl(self, label_sid: int, inheritance: int, policy: int) -> ctypes.Array[ctypes.c_char]:
         """A SACL holding one mandatory-label ACE (``InitializeAcl`` + ``AddMandatoryAce``), in Python memory."""

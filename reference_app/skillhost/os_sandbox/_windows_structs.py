@@ -10,7 +10,8 @@ from __future__ import annotations
 import ctypes
 
 __all__ = [
-    "EXPLICIT_ACCESS_W", "JOBOBJECT_BASIC_UI_RESTRICTIONS", "PROCESS_INFORMATION", "SECURITY_CAPABILITIES",
+    "ACE_HEADER", "ACL_SIZE_INFORMATION", "EXPLICIT_ACCESS_W", "JOBOBJECT_BASIC_UI_RESTRICTIONS",
+    "PROCESS_INFORMATION", "SECURITY_CAPABILITIES",
     "SID_AND_ATTRIBUTES", "STARTUPINFOEXW",
     "STARTUPINFOW", "TOKEN_MANDATORY_LABEL", "TRUSTEE_W", "ExtendedLimits",
 ]  # fmt: skip
@@ -53,8 +54,19 @@ TRUSTEE_IS_SID, TRUSTEE_IS_UNKNOWN, NO_MULTIPLE_TRUSTEE = 0, 0, 0
 OBJECT_INHERIT_ACE, CONTAINER_INHERIT_ACE = 0x1, 0x2
 SUB_CONTAINERS_AND_OBJECTS_INHERIT = OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE
 GENERIC_READ, GENERIC_WRITE, GENERIC_EXECUTE, GENERIC_ALL = 0x80000000, 0x40000000, 0x20000000, 0x10000000
-FILE_READ_EXECUTE = GENERIC_READ | GENERIC_EXECUTE  # the bundle: read and load, never write
-FILE_READ_WRITE = GENERIC_READ | GENERIC_WRITE  # the worker's folder: read and write, never execute
+DELETE = 0x00010000
+# The worker's folder: read, write, and DELETE (a rename is a delete of the old name, and without it neither
+# works), never execute. Granted on the files it creates there through inheritance.
+FILE_TMP_ACCESS = GENERIC_READ | GENERIC_WRITE | DELETE
+# What ``icacls PATH /grant SID:RX`` writes: FILE_GENERIC_READ | FILE_GENERIC_EXECUTE, mapped. The install grant
+# passes with either this or the generic bits it maps from (an installer may write either form).
+FILE_GENERIC_READ_EXECUTE = 0x001200A9
+GENERIC_READ_EXECUTE = GENERIC_READ | GENERIC_EXECUTE
+# ACEs as GetAce returns them (winnt.h): the header's type and flags.
+ACCESS_ALLOWED_ACE_TYPE, ACCESS_DENIED_ACE_TYPE = 0x0, 0x1
+INHERIT_ONLY_ACE = 0x8
+ACL_SIZE_INFORMATION_CLASS = 2  # ACL_INFORMATION_CLASS AclSizeInformation
+SE_GROUP_ENABLED = 0x4
 # Tokens.
 TOKEN_DUPLICATE, TOKEN_QUERY, TOKEN_ASSIGN_PRIMARY, TOKEN_ADJUST_DEFAULT = 0x2, 0x8, 0x1, 0x80
 DISABLE_MAX_PRIVILEGE = 0x1
@@ -108,6 +120,15 @@ class TRUSTEE_W(ctypes.Structure):  # noqa: N801
 class EXPLICIT_ACCESS_W(ctypes.Structure):  # noqa: N801
     _fields_ = (("grfAccessPermissions", ctypes.c_uint32), ("grfAccessMode", ctypes.c_uint32),
                 ("grfInheritance", ctypes.c_uint32), ("Trustee", TRUSTEE_W))  # fmt: skip
+
+
+class ACE_HEADER(ctypes.Structure):  # noqa: N801
+    _fields_ = (("AceType", ctypes.c_uint8), ("AceFlags", ctypes.c_uint8), ("AceSize", ctypes.c_uint16))
+
+
+class ACL_SIZE_INFORMATION(ctypes.Structure):  # noqa: N801
+    _fields_ = (("AceCount", ctypes.c_uint32), ("AclBytesInUse", ctypes.c_uint32),
+                ("AclBytesFree", ctypes.c_uint32))  # fmt: skip
 
 
 class TOKEN_MANDATORY_LABEL(ctypes.Structure):  # noqa: N801

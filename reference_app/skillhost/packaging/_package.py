@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from skillhost._canon import canonical_bytes, sha256_hex
 from skillhost._errors import SkillError
+from skillhost.packaging._boundary_trap import register as register_external
 from skillhost.packaging._manifest import parse_manifest
 from skillhost.packaging._signing import LOCK_NAME, SIG_NAME, Lock, LockEntry, TrustStore, sign_lock, verify_signature
 from skillhost.packaging._source_audit import audit_external_source
@@ -138,6 +139,8 @@ def read_package(
         if total > MAX_TOTAL_BYTES:
             raise SkillError("CC_SKILL_PACKAGE_INVALID", "oversize package: exceeds the total size cap")
         files[name], ids[name] = data, ident
+    # From now on, this process compiling, running or importing this package's code is caught (``_boundary_trap``).
+    register_external(root_path, files.get(HANDLER_NAME))
     return root_real, files, ids
 
 

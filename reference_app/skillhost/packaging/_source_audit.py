@@ -10,6 +10,7 @@ sandbox (README, "Known boundaries").
 from __future__ import annotations
 
 from skillhost._errors import SkillError
+from skillhost.packaging._boundary_trap import PARSE_FILENAME
 from skillhost.worker import MAX_SOURCE, check_source
 
 __all__ = ["MAX_SOURCE", "audit_external_source"]
@@ -17,6 +18,6 @@ __all__ = ["MAX_SOURCE", "audit_external_source"]
 
 def audit_external_source(source: str) -> None:
     """Raise ``CC_SKILL_IMPORT_DENIED`` / ``CC_SKILL_HANDLER_REJECTED`` / ``CC_SKILL_HANDLER_INVALID``."""
-    found = check_source(source)
+    found = check_source(source, PARSE_FILENAME)
     if found is not None:
         raise SkillError(*found)

@@ -145,12 +145,16 @@ def _node_violation(node: ast.AST) -> Violation | None:
     return None
 
 
-def check_source(source: str) -> Violation | None:
-    """Return the first rule the handler source breaks, or ``None``."""
+def check_source(source: str, filename: str = "<external-skill>") -> Violation | None:
+    """Return the first rule the handler source breaks, or ``None``.
+
+    ``filename`` is what the parse is reported under: the host passes its own, which its boundary trap knows
+    for a parse (no code object), so that the trap can tell it from a compile of external code in the host.
+    """
     if len(source) > MAX_SOURCE:
         return ("CC_SKILL_HANDLER_INVALID", "handler source too large")
     try:
-        tree = ast.parse(source, filename="<external-skill>")
+        tree = ast.parse(source, filename=filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ("CC_SKILL_HANDLER_INVALID", "handler does not parse")
     for node in ast.walk(tree):

@@ -20,7 +20,8 @@ import os
 import sys
 from typing import TypedDict
 
-__all__ = ["EXEC_OK_LINE", "OPERATIONS", "Attempt", "attempt", "exec_shell"]
+__all__ = ["EXEC_OK_LINE", "OPERATIONS", "TMP_ROUND_TRIP", "Attempt", "RoundTrip", "attempt", "exec_shell",
+           "tmp_round_trip"]
 
 OPERATIONS = ("read-outside-bundle", "write-outside-tmp", "tcp-connect-loopback", "ptrace-host", "exec-shell")
 # What /bin/sh prints when the exec was allowed: the shell, not the worker, wrote it.
@@ -35,13 +36,51 @@ class Attempt(TypedDict):
     errno: str | None
 
 
-def _result(op: str, exc: OSError | None) -> Attempt:
-    if exc is None:
-        return {"op": op, "ok": True, "errno": None}
+class RoundTrip(TypedDict):
+    """The worker's use of its own folder: which stage failed (``None``: all three passed) and with which errno."""
+
+    op: str
+    ok: bool
+    errno: str | None
+    stage: str | None
+
+
+# What the worker must be able to do in its own folder: a handler's scratch file is written, renamed and removed.
+TMP_ROUND_TRIP = "tmp-write-rename-delete"
+
+
+def _errno_name(exc: OSError) -> str:
     code = exc.errno if isinstance(exc.errno, int) else 0
     name = errno.errorcode.get(code, f"E{code}")
     # WinSock's errors carry their own numbers (WSAEACCES is 10013): the same refusal under its POSIX name.
-    return {"op": op, "ok": False, "errno": name[3:] if name.startswith("WSAE") else name}
+    return name[3:] if name.startswith("WSAE") else name
+
+
+def tmp_round_trip(folder: str) -> RoundTrip:
+    """Write a file in ``folder`` (the worker's own), rename it, delete it; the first stage that fails, if any.
+
+    On Windows the AppContainer needs the folder's Low label (its token is Low: no writing up to an unlabelled,
+    Medium folder) and ``DELETE`` in its grant (a rename is a delete of the old name); on Linux Landlock must
+    grant the folder's make, remove and refer rights. Nothing is left behind on success.
+    """
+    first = os.path.join(folder, "skillhost-round-trip.tmp")  # noqa: PTH118 - os.path: no pathlib in the worker
+    second = os.path.join(folder, "skillhost-round-trip-renamed.tmp")  # noqa: PTH118
+    stage = "write"
+    try:
+        _write(first)
+        stage = "rename"
+        os.rename(first, second)  # noqa: PTH104 - the plain system call is the point
+        stage = "delete"
+        os.remove(second)  # noqa: PTH107
+    except OSError as exc:
+        return {"op": TMP_ROUND_TRIP, "ok": False, "errno": _errno_name(exc), "stage": stage}
+    return {"op": TMP_ROUND_TRIP, "ok": True, "errno": None, "stage": None}
+
+
+def _result(op: str, exc: OSError | None) -> Attempt:
+    if exc is None:
+        return {"op": op, "ok": True, "errno": None}
+    return {"op": op, "ok": False, "errno": _errno_name(exc)}
 
 
 def _read(path: str) -> None:

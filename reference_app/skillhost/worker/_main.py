@@ -21,7 +21,7 @@ from typing import IO, Protocol, TypedDict
 from skillhost.os_sandbox import Layer, confine, missing_layers, platform_key
 from skillhost.worker._handler_rules import ALLOWED_HANDLER_IMPORTS, check_source
 from skillhost.worker._handler_sandbox import ImportDeniedError, handler_builtins
-from skillhost.worker._hostile import OPERATIONS, attempt, exec_shell
+from skillhost.worker._hostile import OPERATIONS, attempt, exec_shell, tmp_round_trip
 
 __all__ = ["ALLOWED_HANDLER_IMPORTS", "apply_limits", "main"]
 
@@ -238,8 +238,10 @@ def hostile_self_test() -> int:
     if not isinstance(targets, dict):
         return 76
     attempts = [attempt(op, targets) for op in OPERATIONS if op != "exec-shell"]
+    # Its own folder (the cwd the host made) must stay usable under the same sandbox that refuses the escapes.
+    own_folder = tmp_round_trip(os.getcwd())  # noqa: PTH109
     _write_line({"kind": "skillhost-worker-hostile", "version": 1, "pid": os.getpid(),
-                 "isolation_layers": layers, "attempts": attempts})  # fmt: skip
+                 "isolation_layers": layers, "attempts": attempts, "tmp_round_trip": own_folder})  # fmt: skip
     _write_line(exec_shell())
     return 0
 
