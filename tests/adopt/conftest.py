@@ -1,6 +1,6 @@
 """tests/adopt: `qualify init`, the journey plugins, and adopting the pipeline from a team's own repository.
 
-``pytester`` is enabled here only: the plugin's tests run real pytest sessions in a temporary folder.
+``pytester`` (enabled in pyproject's addopts) runs the plugin's tests as real pytest sessions in a temporary folder.
 ``installed`` is desktop-qualify as a team gets it, a regular (not editable) install of the wheel: the journey
 runs confined, and an editable install's modules live in this checkout, which the confined stage cannot see.
 """
@@ -15,8 +15,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ("pyproject.toml", "README.md",

@@ -98,7 +98,7 @@ _ROWS: list[tuple[str, dict[str, Any], str]] = [
     # One row per remaining check of the update record (qualify_verify/_update_outcome.py), each alone.
     ("previous-artifact-not-an-installer-file",
      {"edit": _set("previous.artifact.name", "skillhost-previous.msi")}, "QE_PREVIOUS_RELEASE_UNQUALIFIED"),
-    ("upgrade-install-failed", {"edit": _all(_set("upgrade_install.failure", "the unpack was refused"),
+    ("upgrade-install-failed", {"edit": _all(_set("upgrade_install.failure", "refused: " + "x" * 240),
                                              _set("upgrade_install.passed", False))}, "QE_UPDATE_FAILED"),
     ("previous-install-installed-nothing", {"edit": _set("previous_install.file_count", 0)}, "QE_UPDATE_FAILED"),
     ("previous-install-at-another-executable", {"edit": _set("previous_install.executable", "bin/other")},
@@ -119,6 +119,9 @@ _ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("upgrade-probe-contradicts-its-facts", {"edit": _set("upgrade_probe.build_sha_matches", False)},
      "QE_UPDATE_FAILED"),
     ("upgrade-probe-other-isolation-layers", {"edit": _flip_first_layer("upgrade_probe")}, "QE_UPDATE_FAILED"),
+    ("upgrade-probe-wrote-no-report", {"edit": _set("upgrade_probe.report", None)}, "QE_UPDATE_FAILED"),
+    ("write-state-wrote-no-record", {"edit": _set("write_state.report", None)}, "QE_UPDATE_FAILED"),
+    ("previous-install-recorded-zero-bytes", {"edit": _set("previous_install.total_bytes", 0)}, "QE_UPDATE_FAILED"),
 ]
 
 

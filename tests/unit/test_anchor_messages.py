@@ -15,7 +15,15 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from desktop_qualify.consumer._anchor import Anchor, KeyGrant, PolicyFacets, check_policy_at, differences
+from desktop_qualify.consumer._anchor import (
+    Anchor,
+    KeyGrant,
+    PolicyFacets,
+    _history,
+    _work_tree,
+    check_policy_at,
+    differences,
+)
 from desktop_qualify.evidence_schemas import Code, QualificationError
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the policy's history is read with git")
@@ -120,3 +128,31 @@ def test_differences_name_each_facet_that_differs() -> None:
         "the anchored policy's trust root, keyring, signers and journey are the auditor's")
     assert differences(same, plain, None) == (  # type: ignore[arg-type]
         "the anchored policy's trust root, keyring, signers and journey are the auditor's")
+
+
+def test_a_policy_edited_in_its_checkout_has_no_history_and_says_how_to_give_one(tmp_path: Path) -> None:
+    root, _ = _repository(tmp_path)
+    path = root / "policies" / "local.toml"
+    path.write_bytes(POLICY + b"# edited\n")
+    edited = SimpleNamespace(root=None, path=path, sha256=hashlib.sha256(POLICY + b"# edited\n").hexdigest())
+    assert _history(edited) == (None, None, (  # type: ignore[arg-type]
+        f"{path} is not tracked, unchanged, in the git work tree {root.resolve()} (a copy or an edit has no history; "
+        "pass --root with the checkout it belongs to)"))
+    path.write_bytes(POLICY)
+    tracked = SimpleNamespace(root=None, path=path, sha256=DIGEST)
+    assert _history(tracked) == (str(root.resolve()), "policies/local.toml", "")  # type: ignore[arg-type]
+    rooted = SimpleNamespace(root=root, path=path, sha256=DIGEST)
+    assert _history(rooted) == (str(root.resolve()), "policies/local.toml", "")  # type: ignore[arg-type]
+
+
+def test_a_work_tree_whose_name_is_not_utf8_is_still_found(tmp_path: Path) -> None:
+    odd = tmp_path / os.fsdecode(b"checkout-\xff")
+    try:
+        odd.mkdir()
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system refuses a name that is not UTF-8")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    subprocess.run(["git", "-C", str(odd), "init", "-q"], check=True, capture_output=True, env=env)
+    found = _work_tree(odd)
+    assert found is not None
+    assert found.name == "checkout-\ufffd"
