@@ -122,6 +122,9 @@ _ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("upgrade-probe-wrote-no-report", {"edit": _set("upgrade_probe.report", None)}, "QE_UPDATE_FAILED"),
     ("write-state-wrote-no-record", {"edit": _set("write_state.report", None)}, "QE_UPDATE_FAILED"),
     ("previous-install-recorded-zero-bytes", {"edit": _set("previous_install.total_bytes", 0)}, "QE_UPDATE_FAILED"),
+    ("downgrade-allowed-but-another-state-found",
+     {"downgrade": "allow", "edit": _set("downgrade_check.report.state_sha256", sha_of("another state"))},
+     "QE_UPDATE_FAILED"),
 ]
 
 

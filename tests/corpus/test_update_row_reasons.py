@@ -78,7 +78,8 @@ REASONS: dict[str, list[str]] = {
                       'downgrade-check: no state was written to compare with'],
  'previous-artifact-not-an-installer-file': ["previous-release: the previous artifact 'skillhost-previous.msi' "
                                              'is not a archive file'],
- 'upgrade-install-failed': ['upgrade-install: install failed: the unpack was refused'],
+ 'upgrade-install-failed': ['upgrade-install: install failed: refused: '
+                            'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'],
  'previous-install-installed-nothing': ['previous-install: nothing installed, or no digest of it recorded'],
  'previous-install-at-another-executable': ["previous-install: installed by archive at 'bin/other'; the "
                                             "policy's installer is archive at 'skillhost/skillhost'"],
@@ -100,7 +101,16 @@ REASONS: dict[str, list[str]] = {
                                           'not applied: no-new-privs',
                                           'upgrade-probe: the probe after the upgrade reports other isolation '
                                           "layers than the candidate's own probe",
-                                          'upgrade-probe: the probe record contradicts its facts']}
+                                          'upgrade-probe: the probe record contradicts its facts'],
+ 'upgrade-probe-wrote-no-report': ['upgrade-probe: the probe exited 0, timed out False, report absent',
+                                   'upgrade-probe: the probe record contradicts its facts'],
+ 'write-state-wrote-no-record': ['write-state: the app wrote no state record (exit 0)',
+                                 'upgrade-check: no state was written to compare with',
+                                 'rollback-check: no state was written to compare with',
+                                 'downgrade-check: no state was written to compare with'],
+ 'previous-install-recorded-zero-bytes': ['previous-install: nothing installed, or no digest of it recorded'],
+ 'downgrade-allowed-but-another-state-found': ['downgrade-check: found state b5119d2ca273b1ab, the previous '
+                                               'version wrote e9af0f4dfa34d8b8']}
 
 
 def test_every_row_has_its_reasons() -> None:

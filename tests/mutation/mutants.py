@@ -35,6 +35,10 @@ PACKAGE = "desktop_qualify"
 _STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout",
            37: "caught by type check", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout",
            -11: "segfault", -9: "segfault", None: "not checked"}
+# What counts as killed: mutmut's own verdicts, and a survivor of a run whose new test was run against it and failed
+# (NEW_TEST_KILLED, written by the report's author, never by mutmut).
+NEW_TEST_KILLED = "killed by a new test"
+KILLED = frozenset({"killed", "timeout", "segfault", "caught by type check", NEW_TEST_KILLED})
 # The mutmut call that runs in the scratch copy: its click entry point, under the layered interpreter.
 _MUTMUT = "import sys; from mutmut.__main__ import cli; sys.exit(cli())"
 
@@ -157,7 +161,7 @@ def summarize(found: dict[str, str], equivalent: dict[str, str]) -> dict[str, di
         survivors = [n for n, s in measured if s in {"survived", "no tests", "suspicious"}]
         equivalent_here = [n for n in survivors if n in equivalent]
         open_survivors = [n for n in survivors if n not in equivalent]
-        killed = [n for n, s in measured if s in {"killed", "timeout", "segfault", "caught by type check"}]
+        killed = [n for n, s in measured if s in KILLED]
         denominator = len(measured) - len(equivalent_here)
         packages[package] = {
             "mutants": len(rows), "measured": len(measured), "counts": dict(sorted(counts.items())),
@@ -207,10 +211,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("packages", nargs="*", help="e.g. qualify_trust, consumer._anchor (default: every one)")
     parser.add_argument("--scratch", type=Path, required=True)
     parser.add_argument("--no-report", action="store_true", help="print the figures without writing the report")
+    parser.add_argument("--rerun", type=Path, metavar="JSON",
+                        help="run only the mutants this earlier results file lists as surviving (a name -> status "
+                             "map, as --results writes); the others keep their status from it")
+    parser.add_argument("--results", type=Path, metavar="JSON", help="also write every mutant's status here")
     args = parser.parse_args(argv)
     python = prepare(args.scratch)
-    code = mutmut(python, args.scratch, "run", "--max-children", "1", *patterns_for(args.packages))
+    earlier: dict[str, str] = json.loads(args.rerun.read_text(encoding="utf-8")) if args.rerun else {}
+    again = sorted(n for n, s in earlier.items() if s in {"survived", "no tests", "suspicious"})
+    code = mutmut(python, args.scratch, "run", "--max-children", "1", *(again or patterns_for(args.packages)))
     found = results(args.scratch)
+    if earlier:
+        found = {**earlier, **{n: s for n, s in results(args.scratch).items() if n in again}}
+    if args.results:
+        args.results.write_text(json.dumps(found, indent=0, sort_keys=True) + "\n", encoding="utf-8")
     wanted = {p.removeprefix(PACKAGE + ".") for p in args.packages}
     if wanted:
         found = {n: s for n, s in found.items() if any(f"{package_of(n)}.".startswith(f"{w}.") for w in wanted)}

@@ -24,11 +24,6 @@ SEED = 36  # issue 36: one fixed draw, so a failure reproduces
 # The sample's whole run (copy, generation, mutmut's stats and clean runs, the mutants) must stay within this.
 BUDGET_SECONDS = 600
 
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("mutmut") is None,
-                       reason="mutmut is not installed: pip install -e '.[dev]' (it pins mutmut) to run the sample"),
-    pytest.mark.skipif(shutil.which("git") is None, reason="the scratch copy is listed by git ls-files: no git here"),
-]
 
 
 def _report() -> dict[str, dict[str, object]]:
@@ -56,6 +51,9 @@ def test_the_report_names_every_survivor_or_its_reason() -> None:
         assert set(equivalent) <= set(mutants.equivalents()), f"{package}: an equivalent mutant with no reason listed"
 
 
+@pytest.mark.skipif(importlib.util.find_spec("mutmut") is None,
+                    reason="mutmut is not installed: pip install -e '.[dev]' (it pins mutmut) to run the sample")
+@pytest.mark.skipif(shutil.which("git") is None, reason="the scratch copy is listed by git ls-files: no git here")
 def test_a_fixed_sample_of_mutants_is_killed(tmp_path: Path) -> None:
     started = time.monotonic()
     report = _report()
