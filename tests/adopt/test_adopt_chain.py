@@ -1,8 +1,8 @@
 """Done when: a team adopts the pipeline from its own repository, and the chain ends QUALIFIED.
 
 (i) A fresh git repository outside this checkout: `qualify init --example`, commit, and the whole local chain
-(`qualify run`, or keygen/produce/aggregate/verify where it is absent) qualifies the example unchanged.
-(ii) An app of this test's own, shipped as a .deb, its journey under pytest through desktop-qualify's plugin,
+(`qualify run`) qualifies the example unchanged.
+(ii) An app of this test's own, shipped as a .deb holding a 100 MB executable, its journey under pytest through desktop-qualify's plugin,
 set up by `qualify init --kind deb --journey pytest` run from a regular install of the wheel (as a team has it:
 the confined journey imports the plugin from the installed package). It qualifies; a commit that breaks one
 of its refusals fails the run, and the run names the step.
@@ -46,11 +46,6 @@ def _new_repo(path: Path) -> Path:
     return path
 
 
-def _has_run(qualify: list[str]) -> bool:
-    done = subprocess.run([*qualify, "run", "--help"], capture_output=True, text=True, check=False, timeout=60)
-    return done.returncode == 0
-
-
 def chain(qualify: list[str], repo: Path, out: Path) -> tuple[subprocess.CompletedProcess[str], str | None]:
     """The whole local chain under the written policy; its last command's result and the decision."""
     policy = repo / POLICY
@@ -60,18 +55,7 @@ def chain(qualify: list[str], repo: Path, out: Path) -> tuple[subprocess.Complet
         return subprocess.run([*qualify, *map(str, args)], cwd=repo, capture_output=True, text=True, timeout=300,
                               check=False, env=env, stdin=subprocess.DEVNULL)
 
-    if _has_run(qualify):
-        done = run("run", "--policy", policy, "--out", out)
-    else:  # the manual chain, as noxfile.py's _local_chain runs it
-        for step in (("keygen", "--policy", policy),
-                     ("produce", "--policy", policy, "--platform", "linux", "--out", out),
-                     ("aggregate", "--policy", policy, "--evidence", out / "evidence", "--out", out / "evidence")):
-            done = run(*step)
-            if done.returncode != 0:
-                return done, None
-        artifacts = [arg for path in sorted((out / "artifacts").iterdir()) for arg in ("--artifact", str(path))]
-        done = run("verify", "--policy", policy, "--evidence", out / "evidence", *artifacts, "--json",
-                   out / "decision.json")
+    done = run("run", "--policy", policy, "--out", out)
     decision_file = out / "decision.json"
     if not decision_file.is_file():  # qualify run keeps a failed run in its staging folder beside --out
         decision_file = out.parent / f".{out.name}.staging" / "decision.json"
@@ -128,7 +112,7 @@ say({"usage": "about | probe --record PATH | open NAME | resize N"}, 2)
 '''
 
 BUILD = r'''
-import json, os, pathlib, subprocess, sys
+import json, os, pathlib, subprocess, sys, time, zipfile
 out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
 info = json.loads(pathlib.Path(os.environ["QUALIFY_BUILD_INFO"]).read_text())
 epoch = int(os.environ["SOURCE_DATE_EPOCH"])
@@ -138,7 +122,13 @@ root = out.parent / "deb-root"
 body = pathlib.Path("tinydeb.py").read_text().replace("{build}", repr({"build_sha": info["build_sha"],
                                                                        "platform": info["platform"]}))
 exe = root / "opt" / "tinydeb" / "tinydeb"
-exe.write_text("#!" + sys.executable + "\n" + body)
+# A zipapp behind its shebang, carrying 100 MB as a real app's bundled runtime would: the installers take real sizes.
+stamp = time.gmtime(epoch)[:6]
+with exe.open("wb") as handle:
+    handle.write(("#!" + sys.executable + "\n").encode())
+    with zipfile.ZipFile(handle, "w", zipfile.ZIP_STORED) as bundle:
+        bundle.writestr(zipfile.ZipInfo("__main__.py", stamp), body)
+        bundle.writestr(zipfile.ZipInfo("runtime.bin", stamp), bytes(100 * 1024 * 1024))
 exe.chmod(0o755)
 (root / "DEBIAN" / "control").write_text("Package: tinydeb\nVersion: 0.3.0\nArchitecture: all\n"
                                          "Maintainer: Team <team@example.invalid>\nDescription: tiny\n")
@@ -206,6 +196,10 @@ def test_a_deb_app_with_a_pytest_journey_qualifies_and_a_broken_refusal_names_it
     done, decision = chain(qualify, repo, tmp_path / "out")
     assert done.returncode == 0, done.stdout + done.stderr
     assert decision == "QUALIFIED"
+    shipped = next((tmp_path / "out" / "artifacts").glob("*.deb"))
+    listing = subprocess.run(["dpkg-deb", "--contents", str(shipped)], capture_output=True, text=True, check=True)
+    size = next(int(line.split()[2]) for line in listing.stdout.splitlines() if line.endswith("/opt/tinydeb/tinydeb"))
+    assert size > 100 * 1024 * 1024
 
     # A regression: the app now opens a path outside its documents. Its journey test fails, the plugin records
     # an error step, and the run fails naming it.
