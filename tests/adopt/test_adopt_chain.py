@@ -2,10 +2,10 @@
 
 (i) A fresh git repository outside this checkout: `qualify init --example`, commit, and the whole local chain
 (`qualify run`) qualifies the example unchanged.
-(ii) An app of this test's own, shipped as a .deb holding a 100 MB executable, its journey under pytest through desktop-qualify's plugin,
-set up by `qualify init --kind deb --journey pytest` run from a regular install of the wheel (as a team has it:
-the confined journey imports the plugin from the installed package). It qualifies; a commit that breaks one
-of its refusals fails the run, and the run names the step.
+(ii) An app of this test's own, shipped as a .deb holding a 100 MB executable, its journey under pytest through
+desktop-qualify's plugin, set up by `qualify init --kind deb --journey pytest` run from a regular install of the
+wheel (as a team has it: the confined journey imports the plugin from the installed package). It qualifies; a
+commit that breaks one of its refusals fails the run, and the run names the step.
 """
 
 from __future__ import annotations
