@@ -28,6 +28,8 @@ Figures (modules alongside this file):
 - bench_confinement: one app stage's command started through bubblewrap vs bare (the added time per stage,
   <= 100 ms);
 - bench_parse: bounded `load_json` vs `json.loads`, `verify_envelope` vs raw Ed25519;
+- bench_journey: the reference app's journey stage at HEAD vs at a named commit before the skill host's third
+  round of steps (<= 1.5x);
 - bench_rerun: a rerun of `nox -s qualify` vs its first run in a scratch clone (<= 0.5x), and the
   producer's own time, `qualify produce` minus the app's build command (<= 5 s).
 """
@@ -49,6 +51,7 @@ import bench_bundles
 import bench_confinement
 import bench_digest
 import bench_install
+import bench_journey
 import bench_parse
 import bench_rerun
 import bench_sigstore
@@ -95,7 +98,7 @@ def print_table(rows: list[Row]) -> None:
 
 
 NAMES = ("digest", "verify", "start-up", "sigstore verify", "bundles", "worker", "worker sandbox", "confinement",
-         "install", "sizes", "parse", "rerun")
+         "install", "sizes", "parse", "rerun", "journey")
 
 
 def main(argv: list[str]) -> int:
@@ -142,6 +145,7 @@ def main(argv: list[str]) -> int:
     run("sizes", bench_sizes.bench)
     run("parse", bench_parse.bench)
     run("rerun", bench_rerun.bench)
+    run("journey", bench_journey.bench)
     print()
     print_table(rows)
     met = sum(r.met is True for r in rows)

@@ -25,7 +25,6 @@ measured, never the work tree's edits.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -35,15 +34,14 @@ import time
 from pathlib import Path
 
 from _common import ROOT, Row
+from _producer_log import child_spans, union_seconds
 
 RERUNS = 3
 PRODUCES = 3
-_STAGE = re.compile(r"^\[produce \w+\] (\w[\w ]*?)\s+(\.\.\.|.*\(\d+\.\ds\))$")
-_CHILD = re.compile(r"desktop_qualify\.producer\.processes\._process: child .*: (\d+\.\d+) s, "
-                    r".*\(started at t=(\d+\.\d+) s\)$")
 
 
-def _platform() -> str:
+def host_platform() -> str:
+    """The platform name the producer takes for this machine."""
     if sys.platform.startswith("linux"):
         return "linux"
     return {"darwin": "macos", "win32": "windows"}.get(sys.platform, sys.platform)
@@ -59,7 +57,7 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
     """Wall seconds, CPU seconds of the whole process tree, and the combined output of one command."""
     cpu, started = _children_cpu(), time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -72,29 +70,19 @@ def _timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, floa
 
 def build_command_seconds(output: str) -> float:
     """How long the build stage's children (the app's build command) were running: the union of their spans."""
-    in_build, spans = False, []
-    for line in output.splitlines():
-        if stage := _STAGE.match(line):
-            in_build = stage.group(1) == "build" and stage.group(2) == "..."
-            continue
-        if in_build and (child := _CHILD.search(line)):
-            start = float(child.group(2))
-            spans.append((start, start + float(child.group(1))))
+    spans = child_spans(output, "build")
     if not spans:
         raise RuntimeError("the producer logged no child process in its build stage (QUALIFY_LOGLEVEL=INFO)")
-    total, reached = 0.0, float("-inf")
-    for start, end in sorted(spans):
-        total += max(0.0, end - max(start, reached))
-        reached = max(reached, end)
-    return total
+    return union_seconds(spans)
 
 
-def _clone(into: Path) -> Path:
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
-    checkout = into / "checkout"
+def clone(into: Path, commit: str = "HEAD", name: str = "checkout") -> Path:
+    """A scratch clone of this repository at ``commit``, on a branch named main (the local source gate's)."""
+    resolved = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{commit}^{{commit}}"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    checkout = into / name
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(checkout)], check=True)
-    subprocess.run(["git", "-C", str(checkout), "checkout", "-q", "-B", "main", head], check=True)
+    subprocess.run(["git", "-C", str(checkout), "checkout", "-q", "-B", "main", resolved], check=True)
     return checkout
 
 
@@ -107,12 +95,12 @@ def bench() -> list[Row]:
         return [Row(name, "-", None, "", "-", None, "needs git: not measured here") for name in names]
     work = Path(tempfile.mkdtemp(prefix="bench-rerun-"))
     try:
-        checkout = _clone(work)
+        checkout = clone(work)
         env = {**os.environ, "QUALIFY_LOGLEVEL": "INFO"}
 
         def nox(envdir: str, **extra: str) -> tuple[float, float]:
             argv = [sys.executable, "-m", "nox", "--envdir", str(work / envdir), "-s", "qualify"]
-            return _timed(argv, checkout, {**env, **extra})[:2]
+            return timed(argv, checkout, {**env, **extra})[:2]
 
         (first, first_cpu), (warm, warm_cpu) = nox("nox", PIP_CACHE_DIR=str(work / "pip-cache")), nox("nox-warm")
         reruns = [nox("nox") for _ in range(RERUNS)]
@@ -120,8 +108,8 @@ def bench() -> list[Row]:
         qualify = work / "nox" / "qualify" / ("Scripts" if sys.platform == "win32" else "bin") / "qualify"
         runs = []
         for index in range(PRODUCES):
-            produce, _, output = _timed([str(qualify), "produce", "--policy", "policies/local.toml", "--platform",
-                                         _platform(), "--out", str(work / f"produce-{index}")], checkout, env)
+            produce, _, output = timed([str(qualify), "produce", "--policy", "policies/local.toml", "--platform",
+                                         host_platform(), "--out", str(work / f"produce-{index}")], checkout, env)
             build = build_command_seconds(output)
             runs.append((produce - build, produce, build))
         own, produce, build = sorted(runs)[len(runs) // 2]

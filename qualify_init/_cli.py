@@ -12,6 +12,7 @@ from desktop_qualify.qualify_runtime import EXIT_OK, guarded
 INSTALLER_KINDS = ("archive", "deb", "appimage", "dmg", "pkg", "msi", "nsis")
 DISPLAYS = ("none", "xvfb", "offscreen")
 JOURNEYS = ("app", "pytest", "playwright")
+ONLY = ("release-policy",)
 
 
 def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -27,7 +28,15 @@ def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--example", action="store_true",
                         help="also write a small example app (app/) that qualifies unchanged")
     parser.add_argument("--upstream", metavar="OWNER/REPO",
-                        help="desktop-qualify's repository the caller workflow calls (default: the project's)")
+                        help="desktop-qualify's repository the caller workflows call (default: the project's; "
+                             "with --only: the one .github/workflows/qualify.yml calls)")
+    parser.add_argument("--repository", metavar="OWNER/NAME",
+                        help="this team's GitHub repository, which policies/release.toml names as the source "
+                             "(default: origin's github.com URL; asked on a terminal; else the release policy "
+                             "is not written)")
+    parser.add_argument("--only", choices=ONLY,
+                        help="write only this part into a repository init was run in before: release-policy "
+                             "is policies/release.toml, its trusted root and .github/workflows/release.yml")
     parser.add_argument("--root", type=Path,
                         help="a folder inside the repository to write into (default: the current folder)")
     return parser
@@ -40,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         from ._init import init  # noqa: PLC0415 - the policy loader (pydantic) only once init runs
 
         for line in init(start=args.root or Path.cwd(), name=args.name, kind=args.kind, display=args.display,
-                         journey=args.journey, example=args.example, upstream=args.upstream):
+                         journey=args.journey, example=args.example, upstream=args.upstream,
+                         repository=args.repository, only=args.only):
             print(line)
         return EXIT_OK
 

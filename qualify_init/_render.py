@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from importlib.resources import files
+
+from desktop_qualify.qualify_trust.team_workflows import policy_identity
 
 from desktop_qualify import __version__
 
@@ -15,6 +18,13 @@ JOURNEYS = ("app", "pytest", "playwright")
 EXAMPLE_KINDS = ("archive", "deb")
 POLICY_PATH = "policies/qualify.toml"
 WORKFLOW_PATH = ".github/workflows/qualify.yml"
+#: the GitHub-mode policy, at the conventional path the reusable workflows and the release gate read it from
+RELEASE_POLICY_PATH = "policies/release.toml"
+#: production Sigstore's trusted root as this version ships it, copied beside the release policy that pins it
+TRUSTED_ROOT = "sigstore/trusted_root.production.json"
+TRUSTED_ROOT_PATH = f"policies/{TRUSTED_ROOT}"
+#: the release tag every caller line names and [producer.builder] pins: this version's
+TAG = f"v{__version__}"
 # The project's repository on GitHub, as the caller workflow names it (`--upstream` replaces it for a fork or a
 # mirror). The project names no canonical OWNER/REPO of its own yet: this is where it will be published.
 UPSTREAM = "desktop-qualify/desktop-qualify"
@@ -88,6 +98,12 @@ def _outputs(choices: Choices) -> list[tuple[str, str, str]]:
     return rows
 
 
+def platforms(choices: Choices) -> list[str]:
+    """The platforms the installer kind installs on, in the order of PLATFORMS (the caller workflow's jobs)."""
+    found = {row[0] for row in _outputs(choices)}
+    return [platform for platform in _PLATFORMS if platform in found]
+
+
 def _journey_argv(choices: Choices) -> list[str]:
     if choices.journey == "pytest":
         return ["{python}", "-m", "pytest", "journey", "-p", "no:cacheprovider", "-q", "--qualify-journey={record}"]
@@ -108,8 +124,8 @@ def policy(choices: Choices) -> str:
     """The commented local policy (Ed25519 keys this machine makes with `qualify keygen`)."""
     name, source = choices.name, source_folder(choices)
     rows = _outputs(choices)
-    platforms = sorted({row[0] for row in rows})
-    required = ["host"] if len(platforms) > 1 else platforms
+    installs = sorted({row[0] for row in rows})
+    required = ["host"] if len(installs) > 1 else installs
     build = (["{python}", "build.py", "--out", "{out}", "--kind", choices.kind] if choices.example
              else ["{python}", "build.py", "--out", "{out}"])
     probe_require = ["build-info-embedded", "notes-roundtrip"] if choices.example else ["build-info-embedded"]
@@ -179,7 +195,7 @@ def policy(choices: Choices) -> str:
         "",
         "[app.display]",
         "# none, xvfb (a private X server, Linux only) or offscreen (QT_QPA_PLATFORM=offscreen).",
-        *(f"{platform} = {_toml(choices.display)}" for platform in platforms
+        *(f"{platform} = {_toml(choices.display)}" for platform in installs
           if choices.display != "xvfb" or platform == "linux"),
         "",
         "[app.codes]",
@@ -231,14 +247,15 @@ def workflow(choices: Choices) -> str:
     The shape of docs/examples/team-qualify.yml: one job per platform the installer kind runs on, then the
     aggregate; nothing passed but the OS code-signing secrets.
     """
-    tag = f"v{__version__}"
-    platforms = [platform for platform in _PLATFORMS if platform in {row[0] for row in _outputs(choices)}]
+    tag = TAG
+    jobs = platforms(choices)
     lines = [
         f"# {choices.name}'s qualification on GitHub, written by `qualify init` (desktop-qualify {__version__}).",
         "#",
         f"# It calls desktop-qualify's reusable workflows at one release tag ({tag}), the same on every line:",
         "# Fulcio writes the called file at that tag into each certificate, and the GitHub-mode policy the called",
-        "# workflows read (policies/release.toml in this repository) pins it. Nothing is passed but the OS",
+        f"# workflows read ({RELEASE_POLICY_PATH} in this repository, which `qualify init` writes beside this file",
+        "# when it knows this repository's OWNER/NAME) pins it. Nothing is passed but the OS",
         "# code-signing secrets: the called workflows check out this repository at the triggering commit and",
         "# desktop-qualify at the commit they were called at. To move to another release, change the tag on every",
         "# line and in the policy in one reviewed commit. Re-run all jobs of a failed run, never the failed ones.",
@@ -257,7 +274,7 @@ def workflow(choices: Choices) -> str:
         "",
         "jobs:",
     ]
-    for platform in platforms:
+    for platform in jobs:
         lines += [
             f"  {platform}:",
             f"    uses: {choices.upstream}/.github/workflows/produce-{platform}.yml@{tag}",
@@ -271,7 +288,7 @@ def workflow(choices: Choices) -> str:
         lines.append("")
     lines += [
         "  aggregate:",
-        f"    needs: [{', '.join(platforms)}]",
+        f"    needs: [{', '.join(jobs)}]",
         f"    uses: {choices.upstream}/.github/workflows/aggregate.yml@{tag}",
         "    permissions:",
         "      contents: read",
@@ -280,6 +297,63 @@ def workflow(choices: Choices) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def trusted_root() -> str:
+    """Production Sigstore's trusted root as this version ships it (the bytes [trust] trusted_root_sha256 pins)."""
+    return files("desktop_qualify.policies").joinpath(*TRUSTED_ROOT.split("/")).read_text(encoding="utf-8")
+
+
+_SECTION = re.compile(r"^\[([A-Za-z0-9_.]+)\]\s*(#.*)?$")
+_LOCAL_SIGNING = "# Locally there is no signing identity: an unsigned artifact is the honest state."
+
+
+def app_sections(local: str, platforms: list[str]) -> str | None:
+    """The local policy's own sections, ``[source]`` to its end, for the GitHub-mode policy; None without ``[source]``.
+
+    As a team's release policy is assembled (tests/support/github_team.py): the identity sections, then the app's.
+    ``[platforms] required = ["host"]`` (this machine's platform) becomes every platform the app installs on: one
+    GitHub run qualifies them all.
+    """
+    lines = local.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == "[source]"), None)
+    if start is None:
+        return None
+    section, body = "", []
+    for line in lines[start:]:
+        header = _SECTION.match(line.strip())
+        section = header.group(1) if header else section
+        if section == "platforms" and line.replace(" ", "") == 'required=["host"]':
+            body.append(f"required = {_toml(platforms)}")
+        elif line == _LOCAL_SIGNING:
+            body.append("# Unsigned is accepted until the OS code-signing secrets exist; then require signed (and, "
+                        "for macOS, notarized).")
+        else:
+            body.append(line)
+    return "\n".join(body) + "\n"
+
+
+def release_policy(*, name: str, sections: str, repository: str, upstream: str, tag: str, root_sha256: str) -> str:
+    """The team's GitHub-mode policy: ``policy_identity`` (``repository``'s source, ``upstream``'s workflows at
+    ``tag``) and the app's ``sections`` of the local policy, so both describe the same app."""
+    head = [
+        f"# {name}'s GitHub-mode release policy, written by `qualify init` (desktop-qualify {__version__}).",
+        "#",
+        f"# {upstream}'s reusable workflows, which {WORKFLOW_PATH} calls at {tag}, read it at this",
+        "# conventional path, and the release gate judges by it: statements are signed keylessly (Sigstore) with",
+        f"# those workflows' own identity, for {repository}'s main. The sections from [source] on are",
+        f"# {POLICY_PATH}'s: keep the two the same. Move to another release in one reviewed commit: the tag",
+        "# here and on every line of the caller workflow. To refuse a moved tag too, pin its commit under",
+        f'# [producer.builder]: commit = "<the commit {tag} names in {upstream}>".',
+        f"# The trusted root is {TRUSTED_ROOT} beside this file, pinned by its SHA-256",
+        "# (docs/trust-modes.md).",
+        "version = 2",
+        f"name = {_toml(name)}",
+        "",
+    ]
+    identity = policy_identity(repository, tag, commit=None, trusted_root=TRUSTED_ROOT,
+                               trusted_root_sha256=root_sha256, builder=upstream)
+    return "\n".join(head) + "\n" + identity + "\n" + sections
 
 
 def journey_files(choices: Choices) -> dict[str, str]:

@@ -137,14 +137,20 @@ jobs:
 TEMPLATES = {TEAM_QUALIFY_PATH: _QUALIFY, TEAM_RELEASE_PATH: _RELEASE}
 
 
-def caller_workflow(tag: str, path: str = TEAM_QUALIFY_PATH) -> str:
-    """The caller workflow for ``path`` (qualify.yml or release.yml) calling this project's files at ``tag``."""
+def caller_workflow(tag: str, path: str = TEAM_QUALIFY_PATH, *, builder: str = BUILDER_REPOSITORY) -> str:
+    """The caller workflow for ``path`` (qualify.yml or release.yml) calling ``builder``'s files at ``tag``.
+
+    ``builder`` is this project's repository, or the fork or mirror a team calls instead (``qualify init
+    --upstream``): it replaces the repository on every ``uses:`` line, as :func:`policy_identity` pins it.
+    """
     if _TAG.fullmatch(tag) is None:
         raise QualificationError(Code.USAGE, f"{tag[:40]!r} is not a release tag vX.Y.Z",
                                  hint="a team calls the reusable workflows at a release tag, never a branch")
     if path not in TEMPLATES:
         raise QualificationError(Code.USAGE, f"no caller workflow for {path[:80]!r}")
-    return TEMPLATES[path].replace(TAG_PLACEHOLDER, tag)
+    _checked(builder, _REPOSITORY, "a GitHub repository OWNER/REPO")
+    return TEMPLATES[path].replace(TAG_PLACEHOLDER, tag).replace(f"uses: {BUILDER_REPOSITORY}/.github/workflows/",
+                                                                 f"uses: {builder}/.github/workflows/")
 
 
 def _checked(value: str, pattern: re.Pattern[str], what: str) -> str:
@@ -154,14 +160,16 @@ def _checked(value: str, pattern: re.Pattern[str], what: str) -> str:
 
 
 def policy_identity(repository: str, tag: str, *, commit: str | None, trusted_root: str,
-                    trusted_root_sha256: str) -> str:
+                    trusted_root_sha256: str, builder: str = BUILDER_REPOSITORY) -> str:
     """The identity sections of a team's policy (``[producer]`` to ``[verifier]``), as TOML.
 
     ``repository`` is the team's (the source, with its caller workflows at their conventional paths);
     the signers are this project's files at ``tag`` (and, when given, the tag's ``commit``), exactly what
-    :func:`caller_workflow` calls. The app's own sections (``[source]``, ``[app]``...) follow it.
+    :func:`caller_workflow` calls. The app's own sections (``[source]``, ``[app]``...) follow it. ``builder``
+    is whose reusable workflows those are: this project's, or a fork or mirror a team calls instead.
     """
     _checked(repository, _REPOSITORY, "a GitHub repository OWNER/REPO")
+    _checked(builder, _REPOSITORY, "a GitHub repository OWNER/REPO")
     _checked(tag, _TAG, "a release tag vX.Y.Z")
     _checked(trusted_root, _PATH, "a relative path to the trusted root")
     _checked(trusted_root_sha256, _SHA256, "a lowercase SHA-256")
@@ -176,12 +184,12 @@ allowed_triggers = ["push", "workflow_dispatch"]
 runner_environment = "github-hosted"
 
 [producer.signers]
-# {BUILDER_REPOSITORY}'s files (certificate OID .9, the SAN), one per platform and the aggregate's.
+# {builder}'s files (certificate OID .9, the SAN), one per platform and the aggregate's.
 {signers}
 
 [producer.builder]
 # Whose files those are, and the release tag (and its commit, .10) {TEAM_QUALIFY_PATH} calls them at.
-repository = "{BUILDER_REPOSITORY}"
+repository = "{builder}"
 ref = "refs/tags/{tag}"
 {pin}
 [trust]
@@ -191,7 +199,7 @@ trusted_root = "{trusted_root}"
 trusted_root_sha256 = "{trusted_root_sha256}"
 
 [verifier]
-# {BUILDER_REPOSITORY}'s release gate at the tag, called by {TEAM_RELEASE_PATH}.
+# {builder}'s release gate at the tag, called by {TEAM_RELEASE_PATH}.
 workflow = "{GATE}"
 caller = "{TEAM_RELEASE_PATH}"
 allowed_triggers = ["workflow_dispatch"]
