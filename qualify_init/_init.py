@@ -229,9 +229,21 @@ def init_release_policy(*, root: Path, repository: str | None, upstream: str | N
                           platforms=[p for p in PLATFORMS if not local.file.app.missing_for(p)],
                           repository=team, upstream=called, tag=tag)
     _validate_policy(files[RELEASE_POLICY_PATH], root, RELEASE_POLICY_PATH, code=Code.USAGE)
+    kept = _keep_own_release_caller(root, files, called, tag)
     written = write_all(root, files)
     return [*(f"wrote {path.relative_to(root).as_posix()}" for path in written),
-            f"release policy for {team}: {called}'s workflows at {tag}"]
+            f"release policy for {team}: {called}'s workflows at {tag}", *kept]
+
+
+def _keep_own_release_caller(root: Path, files: dict[str, str], upstream: str, tag: str) -> list[str]:
+    """Drop release.yml from ``files`` when the team has one (a common name): it is kept, never refused nor
+    overwritten, and the line returned says what the gate's caller there must call."""
+    path = root / TEAM_RELEASE_PATH
+    if not (path.exists() or path.is_symlink()):
+        return []
+    del files[TEAM_RELEASE_PATH]
+    return [f"kept {TEAM_RELEASE_PATH} (it exists): the release gate's caller must call "
+            f"{upstream}/.github/workflows/release-gate.yml@{tag} from that path (the policy's [verifier] caller)"]
 
 
 def init(*, start: Path, name: str | None, kind: str | None, display: str | None, journey: str | None,
@@ -254,25 +266,18 @@ def init(*, start: Path, name: str | None, kind: str | None, display: str | None
     files = render(chosen)
     _validate_policy(files[POLICY_PATH], root)
     team = team_repository(root, repository, interactive=asking, read=read)
-    kept = False
+    kept: list[str] = []
     if team is not None:
         files.update(release_files(name=chosen.name, local=files[POLICY_PATH], platforms=platforms(chosen),
                                    repository=team, upstream=chosen.upstream, tag=TAG))
         _validate_policy(files[RELEASE_POLICY_PATH], root, RELEASE_POLICY_PATH)
-        # A release.yml of the team's own (a common name) is kept, never refused: the gate's caller is then theirs.
-        kept = (root / TEAM_RELEASE_PATH).exists() or (root / TEAM_RELEASE_PATH).is_symlink()
-        if kept:
-            del files[TEAM_RELEASE_PATH]
+        kept = _keep_own_release_caller(root, files, chosen.upstream, TAG)
     written = write_all(root, files)
     lines = [f"wrote {path.relative_to(root).as_posix()}" for path in written]
     if team is None:
         lines.append(_NOT_WRITTEN)
     else:
-        lines.append(f"release policy for {team}: {chosen.upstream}'s workflows at {TAG}")
-        if kept:
-            lines.append(f"kept {TEAM_RELEASE_PATH} (it exists): the release gate's caller must call "
-                         f"{chosen.upstream}/.github/workflows/release-gate.yml@{TAG} from that path "
-                         f"(the policy's [verifier] caller)")
+        lines += [f"release policy for {team}: {chosen.upstream}'s workflows at {TAG}", *kept]
     lines += [f"app {chosen.name}: installer {chosen.kind}, display {chosen.display}, journey {chosen.journey}",
               "next: commit these files on main, then run "
               f"'qualify run --policy {POLICY_PATH}' (or keygen, produce, aggregate, verify: docs/adopt.md)"]

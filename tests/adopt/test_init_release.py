@@ -160,9 +160,10 @@ def test_only_release_policy_adds_it_later_from_the_committed_policy_and_workflo
     assert policy.file.app == load_policy(repo / "policies" / "qualify.toml", repo).file.app
     assert policy.required_platforms == ("linux",)  # an AppImage installs on Linux alone
     assert "acme/dq/.github/workflows/release-gate.yml@" + TAG in after[TEAM_RELEASE_PATH].decode()
-    # The same again refuses: it never overwrites, and names every file that is there.
+    # The same again refuses: it never overwrites, and names every file that is there (release.yml is kept).
     again = qualify("init", "--only", "release-policy", "--repository", "acme/notes", cwd=repo)
-    _refused(again, f"qualify init never overwrites a file: {', '.join(RELEASE_FILES)} already exist(s)")
+    policy_files = [p for p in RELEASE_FILES if p != TEAM_RELEASE_PATH]
+    _refused(again, f"qualify init never overwrites a file: {', '.join(policy_files)} already exist(s)")
     assert _tree(repo) == after
 
 
@@ -190,6 +191,20 @@ def test_plain_init_keeps_a_release_workflow_of_the_teams_own(tmp_path: Path) ->
     assert (repo / TEAM_RELEASE_PATH).read_text("utf-8") == "name: ours\n"
     assert f"wrote {TEAM_RELEASE_PATH}" not in done.stdout
     assert f"kept {TEAM_RELEASE_PATH} (it exists)" in done.stdout
+    assert (repo / RELEASE).is_file()
+
+
+def test_only_release_policy_keeps_a_release_workflow_of_the_teams_own(tmp_path: Path) -> None:
+    # The same rule as a plain init: a team's own release.yml is kept, and the line says what it must call.
+    repo = _repo(tmp_path / "notes")
+    assert qualify("init", cwd=repo).returncode == 0
+    (repo / ".github" / "workflows" / "release.yml").write_text("name: ours\n", encoding="utf-8")
+    done = qualify("init", "--only", "release-policy", "--repository", "acme/notes", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert (repo / TEAM_RELEASE_PATH).read_text("utf-8") == "name: ours\n"
+    assert done.stdout.splitlines()[-1] == (
+        f"kept {TEAM_RELEASE_PATH} (it exists): the release gate's caller must call "
+        f"{_render.UPSTREAM}/.github/workflows/release-gate.yml@{TAG} from that path (the policy's [verifier] caller)")
     assert (repo / RELEASE).is_file()
 
 
