@@ -411,7 +411,7 @@ def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, install
     plan = UpdatePlan(previous=previous, candidate_archive=built.archive, rules=rules,
                       plan_for=lambda argv, timeout: _run_plan(job, sha, argv, timeout, "update"), probe=probe,
                       state_timeout=policy.limits.probe_timeout_seconds,
-                      grant=prefix_grant(job.platform, job.policy.file.app.name))
+                      grant=prefix_grant(job.platform, job.policy.file.app.name), signatures=_signatures(job))
     with job.progress.stage("update journey") as said:
         record = run_update(plan, job.work_dir / "update")
         said.append(f"failed={','.join(record.failed_steps) or 'none'} passed={record.passed}")

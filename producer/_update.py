@@ -36,7 +36,7 @@ from desktop_qualify.evidence_schemas import (
 from desktop_qualify.qualify_verify import UpdateRules, step_claims, update_facts
 
 from ._launch import RunPlan, state_verb
-from .installers import PrefixGrant, install_expected
+from .installers import PrefixGrant, SignatureRequirement, install_expected
 from .previous import AuditedPrevious
 
 
@@ -51,6 +51,10 @@ class UpdatePlan:
     state_timeout: int
     # What the platform grants on each install of the journey (Windows: the app's AppContainer capability).
     grant: PrefixGrant | None = None
+    # What the policy and the job ask of a package's own signature, as for the install stage: the previous
+    # release and the candidate are installed by the same ``.pkg``/``.msi`` installer, so an unsigned package
+    # the install stage would refuse is refused here too (the journey installs what users update through).
+    signatures: SignatureRequirement | None = None
 
 
 def _replace_tree(source: Path, dest: Path) -> None:
@@ -69,7 +73,8 @@ class _Journey:
         # "Over it": the app's files are replaced in the same prefix; the user's home is not touched.
         shutil.rmtree(self.prefix, ignore_errors=True)
         return install_expected(archive=archive, sha256=sha256, prefix=self.prefix, kind=self.plan.rules.installer,
-                                executable=self.plan.rules.executable, whose=whose, grant=self.plan.grant)
+                                executable=self.plan.rules.executable, whose=whose, grant=self.plan.grant,
+                                signatures=self.plan.signatures)
 
     def state(self, installed: InstallRecord, verb: Literal["write", "check"]) -> StateStep:
         rules = self.plan.rules

@@ -61,6 +61,12 @@ _CAP, _CAP_ACE_SID = 0x5400, 0x5408  # the install capability's SID, and where a
 GRANTED = [(st.ACCESS_ALLOWED_ACE_TYPE, st.SUB_CONTAINERS_AND_OBJECTS_INHERIT, st.FILE_GENERIC_READ_EXECUTE,
             _CAP_ACE_SID)]
 _PROCESS, _THREAD, _JOB, _PID = 0x80, 0x81, 0x90, 4321
+_DESKTOP, _DESKTOP_DACL, _DESKTOP_NAME = 0xDE5C, 0xDAC1, "skillhost.worker.77.00112233aabbccdd"
+
+
+@pytest.fixture(autouse=True)
+def _one_desktop_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(windows, "desktop_name", lambda: _DESKTOP_NAME)
 
 
 class Recorder:
@@ -116,6 +122,26 @@ class Recorder:
 
     def set_named_security_info(self, path: str, info: int, dacl: int, sacl: int) -> None:
         self._call("set_named_security_info", (path, info, bool(dacl), bool(sacl)))
+
+    def window_station_name(self) -> str:
+        self._call("window_station_name")
+        return "WinSta0"
+
+    def create_desktop(self, name: str, access: int) -> int:
+        self._call("create_desktop", (name, access))
+        self.live.add(("desktop", _DESKTOP))
+        return _DESKTOP
+
+    def close_desktop(self, desktop: int) -> None:
+        self._call("close_desktop", desktop)
+        self.live.remove(("desktop", desktop))
+
+    def get_security_info(self, handle: int, object_type: int, info: int) -> tuple[int, int]:
+        self._call("get_security_info", (handle, object_type, info))
+        return _DESKTOP_DACL, self._new("local")
+
+    def set_security_info(self, handle: int, object_type: int, info: int, dacl: int, sacl: int) -> None:
+        self._call("set_security_info", (handle, object_type, info, bool(dacl), bool(sacl)))
 
     def local_free(self, pointer: int) -> None:
         self._call("local_free", pointer)
@@ -187,6 +213,7 @@ class Recorder:
             "environment": environment, "cwd": cwd, "cb": si.cb, "dwFlags": si.dwFlags,
             "std": (si.hStdInput, si.hStdOutput, si.hStdError),
             "attributes_at_list": startup.lpAttributeList == ctypes.addressof(self.attributes),
+            "desktop": ctypes.wstring_at(si.lpDesktop) if si.lpDesktop else None,
         })  # fmt: skip
         self.live |= {("handle", _PROCESS), ("handle", _THREAD)}
         return st.PROCESS_INFORMATION(_PROCESS, _THREAD, _PID, 1)
@@ -224,8 +251,25 @@ _TMP = r"C:\Users\u\AppData\Local\Temp\skillhost-worker-1"
 _STD = (0x11, 0x12, 0x13)
 
 
-def _start(api: Recorder, std: tuple[int, int, int] = _STD) -> windows.Started:
-    return windows.start_worker(api, _ARGV, _ENV, _TMP, std=std, read_roots=_ROOTS, tmp_dir=_TMP)  # type: ignore[arg-type]
+def _start(api: Recorder, std: tuple[int, int, int] = _STD, **options: Any) -> windows.Started:
+    return windows.start_worker(api, _ARGV, _ENV, _TMP, std=std, read_roots=_ROOTS,  # type: ignore[arg-type]
+                                tmp_dir=_TMP, **options)
+
+
+def _desktop_calls(container: int | None) -> list[tuple[str, Any]]:
+    """A desktop of the worker's own, labelled Low, granted to its container (where it has one) to connect only."""
+    label = [("window_station_name", None),
+             ("create_desktop", (_DESKTOP_NAME, 0x1 | 0x2 | 0x20000 | 0x40000 | 0x80000)),  # Chromium's rights
+             ("string_sid_to_sid", st.LOW_INTEGRITY_SID),
+             ("new_label_acl", (_LOW, 0, st.SYSTEM_MANDATORY_LABEL_NO_WRITE_UP)),
+             ("set_security_info", (_DESKTOP, 7, st.LABEL_SECURITY_INFORMATION, False, True))]  # fmt: skip
+    if container is None:
+        return label
+    return [*label,
+            ("get_security_info", (_DESKTOP, 7, st.DACL_SECURITY_INFORMATION)),
+            ("set_entries_in_acl", (1, 0x1 | 0x2, st.GRANT_ACCESS, 0, st.TRUSTEE_IS_SID, container, None,
+                                    _DESKTOP_DACL)),
+            ("set_security_info", (_DESKTOP, 7, st.DACL_SECURITY_INFORMATION, True, False))]  # fmt: skip
 
 
 def _check_calls(path: str) -> list[tuple[str, Any]]:
@@ -251,7 +295,7 @@ def _grant_calls(path: str, sid: int, access: int) -> list[tuple[str, Any]]:
 def test_the_worker_starts_in_its_appcontainer_suspended_in_its_job_then_resumes() -> None:
     api = Recorder()
     started = _start(api)
-    assert started == windows.Started(_PROCESS, _PID, _JOB, "appcontainer")
+    assert started == windows.Started(_PROCESS, _PID, _JOB, "appcontainer", _DESKTOP)
     calls = [c for c in api.calls if c[0] != "local_free"]
     name = windows.container_name(_ARGV[0])
     assert calls == [
@@ -260,6 +304,7 @@ def test_the_worker_starts_in_its_appcontainer_suspended_in_its_job_then_resumes
         *_check_calls(_ROOTS[0]),  # the bundle is read, never written
         *_grant_calls(_TMP, _SID, st.GENERIC_READ | st.GENERIC_WRITE | st.DELETE),
         *_label_calls(_TMP),  # Low, as the container's token: no-write-up would refuse every write
+        *_desktop_calls(_SID),  # not WinSta0\Default: no window, hook or message of the user's reaches it
         ("make_inheritable", 0x11), ("make_inheritable", 0x12), ("make_inheritable", 0x13),
         ("initialize_attribute_list", 4),
         ("update_attribute:0x20009", (_SID, [(_CAP, st.SE_GROUP_ENABLED)], 1)),  # the install capability alone
@@ -270,6 +315,7 @@ def test_the_worker_starts_in_its_appcontainer_suspended_in_its_job_then_resumes
             "token": None, "application": _ARGV[0], "command_line": f'"{_ARGV[0]}" worker',
             "flags": windows.START_FLAGS, "environment": "PATH=C:\\Windows\\System32\0SYSTEMROOT=C:\\Windows\0\0",
             "cwd": _TMP, "cb": 112, "dwFlags": st.STARTF_USESTDHANDLES, "std": _STD, "attributes_at_list": True,
+            "desktop": "WinSta0\\" + _DESKTOP_NAME,
         }),
         ("create_job", None),
         ("set_limits", (_JOB, st.JOB_LIMIT_FLAGS, 1, 1 << 30)),
@@ -280,10 +326,10 @@ def test_the_worker_starts_in_its_appcontainer_suspended_in_its_job_then_resumes
         ("delete_attribute_list", None),
         ("free_sid", _SID),
     ]  # fmt: skip
-    # The check frees its descriptor, the grant its merged ACL and descriptor, the label and the capability
-    # their SIDs; only the process and its job outlive the start.
-    assert api.names().count("local_free") == 5
-    assert api.live == {("handle", _PROCESS), ("handle", _JOB)}
+    # The check frees its descriptor, the grants their merged ACLs and descriptors, the labels and the capability
+    # their SIDs; only the process, its job and its desktop outlive the start.
+    assert api.names().count("local_free") == 8
+    assert api.live == {("handle", _PROCESS), ("handle", _JOB), ("desktop", _DESKTOP)}
     assert len(name) <= 64
     assert name == windows.container_name(_ARGV[0])  # stable: the same profile every run
 
@@ -309,7 +355,7 @@ def test_windows_without_an_optional_policy_still_starts_the_container(attribute
     api = Recorder(fail_on=attribute)
     assert _start(api).layer == "appcontainer"
     assert "create_process" in api.names()
-    assert api.live == {("handle", _PROCESS), ("handle", _JOB)}
+    assert api.live == {("handle", _PROCESS), ("handle", _JOB), ("desktop", _DESKTOP)}
 
 
 def test_without_an_appcontainer_the_fallback_is_a_restricted_low_integrity_token() -> None:
@@ -327,25 +373,28 @@ def test_without_an_appcontainer_the_fallback_is_a_restricted_low_integrity_toke
         ("set_token_information", (_RESTRICTED, st.TOKEN_INTEGRITY_LEVEL, _LOW, st.SE_GROUP_INTEGRITY, 16 + 12)),
     ]  # fmt: skip
     assert "get_named_security_info" not in api.names()  # no AppContainer SID to grant anything to
+    assert calls[9:14] == _desktop_calls(None)  # its own desktop too, labelled Low as the token; no grant
+    assert "get_security_info" not in api.names()
     assert ("initialize_attribute_list", 2) in api.calls  # no child process, and the handle list
     assert [n for n in api.names() if n.startswith("update_attribute")] == [
         "update_attribute:0x2000e", "update_attribute:0x20002"]
     process = next(d for n, d in api.calls if n == "create_process")
     assert process["token"] == _RESTRICTED
     assert api.calls[-1] == ("close", _RESTRICTED)
-    assert api.live == {("handle", _PROCESS), ("handle", _JOB)}
+    assert api.live == {("handle", _PROCESS), ("handle", _JOB), ("desktop", _DESKTOP)}
 
 
 _APPCONTAINER_STEPS = [
     "derive_appcontainer_sid", "string_sid_to_sid", "get_named_security_info", "acl_entries", "set_entries_in_acl",
-    "set_named_security_info", "new_label_acl", "make_inheritable", "initialize_attribute_list",
+    "set_named_security_info", "new_label_acl", "window_station_name", "create_desktop", "set_security_info",
+    "get_security_info", "make_inheritable", "initialize_attribute_list",
     "update_attribute:0x20009", "update_attribute:0x20002",
     "create_process", "create_job", "set_limits", "set_ui_limits", "assign", "resume_thread",
 ]  # fmt: skip
 _FALLBACK_STEPS = [
     "open_process_token", "create_restricted_token", "string_sid_to_sid", "set_token_information", "new_label_acl",
-    "set_named_security_info", "initialize_attribute_list", "create_process", "create_job", "set_ui_limits", "assign",
-    "resume_thread",
+    "set_named_security_info", "window_station_name", "create_desktop", "set_security_info",
+    "initialize_attribute_list", "create_process", "create_job", "set_ui_limits", "assign", "resume_thread",
 ]  # fmt: skip
 
 
@@ -399,7 +448,7 @@ def test_the_plan_starts_with_pipes_and_releases_the_process_then_the_job(tmp_pa
     proc.stdin.close()
     proc.stdout.close()
     release()
-    assert api.calls[-2:] == [("close", _PROCESS), ("close", _JOB)]
+    assert api.calls[-3:] == [("close", _PROCESS), ("close", _JOB), ("close_desktop", _DESKTOP)]
     assert api.live == set()
 
 
@@ -428,9 +477,10 @@ def test_a_failed_start_closes_the_host_ends_of_its_pipes(tmp_path: Path) -> Non
 
 
 class _TokenApi:
-    def __init__(self, container: bool, rid: int) -> None:
+    def __init__(self, container: bool, rid: int, win32k: int | None = 0) -> None:
         self.container, self.rid = container, rid
         self.child_flags = 1 if container else 0
+        self.win32k = win32k  # ProcessSystemCallDisablePolicy's flags; None: not readable (Windows 7)
         self.closed: list[int] = []
 
     def open_process_token(self, access: int) -> int:
@@ -456,6 +506,10 @@ class _TokenApi:
         return "S-1-15-2-1-2-3-4-5-6-7"
 
     def process_mitigation_flags(self, policy: int) -> int:
+        if policy == st.PROCESS_SYSTEM_CALL_DISABLE_POLICY:
+            if self.win32k is None:
+                raise OSError("ERROR_INVALID_PARAMETER")
+            return self.win32k
         assert policy == st.PROCESS_CHILD_PROCESS_POLICY
         return self.child_flags
 
@@ -484,8 +538,10 @@ class _K32:
 def test_the_worker_reports_its_container_sid_and_integrity_as_read_from_its_token() -> None:
     api = _TokenApi(container=True, rid=st.SECURITY_MANDATORY_LOW_RID)
     report = windows.self_report(_K32(), api_factory=lambda: api)  # type: ignore[arg-type,return-value]
-    assert [e["name"] for e in report] == list(windows.WINDOWS_LAYERS)
-    assert all(e["applied"] for e in report)
+    assert [e["name"] for e in report] == [*windows.WINDOWS_LAYERS, "win32k-lockdown"]
+    assert all(e["applied"] for e in report[:4])
+    # Off by default (the worker loads user32 through ctypes): reported as read back, not as asked.
+    assert report[4] == layer("win32k-lockdown", applied=False, detail="system call disable policy flags 0x0")
     assert report[1] == layer("no-child-process", applied=True, detail="child process policy flags 0x1")
     assert report[2]["detail"] == "S-1-15-2-1-2-3-4-5-6-7, integrity RID 0x1000"
     assert api.closed == [9]
@@ -544,7 +600,10 @@ _SDK = {
     "AddMandatoryAce": (_I32, 5), "OpenProcessToken": (_I32, 3), "CreateRestrictedToken": (_I32, 9),
     "SetTokenInformation": (_I32, 4), "GetTokenInformation": (_I32, 5), "CreateAppContainerProfile": (_U32, 6),
     "DeriveAppContainerSidFromAppContainerName": (_U32, 2), "GetAclInformation": (_I32, 4), "GetAce": (_I32, 3),
-    "EqualSid": (_I32, 2),
+    "EqualSid": (_I32, 2), "GetSecurityInfo": (_U32, 8), "SetSecurityInfo": (_U32, 7),
+    # user32: HWINSTA and HDESK are handles, pointer-sized.
+    "GetProcessWindowStation": (_VOID_P, 0), "GetUserObjectInformationW": (_I32, 5), "CreateDesktopW": (_VOID_P, 6),
+    "CloseDesktop": (_I32, 1),
 }  # fmt: skip
 # Arguments that are handles or pointers, by position: a 64-bit value there must never be cut to a C int.
 _POINTER_ARGS = {
@@ -552,7 +611,8 @@ _POINTER_ARGS = {
     "TerminateProcess": (0,), "GetSidSubAuthority": (0,), "GetSidSubAuthorityCount": (0,), "IsValidSid": (0,),
     "SetEntriesInAclW": (1, 2, 3), "SetNamedSecurityInfoW": (5, 6), "CreateProcessAsUserW": (0,),
     "UpdateProcThreadAttribute": (0, 3, 5, 6), "LocalFree": (0,), "FreeSid": (0,), "GetAclInformation": (0, 1),
-    "GetAce": (0, 2), "EqualSid": (0, 1),
+    "GetAce": (0, 2), "EqualSid": (0, 1), "GetSecurityInfo": (0, 3, 4, 5, 6, 7), "SetSecurityInfo": (0, 3, 4, 5, 6),
+    "GetUserObjectInformationW": (0, 2, 4), "CreateDesktopW": (2, 5), "CloseDesktop": (0,),
 }  # fmt: skip
 
 
@@ -610,9 +670,11 @@ class _Answers:
             ctypes.cast(args[1], ctypes.POINTER(st.ACL_SIZE_INFORMATION)).contents.AceCount = 1
         elif name == "GetAce":
             _fill(args[2], ctypes.addressof(self.ace))
-        elif name == "GetNamedSecurityInfoW":
+        elif name in {"GetNamedSecurityInfoW", "GetSecurityInfo"}:
             _fill(args[5], 0xAC10)
             _fill(args[7], 0xD500)
+        elif name == "GetUserObjectInformationW":
+            args[2].value = "WinSta0"  # the name buffer itself, not a byref
         elif name == "GetSidSubAuthorityCount":
             return ctypes.addressof(self.count)
         elif name == "GetSidSubAuthority":
@@ -625,7 +687,8 @@ class _Answers:
         elif name == "GetExitCodeProcess":
             _fill(args[1], 7)
         _result = {"GetLengthSid": 12, "ResumeThread": 1, "GetCurrentProcess": 0xFFFFFFFFFFFFFFFF,
-                   "CreateJobObjectW": 0x7FFF00001234}  # a handle above 32 bits
+                   "CreateJobObjectW": 0x7FFF00001234, "GetProcessWindowStation": 0x7FFF00000050,
+                   "CreateDesktopW": 0x7FFF00000060}  # handles above 32 bits
         restype = _SDK[name][0]
         return _result.get(name, 1 if restype is _I32 else 0 if restype is _U32 else None)
 
@@ -676,18 +739,29 @@ def _every_method(win32: Any) -> None:
     assert win32.wait(0x7FFF00000080, 0) == st.WAIT_OBJECT_0
     assert win32.exit_code(0x7FFF00000080) == 7
     win32.close(job)
+    assert win32.window_station_name() == "WinSta0"
+    desktop = win32.create_desktop("skillhost.worker.1.0", st.DESKTOP_ACCESS)
+    assert desktop == 0x7FFF00000060  # a 64-bit handle, whole
+    assert win32.get_security_info(desktop, st.SE_WINDOW_OBJECT, st.DACL_SECURITY_INFORMATION) == (0xAC10, 0xD500)
+    win32.set_security_info(desktop, st.SE_WINDOW_OBJECT, st.DACL_SECURITY_INFORMATION, 0xAC11, 0)
+    win32.close_desktop(desktop)
 
 
 def test_every_win32_function_is_called_with_its_sdk_signature(monkeypatch: pytest.MonkeyPatch) -> None:
     win32, dlls = _api(monkeypatch)
+    # The worker's read-back builds this object too: it loads kernel32 and advapi32, never user32 (whose
+    # initialisation calls into win32k) nor userenv; those load, with their signatures, on first use.
+    assert set(dlls) == {"kernel32", "advapi32"} == win32.loaded()
+    _every_method(win32)
+    assert set(dlls) == {"kernel32", "advapi32", "userenv", "user32"} == win32.loaded()
     declared = {name: (fn.restype, len(fn.argtypes or ())) for dll in dlls.values()
                 for name, fn in dll.functions.items()}  # fmt: skip
     assert declared == _SDK  # every export the module names, as the SDK
+    assert {name for name in declared if name in dlls["user32"].functions} == set(api_module.PROTOTYPES["user32"])
     for dll in dlls.values():
         for name, positions in _POINTER_ARGS.items():
             if name in dll.functions:
                 assert all(dll.functions[name].argtypes[i] is ctypes.c_void_p for i in positions), name
-    _every_method(win32)
     called = {name for dll in dlls.values() for name in dll.called}
     # Every export the methods call has its signature (the fake refuses any other); the job read-back is the
     # worker's (``self_report``), through the same prototyped kernel32.
@@ -727,6 +801,13 @@ def test_sid_last_rid_reads_the_last_sub_authority_and_never_dereferences_null(
     ("initialize_attribute_list", {"InitializeProcThreadAttributeList": 0}),  # no size given
     ("create_job", {"CreateJobObjectW": None}),
     ("set_ui_limits", {"SetInformationJobObject": 0}),
+    ("window_station_name", {"GetProcessWindowStation": None}),
+    ("window_station_name", {"GetUserObjectInformationW": 0}),
+    ("window_station_name", {"GetUserObjectInformationW": 1}),  # success, but no name written
+    ("create_desktop", {"CreateDesktopW": None}),
+    ("get_security_info", {"GetSecurityInfo": 0x5}),
+    ("get_security_info", {"GetSecurityInfo": lambda *a: _fill(a[5], 0xAC10) or 0}),  # no descriptor
+    ("set_security_info", {"SetSecurityInfo": 0x5}),
 ])  # fmt: skip
 def test_each_win32_failure_is_raised_before_its_result_is_used(
     monkeypatch: pytest.MonkeyPatch, method: str, overrides: dict[str, Any],
@@ -737,6 +818,9 @@ def test_each_win32_failure_is_raised_before_its_result_is_used(
         "set_entries_in_acl": ((st.EXPLICIT_ACCESS_W * 1)(), 0), "create_appcontainer_profile": ("n", "d", "x"),
         "derive_appcontainer_sid": ("n",), "get_token_information": (0x70, st.TOKEN_INTEGRITY_LEVEL),
         "initialize_attribute_list": (2,), "create_job": (), "set_ui_limits": (0x90, st.UI_LIMITS),
+        "window_station_name": (), "create_desktop": ("skillhost.worker.1.0", st.DESKTOP_ACCESS),
+        "get_security_info": (0xDE5C, st.SE_WINDOW_OBJECT, st.DACL_SECURITY_INFORMATION),
+        "set_security_info": (0xDE5C, st.SE_WINDOW_OBJECT, st.DACL_SECURITY_INFORMATION, 0xAC11, 0),
     }[method]  # fmt: skip
     with pytest.raises(OSError):  # noqa: PT011
         getattr(win32, method)(*args)

@@ -116,7 +116,7 @@ def test_the_update_journey_grants_each_of_its_installs(tmp_path: Path) -> None:
     runner = Runner()
     artifact, digest = _zip(tmp_path)
     rules = SimpleNamespace(installer="archive", executable="skillhost/skillhost.exe")
-    plan = SimpleNamespace(rules=rules, grant=_grant.CapabilityGrant("skillhostInstallFiles", runner))
+    plan = SimpleNamespace(rules=rules, grant=_grant.CapabilityGrant("skillhostInstallFiles", runner), signatures=None)
     journey = _update._Journey(cast(Any, plan), tmp_path / "update")
     assert journey.install(artifact, digest, "the build's").passed
     assert [command[1] for command, _cwd in runner.commands] == [str(tmp_path / "update" / "install")]

@@ -21,14 +21,31 @@ held on every platform. The start, in order:
    and is labelled Low integrity: the container's token is Low, and an
    unlabelled folder counts as Medium, whose no-write-up would refuse every
    write whatever its DACL says;
-4. an attribute list with ``SECURITY_CAPABILITIES`` (that SID, and the install
+4. a desktop of its own (``CreateDesktopW`` on this process's window station, a
+   unique name, the rights Chromium's sandbox creates its alternate desktop with),
+   labelled Low and granting the container's SID only what connecting to it needs:
+   the worker is started on it (``lpDesktop`` ``<station>\\<name>``), so it shares
+   no desktop, windows or hooks with the user's ``WinSta0\\Default``; the host closes
+   it once the worker is reaped (``_windows_process``);
+5. an attribute list with ``SECURITY_CAPABILITIES`` (that SID, and the install
    capability alone),
    ``ALL_APPLICATION_PACKAGES_POLICY`` (opt out of ALL APPLICATION PACKAGES,
    where Windows knows it), ``CHILD_PROCESS_POLICY`` (the worker may create no
    process at all, as Chromium's renderers) and ``HANDLE_LIST`` (the three
-   standard handles: the only handles the worker inherits);
-5. ``CreateProcessW`` suspended; the process is assigned to a job (kill on close,
+   standard handles: the only handles the worker inherits), and where asked for
+   ``MITIGATION_POLICY`` (win32k lockdown, below);
+6. ``CreateProcessW`` suspended; the process is assigned to a job (kill on close,
    one active process, 1 GiB, every ``JOB_OBJECT_UILIMIT_*``), then its thread is resumed.
+
+Win32k lockdown (``PROC_THREAD_ATTRIBUTE_MITIGATION_POLICY`` with
+``..._WIN32K_SYSTEM_CALL_DISABLE_ALWAYS_ON``, as Chromium's renderers) is a named
+option, off unless asked for (``win32k_lockdown``; the host's
+``SKILLHOST_WORKER_WIN32K_LOCKDOWN=1``), and applied only where Windows has it
+(build 9200, Windows 8, or later). Off by default because this worker cannot be
+shown to need no user32: ``ctypes`` (its read-back) links OLEAUT32, which imports
+user32, and a frozen build's bootloader may too; user32's initialisation calls
+into win32k, so with the lockdown on such a worker would fail to start. The
+worker reports what it reads back (``win32k-lockdown``), never what was asked.
 
 Every Win32 function is called with its C signature (``_windows_api.PROTOTYPES``)
 and every failure is checked before its result is used.
@@ -47,8 +64,10 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import secrets
 import subprocess
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from skillhost.os_sandbox._interface import Layer, layer
@@ -65,7 +84,10 @@ from skillhost.os_sandbox._windows_structs import (
     CREATE_SUSPENDED,
     CREATE_UNICODE_ENVIRONMENT,
     DACL_SECURITY_INFORMATION,
+    DESKTOP_ACCESS,
+    DESKTOP_WORKER_ACCESS,
     DISABLE_MAX_PRIVILEGE,
+    DISALLOW_WIN32K_SYSTEM_CALLS,
     EXPLICIT_ACCESS_W,
     EXTENDED_STARTUPINFO_PRESENT,
     FILE_TMP_ACCESS,
@@ -78,15 +100,19 @@ from skillhost.os_sandbox._windows_structs import (
     LABEL_SECURITY_INFORMATION,
     LOW_INTEGRITY_SID,
     NO_CHILD_PROCESS_CREATION,
+    NO_INHERITANCE,
     PROC_THREAD_ATTRIBUTE_ALL_APPLICATION_PACKAGES_POLICY,
     PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY,
     PROC_THREAD_ATTRIBUTE_HANDLE_LIST,
+    PROC_THREAD_ATTRIBUTE_MITIGATION_POLICY,
     PROC_THREAD_ATTRIBUTE_SECURITY_CAPABILITIES,
     PROCESS_CHILD_PROCESS_POLICY,
     PROCESS_CREATION_ALL_APPLICATION_PACKAGES_OPT_OUT,
     PROCESS_CREATION_CHILD_PROCESS_RESTRICTED,
+    PROCESS_SYSTEM_CALL_DISABLE_POLICY,
     SE_GROUP_ENABLED,
     SE_GROUP_INTEGRITY,
+    SE_WINDOW_OBJECT,
     SECURITY_CAPABILITIES,
     SECURITY_MANDATORY_LOW_RID,
     SID_AND_ATTRIBUTES,
@@ -105,25 +131,61 @@ from skillhost.os_sandbox._windows_structs import (
     TRUSTEE_IS_SID,
     TRUSTEE_IS_UNKNOWN,
     UI_LIMITS,
+    WIN32K_LOCKDOWN_MIN_BUILD,
+    WIN32K_SYSTEM_CALL_DISABLE_ALWAYS_ON,
     ExtendedLimits,
     job_limits,
 )  # fmt: skip
 
-__all__ = ["WINDOWS_LAYERS", "Started", "container_name", "self_report", "start_worker"]
+__all__ = [
+    "DESKTOP_UNAVAILABLE_CODE", "WIN32K_LAYER", "WIN32K_LOCKDOWN_ENV", "WINDOWS_LAYERS", "DesktopUnavailableError",
+    "Started", "container_name", "self_report", "start_worker", "win32k_lockdown_asked", "windows_build",
+]  # fmt: skip
 
 WINDOWS_LAYERS = ("job-object", "no-child-process", "appcontainer", "restricted-token")
+# Reported as read back, never required (the option is off by default: module docstring).
+WIN32K_LAYER = "win32k-lockdown"
+WIN32K_LOCKDOWN_ENV = "SKILLHOST_WORKER_WIN32K_LOCKDOWN"
+DESKTOP_UNAVAILABLE_CODE = "CC_SKILL_DESKTOP_UNAVAILABLE"
 START_FLAGS = (EXTENDED_STARTUPINFO_PRESENT | CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT
                | CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW)  # fmt: skip
 StdHandles = tuple[int, int, int]
 
 
 class Started(NamedTuple):
-    """A resumed worker: its process handle, pid and job handle (both closed by ``release``), and its layer."""
+    """A resumed worker: its process handle, pid, job and desktop (all closed by ``release``), and its layer."""
 
     process: int
     pid: int
     job: int
     layer: str
+    desktop: int = 0
+
+
+class DesktopUnavailableError(OSError):
+    """The worker's own desktop could not be made: nothing started (the host keeps this code)."""
+
+    code = DESKTOP_UNAVAILABLE_CODE
+
+    def __init__(self, why: OSError) -> None:
+        super().__init__(f"{DESKTOP_UNAVAILABLE_CODE}: the worker's desktop: {why}")
+
+
+def windows_build() -> int:
+    """This Windows' build number (``sys.getwindowsversion``; an unmanifested process is told at most 9200, which
+    still decides win32k lockdown rightly: it exists from 9200)."""
+    version = getattr(sys, "getwindowsversion", None)  # Windows only
+    return int(version().build) if version is not None else 0
+
+
+def win32k_lockdown_asked(environ: Mapping[str, str]) -> bool:
+    """The named option, as the host's environment gives it: exactly ``1`` asks for it."""
+    return environ.get(WIN32K_LOCKDOWN_ENV, "") == "1"
+
+
+def desktop_name() -> str:
+    """A desktop name no other start uses: this host's pid and 64 random bits."""
+    return f"skillhost.worker.{os.getpid()}.{secrets.token_hex(8)}"
 
 
 def container_name(executable: str) -> str:
@@ -145,11 +207,12 @@ def _appcontainer_sid(api: Win32, name: str) -> int | None:
     return None
 
 
-def _explicit_access(sid: int, access: int) -> EXPLICIT_ACCESS_W:
+def _explicit_access(sid: int, access: int, inheritance: int = SUB_CONTAINERS_AND_OBJECTS_INHERIT
+                     ) -> EXPLICIT_ACCESS_W:  # fmt: skip
     entry = EXPLICIT_ACCESS_W()
     entry.grfAccessPermissions = access
     entry.grfAccessMode = GRANT_ACCESS
-    entry.grfInheritance = SUB_CONTAINERS_AND_OBJECTS_INHERIT
+    entry.grfInheritance = inheritance
     entry.Trustee.TrusteeForm = TRUSTEE_IS_SID
     entry.Trustee.TrusteeType = TRUSTEE_IS_UNKNOWN
     entry.Trustee.ptstrName = sid
@@ -169,9 +232,52 @@ def _grant(api: Win32, sid: int, path: str, access: int) -> None:
         api.local_free(descriptor)
 
 
-def _startup(std: StdHandles, attributes: ctypes.Array[ctypes.c_char]) -> STARTUPINFOEXW:
+def _grant_desktop(api: Win32, sid: int, desktop: int) -> None:
+    """The container's SID may connect to ``desktop`` (the creator's default DACL names only the user, and the
+    container opted out of ALL APPLICATION PACKAGES); the descriptor and the new ACL are freed."""
+    dacl, descriptor = api.get_security_info(desktop, SE_WINDOW_OBJECT, DACL_SECURITY_INFORMATION)
+    try:
+        entry = _explicit_access(sid, DESKTOP_WORKER_ACCESS, NO_INHERITANCE)
+        new_acl = api.set_entries_in_acl((EXPLICIT_ACCESS_W * 1)(entry), dacl)
+        try:
+            api.set_security_info(desktop, SE_WINDOW_OBJECT, DACL_SECURITY_INFORMATION, new_acl, 0)
+        finally:
+            api.local_free(new_acl)
+    finally:
+        api.local_free(descriptor)
+
+
+def _worker_desktop(api: Win32, sid: int | None) -> tuple[int, str]:
+    """A new desktop for one worker, labelled Low as its token (and granted to its container where it has one):
+    its handle, closed by the caller once the worker exits, and its ``<station>\\<name>`` for ``lpDesktop``.
+
+    ``DesktopUnavailableError`` when any step fails, the desktop closed first.
+    """
+    desktop = 0
+    try:
+        station = api.window_station_name()
+        name = desktop_name()
+        desktop = api.create_desktop(name, DESKTOP_ACCESS)
+        low = api.string_sid_to_sid(LOW_INTEGRITY_SID)
+        try:
+            sacl = api.new_label_acl(low, NO_INHERITANCE, SYSTEM_MANDATORY_LABEL_NO_WRITE_UP)
+            api.set_security_info(desktop, SE_WINDOW_OBJECT, LABEL_SECURITY_INFORMATION, 0, ctypes.addressof(sacl))
+        finally:
+            api.local_free(low)
+        if sid is not None:
+            _grant_desktop(api, sid, desktop)
+    except OSError as exc:
+        if desktop:
+            api.close_desktop(desktop)
+        raise DesktopUnavailableError(exc) from exc
+    return desktop, f"{station}\\{name}"
+
+
+def _startup(std: StdHandles, attributes: ctypes.Array[ctypes.c_char], desktop: ctypes.Array[ctypes.c_wchar],
+             ) -> STARTUPINFOEXW:  # fmt: skip
     startup = STARTUPINFOEXW()
     startup.StartupInfo.cb = ctypes.sizeof(STARTUPINFOEXW)
+    startup.StartupInfo.lpDesktop = ctypes.addressof(desktop)  # alive in the caller until CreateProcess returns
     startup.StartupInfo.dwFlags = STARTF_USESTDHANDLES
     startup.StartupInfo.hStdInput, startup.StartupInfo.hStdOutput, startup.StartupInfo.hStdError = std
     startup.lpAttributeList = ctypes.addressof(attributes)
@@ -184,8 +290,12 @@ def environment_block(env: dict[str, str]) -> str:
 
 
 def _launch(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str, std: StdHandles, *,
-            sid: int | None, token: int | None, layer_name: str, capability: int | None = None) -> Started:
-    """Attribute list, suspended start, job, resume; on any failure the started process is terminated."""
+            sid: int | None, token: int | None, layer_name: str, desktop: str, mitigations: int,
+            capability: int | None = None) -> Started:
+    """Attribute list, suspended start, job, resume; on any failure the started process is terminated.
+
+    ``mitigations``: the PROCESS_CREATION_MITIGATION_POLICY_* bits, one DWORD64 attribute (none when 0).
+    """
     handles = list(dict.fromkeys(std))  # the handle list refuses duplicates
     for handle in handles:
         api.make_inheritable(handle)
@@ -195,7 +305,10 @@ def _launch(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str, std:
     capabilities = SECURITY_CAPABILITIES(sid, granted if capability else None, 1 if capability else 0, 0)
     opt_out = ctypes.c_uint32(PROCESS_CREATION_ALL_APPLICATION_PACKAGES_OPT_OUT)
     no_children = ctypes.c_uint32(PROCESS_CREATION_CHILD_PROCESS_RESTRICTED)
-    attributes = api.initialize_attribute_list(4 if sid else 2)
+    mitigation_policy = ctypes.c_uint64(mitigations)  # a DWORD64: UpdateProcThreadAttribute is told 8 bytes
+    desktop_path = ctypes.create_unicode_buffer(desktop)
+    # One slot per attribute set below: the list is sized for exactly these.
+    attributes = api.initialize_attribute_list((4 if sid else 2) + (1 if mitigations else 0))
     info, job = None, 0
     try:
         if sid:
@@ -206,9 +319,12 @@ def _launch(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str, std:
         # Before Windows 10 1709 there is no such policy: the worker then reports ``no-child-process`` not applied.
         with contextlib.suppress(OSError):
             api.update_attribute(attributes, PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY, no_children)
+        if mitigations:  # asked for and known to this Windows: a failure here is a failed start, never ignored
+            api.update_attribute(attributes, PROC_THREAD_ATTRIBUTE_MITIGATION_POLICY, mitigation_policy)
         api.update_attribute(attributes, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, inherit)
         info = api.create_process(token, argv[0], subprocess.list2cmdline(argv), flags=START_FLAGS,
-                                  environment=environment_block(env), cwd=cwd, startup=_startup(std, attributes))
+                                  environment=environment_block(env), cwd=cwd,
+                                  startup=_startup(std, attributes, desktop_path))  # fmt: skip
         job = api.create_job()
         api.set_limits(job, job_limits())
         api.set_ui_limits(job, UI_LIMITS)
@@ -260,13 +376,35 @@ def _restricted_token(api: Win32) -> int:
     return token
 
 
+def _mitigations(win32k_lockdown: bool, os_build: Callable[[], int]) -> int:
+    """The mitigation bits to ask for: win32k lockdown where asked and where this Windows has it (the build is read
+    only then); the worker's read-back says whether it holds."""
+    if win32k_lockdown and os_build() >= WIN32K_LOCKDOWN_MIN_BUILD:
+        return WIN32K_SYSTEM_CALL_DISABLE_ALWAYS_ON
+    return 0
+
+
+def _on_own_desktop(api: Win32, sid: int | None, launch: Callable[[str], Started]) -> Started:
+    """``launch`` on a new desktop; the desktop closed when the start fails, else handed over in ``Started``."""
+    desktop, path = _worker_desktop(api, sid)
+    try:
+        started = launch(path)
+    except BaseException:
+        api.close_desktop(desktop)
+        raise
+    return started._replace(desktop=desktop)
+
+
 def start_worker(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str, *, std: StdHandles,
-                 read_roots: Sequence[str], tmp_dir: str) -> Started:
+                 read_roots: Sequence[str], tmp_dir: str, win32k_lockdown: bool = False,
+                 os_build: Callable[[], int] | None = None) -> Started:
     """Start the worker in its AppContainer, or under the restricted token where none can be created.
 
     ``InstallGrantMissingError`` (an ``OSError``) when a folder of ``read_roots`` does not grant the install
-    capability: checked before anything is written or started.
+    capability: checked before anything is written or started. ``DesktopUnavailableError`` when its desktop
+    cannot be made. ``win32k_lockdown``: the named option (module docstring).
     """
+    mitigations = _mitigations(win32k_lockdown, os_build or windows_build)
     sid = _appcontainer_sid(api, container_name(argv[0]))
     if sid is not None:
         try:
@@ -278,8 +416,9 @@ def start_worker(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str,
                         raise InstallGrantMissingError(root, why)
                 _grant(api, sid, tmp_dir, FILE_TMP_ACCESS)
                 _label_low(api, tmp_dir)
-                return _launch(api, argv, env, cwd, std, sid=sid, token=None, layer_name="appcontainer",
-                               capability=capability)
+                return _on_own_desktop(api, sid, lambda desktop: _launch(
+                    api, argv, env, cwd, std, sid=sid, token=None, layer_name="appcontainer", desktop=desktop,
+                    mitigations=mitigations, capability=capability))
             finally:
                 api.local_free(capability)
         finally:
@@ -288,7 +427,9 @@ def start_worker(api: Win32, argv: Sequence[str], env: dict[str, str], cwd: str,
     _label_low(api, tmp_dir)
     token = _restricted_token(api)
     try:
-        return _launch(api, argv, env, cwd, std, sid=None, token=token, layer_name="restricted-token")
+        return _on_own_desktop(api, None, lambda desktop: _launch(
+            api, argv, env, cwd, std, sid=None, token=token, layer_name="restricted-token", desktop=desktop,
+            mitigations=mitigations))
     finally:
         api.close(token)
 
@@ -343,14 +484,23 @@ def _child_process_layer(api: Win32) -> Layer:
     return layer("no-child-process", applied=held, detail=f"child process policy flags {flags:#x}")
 
 
+def _win32k_layer(api: Win32) -> Layer:
+    try:
+        flags = api.process_mitigation_flags(PROCESS_SYSTEM_CALL_DISABLE_POLICY)
+    except OSError as exc:  # Windows 7 has no such policy to read: not applied, and said so
+        return layer(WIN32K_LAYER, applied=False, detail=f"policy not readable: {exc.__class__.__name__}")
+    held = bool(flags & DISALLOW_WIN32K_SYSTEM_CALLS)
+    return layer(WIN32K_LAYER, applied=held, detail=f"system call disable policy flags {flags:#x}")
+
+
 def self_report(k32: Any = None, api_factory: Callable[[], Win32] = Win32) -> list[Layer]:
-    """The job's limits, the child-process policy, and the token's AppContainer SID and integrity, as this
-    process reads them back."""
+    """The job's limits, the child-process policy, the token's AppContainer SID and integrity, and win32k
+    lockdown, as this process reads them back."""
     try:
         api = api_factory()
         lib = k32 if k32 is not None else api.k32  # its functions carry their C signatures
     except (OSError, AttributeError):
-        return [layer(name, applied=False, detail="kernel32 not loadable") for name in WINDOWS_LAYERS]
+        return [layer(name, applied=False, detail="kernel32 not loadable") for name in (*WINDOWS_LAYERS, WIN32K_LAYER)]
     try:
         child = _child_process_layer(api)
     except OSError as exc:
@@ -361,4 +511,4 @@ def self_report(k32: Any = None, api_factory: Callable[[], Win32] = Win32) -> li
         why = f"token not readable: {exc.__class__.__name__}"
         tokens = [layer("appcontainer", applied=False, detail=why), layer("restricted-token", applied=False,
                                                                            detail=why)]  # fmt: skip
-    return [_job_layer(lib), child, *tokens]
+    return [_job_layer(lib), child, *tokens, _win32k_layer(api)]

@@ -23,6 +23,7 @@ from skillhost.os_sandbox._windows_structs import (
     PROCESS_INFORMATION,
     SE_FILE_OBJECT,
     STARTUPINFOEXW,
+    UOI_NAME,
     ExtendedLimits,
 )
 
@@ -40,6 +41,7 @@ _HRESULT = ctypes.c_uint32  # a LONG, read unsigned so that it compares with the
 _SIZE_T = ctypes.c_size_t
 _LPCWSTR = ctypes.c_wchar_p
 _OUT = ctypes.c_void_p  # an out-parameter: ``byref`` of the value the call fills
+_INT = ctypes.c_int32
 _CREATE_PROCESS = [_LPCWSTR, _LPCWSTR, _PVOID, _PVOID, _BOOL, _DWORD, _PVOID, _LPCWSTR, _OUT, _OUT]
 
 # ``dll -> function -> (restype, argtypes)``: every Win32 function this module calls, and nothing else.
@@ -75,6 +77,7 @@ PROTOTYPES: dict[str, dict[str, tuple[Any, list[Any]]]] = {
         "GetAclInformation": (_BOOL, [_PACL, _PVOID, _DWORD, _ENUM]),
         "GetLengthSid": (_DWORD, [_PSID]),
         "GetNamedSecurityInfoW": (_DWORD, [_LPCWSTR, _ENUM, _DWORD, _OUT, _OUT, _OUT, _OUT, _OUT]),
+        "GetSecurityInfo": (_DWORD, [_HANDLE, _ENUM, _DWORD, _OUT, _OUT, _OUT, _OUT, _OUT]),
         "GetSidSubAuthority": (_PVOID, [_PSID, _DWORD]),
         "GetSidSubAuthorityCount": (_PVOID, [_PSID]),
         "GetTokenInformation": (_BOOL, [_HANDLE, _ENUM, _PVOID, _DWORD, _OUT]),
@@ -83,13 +86,25 @@ PROTOTYPES: dict[str, dict[str, tuple[Any, list[Any]]]] = {
         "OpenProcessToken": (_BOOL, [_HANDLE, _DWORD, _OUT]),
         "SetEntriesInAclW": (_DWORD, [_ULONG, _PVOID, _PACL, _OUT]),
         "SetNamedSecurityInfoW": (_DWORD, [_LPCWSTR, _ENUM, _DWORD, _PSID, _PSID, _PACL, _PACL]),
+        "SetSecurityInfo": (_DWORD, [_HANDLE, _ENUM, _DWORD, _PSID, _PSID, _PACL, _PACL]),
         "SetTokenInformation": (_BOOL, [_HANDLE, _ENUM, _PVOID, _DWORD]),
     },
     "userenv": {
         "CreateAppContainerProfile": (_HRESULT, [_LPCWSTR, _LPCWSTR, _LPCWSTR, _PVOID, _DWORD, _OUT]),
         "DeriveAppContainerSidFromAppContainerName": (_HRESULT, [_LPCWSTR, _OUT]),
     },
+    # The worker's own desktop (host side only). HWINSTA and HDESK are handles; ACCESS_MASK a DWORD.
+    "user32": {
+        "CloseDesktop": (_BOOL, [_HANDLE]),
+        "CreateDesktopW": (_HANDLE, [_LPCWSTR, _LPCWSTR, _PVOID, _DWORD, _DWORD, _PVOID]),
+        "GetProcessWindowStation": (_HANDLE, []),
+        "GetUserObjectInformationW": (_BOOL, [_HANDLE, _INT, _PVOID, _DWORD, _OUT]),
+    },
 }
+# Loaded on first use, never by the worker's read-back (``self_report`` needs kernel32 and advapi32 only): user32's
+# initialisation calls into win32k, which the worker's win32k lockdown refuses, and the worker has no window.
+_LOADED_ON_USE = frozenset({"userenv", "user32"})
+_STATION_NAME_CHARS = 256
 
 
 class AceEntry(NamedTuple):
@@ -121,17 +136,37 @@ def _fail(code: int | None = None) -> OSError:
 
 
 class Win32:
-    """kernel32, advapi32, userenv and ntdll as the host and the worker call them."""
+    """kernel32 and advapi32 (loaded at once), userenv and user32 (loaded on first use, by the host only), as the
+    host and the worker call them."""
 
     def __init__(self, loader: Callable[[str], Any] = _dll) -> None:
-        libs = {name: loader(name) for name in PROTOTYPES}
-        self.k32, self.advapi, self.userenv = libs["kernel32"], libs["advapi32"], libs["userenv"]
-        # Every function gets its C signature: without ``argtypes`` ctypes passes a Python int as a C int (32
-        # bits, truncating a 64-bit handle) and without ``restype`` reads the result as a C int.
-        for dll, functions in PROTOTYPES.items():
-            for name, (restype, argtypes) in functions.items():
-                function = getattr(libs[dll], name)
+        self._loader = loader
+        self._libs: dict[str, Any] = {}
+        self.k32, self.advapi = self._lib("kernel32"), self._lib("advapi32")
+
+    def _lib(self, dll: str) -> Any:
+        """``dll`` loaded once, every function of it given its C signature: without ``argtypes`` ctypes passes a
+        Python int as a C int (32 bits, truncating a 64-bit handle) and without ``restype`` reads the result as a
+        C int."""
+        if dll not in self._libs:
+            lib = self._loader(dll)
+            for name, (restype, argtypes) in PROTOTYPES[dll].items():
+                function = getattr(lib, name)
                 function.restype, function.argtypes = restype, argtypes
+            self._libs[dll] = lib
+        return self._libs[dll]
+
+    @property
+    def userenv(self) -> Any:
+        return self._lib("userenv")
+
+    @property
+    def user32(self) -> Any:
+        return self._lib("user32")
+
+    def loaded(self) -> frozenset[str]:
+        """The DLLs this object has loaded so far (the worker's read-back must not load user32)."""
+        return frozenset(self._libs)
 
     @staticmethod
     def _ok(result: object) -> Any:
@@ -246,6 +281,23 @@ class Win32:
             entries.append(AceEntry(int(header.AceType), int(header.AceFlags), int(mask), ace.value + _ACE_SID_OFFSET))
         return entries
 
+    def get_security_info(self, handle: int, object_type: int, info: int) -> tuple[int, int]:
+        """``(DACL, security descriptor)`` of a kernel or USER object by handle; the caller frees the descriptor."""
+        dacl, sd = ctypes.c_void_p(), ctypes.c_void_p()
+        err = self.advapi.GetSecurityInfo(ctypes.c_void_p(handle), object_type, info, None, None, ctypes.byref(dacl),
+                                          None, ctypes.byref(sd))  # fmt: skip
+        if err:
+            raise _fail(err)
+        if not sd.value:
+            raise OSError("GetSecurityInfo returned no security descriptor")
+        return int(dacl.value or 0), int(sd.value)
+
+    def set_security_info(self, handle: int, object_type: int, info: int, dacl: int, sacl: int) -> None:
+        err = self.advapi.SetSecurityInfo(ctypes.c_void_p(handle), object_type, info, None, None,
+                                          ctypes.c_void_p(dacl or None), ctypes.c_void_p(sacl or None))  # fmt: skip
+        if err:
+            raise _fail(err)
+
     def equal_sid(self, one: int, other: int) -> bool:
         return bool(self.advapi.EqualSid(ctypes.c_void_p(one), ctypes.c_void_p(other)))
 
@@ -310,6 +362,31 @@ class Win32:
         self._ok(self.k32.GetProcessMitigationPolicy(ctypes.c_void_p(self.k32.GetCurrentProcess()), policy,
                                                      ctypes.byref(flags), ctypes.sizeof(flags)))  # fmt: skip
         return int(flags.value)
+
+    # -- the worker's desktop (user32, loaded here on first use) ------------------------------------------
+
+    def window_station_name(self) -> str:
+        """This process's window station's name (``WinSta0`` in an interactive session, another in a service's)."""
+        station = self.user32.GetProcessWindowStation()  # not to be closed: the process's own
+        if not station:
+            raise _fail()
+        name, needed = ctypes.create_unicode_buffer(_STATION_NAME_CHARS), ctypes.c_uint32(0)
+        self._ok(self.user32.GetUserObjectInformationW(ctypes.c_void_p(station), UOI_NAME, name,
+                                                       ctypes.sizeof(name), ctypes.byref(needed)))  # fmt: skip
+        if not name.value:
+            raise OSError("GetUserObjectInformationW gave the window station no name")
+        return str(name.value)
+
+    def create_desktop(self, name: str, access: int) -> int:
+        """A new desktop on this process's window station, its DACL the creator's default; closed by
+        ``close_desktop``."""
+        desktop = self.user32.CreateDesktopW(name, None, None, 0, access, None)
+        if not desktop:
+            raise _fail()
+        return int(desktop)
+
+    def close_desktop(self, desktop: int) -> None:
+        self.user32.CloseDesktop(ctypes.c_void_p(desktop))
 
     # -- processes, handles, jobs ------------------------------------------------------------------------
 

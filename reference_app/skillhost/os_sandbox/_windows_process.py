@@ -5,7 +5,7 @@ same stream arguments as ``subprocess.Popen`` (a descriptor, ``PIPE`` or
 ``DEVNULL``), hands the child its three standard handles and nothing else,
 and returns a ``WindowsProcess``: the part of ``Popen`` the host uses, over the
 process handle. Released once reaped: the process handle, then the job (whose
-kill-on-close ends anything left in it).
+kill-on-close ends anything left in it), then the worker's own desktop.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from skillhost.os_sandbox._interface import LaunchPlan
-from skillhost.os_sandbox._windows import Started, start_worker
+from skillhost.os_sandbox._windows import Started, start_worker, win32k_lockdown_asked
 from skillhost.os_sandbox._windows_api import Win32
 from skillhost.os_sandbox._windows_structs import INFINITE, WAIT_OBJECT_0, WAIT_TIMEOUT
 
@@ -94,8 +94,12 @@ def _std_handle(spec: object, to_handle: Callable[[int], int], opened: list[int]
 
 
 def plan(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str], api_factory: Callable[[], Win32] = Win32,
-         to_handle: Callable[[int], int] | None = None) -> LaunchPlan:
-    """A launch plan whose ``start`` starts the worker itself (``subprocess`` cannot pass an AppContainer)."""
+         to_handle: Callable[[int], int] | None = None, *, environ: Mapping[str, str] = os.environ) -> LaunchPlan:
+    """A launch plan whose ``start`` starts the worker itself (``subprocess`` cannot pass an AppContainer).
+
+    Win32k lockdown is asked for when the host's ``environ`` says so (``win32k_lockdown_asked``).
+    """
+    win32k_lockdown = win32k_lockdown_asked(environ)
 
     def start(env: dict[str, str], cwd: str, **popen: Any) -> tuple[WindowsProcess, Callable[[], None]]:
         convert = to_handle or _osf_handle
@@ -106,7 +110,8 @@ def plan(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str], api_facto
                    _std_handle(popen.get("stdout"), convert, opened, parent, reading=False),
                    _std_handle(popen.get("stderr"), convert, opened, parent, reading=False))  # fmt: skip
             api = api_factory()
-            started = start_worker(api, argv, env, cwd, std=std, read_roots=read_roots, tmp_dir=tmp_dir)
+            started = start_worker(api, argv, env, cwd, std=std, read_roots=read_roots, tmp_dir=tmp_dir,
+                                   win32k_lockdown=win32k_lockdown)
         except BaseException:
             for fd, _mode in parent:
                 os.close(fd)
@@ -118,9 +123,12 @@ def plan(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str], api_facto
         proc = WindowsProcess(api, started, argv, ends.get("wb"), ends.get("rb"))
 
         def release() -> None:
-            # Once reaped: the process handle, then the job (kill-on-close ends anything left in it).
+            # Once reaped: the process handle, then the job (kill-on-close ends anything left in it), then the
+            # desktop, which nothing of the worker's uses any more.
             proc.close_handle()
             api.close(started.job)
+            if started.desktop:
+                api.close_desktop(started.desktop)
 
         return proc, release
 
