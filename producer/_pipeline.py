@@ -401,7 +401,8 @@ def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, install
         display=job.policy.display(job.platform), probe_checks=tuple(app.probe.require),
         layers=None if layers is None else tuple(layers),
         candidate_layers=None if probed.report is None else
-        tuple((layer.name, layer.applied) for layer in probed.report.isolation_layers))
+        tuple((layer.name, layer.applied) for layer in probed.report.isolation_layers),
+        signed_only="unsigned" not in job.policy.accepted_signing(job.platform))
 
     def probe(prefix: Path, upgraded: InstallRecord, home: Path) -> LaunchProbeRecord:
         return launch_probe(prefix=prefix, install=upgraded, platform=job.platform, gate_sha=sha,

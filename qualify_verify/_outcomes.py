@@ -20,6 +20,7 @@ from desktop_qualify.evidence_schemas import (
     INSTALLER_SIGNATURE_TOOLS,
     INSTALLER_SUFFIXES,
     Code,
+    InstallRecord,
     IsolationLayer,
     PlatformPredicate,
     ProbeReport,
@@ -245,18 +246,28 @@ def installer_signature_problems(p: PlatformPredicate, exp: Expectations) -> lis
     check must say ``signed`` (``QE_INSTALLER_SIGNATURE_REFUSED``): the producer refuses such an install itself,
     and a record that says otherwise is not taken on its word.
     """
-    inst, check = p.install, p.install.package_signature
+    return package_signature_problems(p.install, p.platform, signed_only=signed_only(p, exp))
+
+
+def signed_only(p: PlatformPredicate, exp: Expectations) -> bool:
+    """Whether the policy accepts only signed builds for the statement's platform (no ``unsigned`` state)."""
+    return "unsigned" not in exp.accepted_signing(p.platform)
+
+
+def package_signature_problems(inst: InstallRecord, platform: str, *, signed_only: bool) -> list[tuple[str, Code]]:
+    """``installer_signature_problems`` for one install record: the candidate's, or one the update journey made."""
+    check = inst.package_signature
     tool = INSTALLER_SIGNATURE_TOOLS.get(inst.method)
     if check is not None and check.tool != tool:
         return [(f"the install records a {check.tool} signature check; a {inst.method} install has "
                  f"{'none' if tool is None else 'a ' + tool + ' one'}", Code.INSTALL_FAILED)]
-    if tool is None or "unsigned" in exp.accepted_signing(p.platform):
+    if tool is None or not signed_only:
         return []
     if check is None:
-        return [(f"the policy accepts only signed builds for {p.platform}, and the {inst.method} install records "
+        return [(f"the policy accepts only signed builds for {platform}, and the {inst.method} install records "
                  f"no {tool} check of the package's own signature", Code.INSTALLER_SIGNATURE_REFUSED)]
     if check.state != "signed":
-        return [(f"the policy accepts only signed builds for {p.platform}; {tool} found the package "
+        return [(f"the policy accepts only signed builds for {platform}; {tool} found the package "
                  f"{check.state}: {check.detail[:200]}", Code.INSTALLER_SIGNATURE_REFUSED)]
     return []
 

@@ -34,7 +34,7 @@ from desktop_qualify.evidence_schemas import (
 )
 
 from ._expectations import Expectations
-from ._outcomes import StageOutcome, _Collect, probe_facts
+from ._outcomes import StageOutcome, _Collect, package_signature_problems, probe_facts, signed_only
 
 _ZERO_DIGEST = "0" * 64
 STEP_NAMES = ("previous-release", "previous-install", "write-state", "upgrade-install", "upgrade-check",
@@ -61,6 +61,9 @@ class UpdateRules:
     layers: tuple[str, ...] | None
     # The candidate's own launch probe's layers (name, applied): one build on one machine reports the same.
     candidate_layers: tuple[tuple[str, bool], ...] | None
+    # The policy accepts only signed builds here: each install of a pkg or msi must record its signature "signed",
+    # as the candidate's own install must (the previous release's package is held to today's policy too).
+    signed_only: bool
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ def _install_problems(inst: InstallRecord, rules: UpdateRules, *, artifact_sha25
         problems.append("nothing installed, or no digest of it recorded")
     elif executable_sha256 is not None and inst.executable_sha256 != executable_sha256:
         problems.append("the installed executable is not the one this version installs elsewhere")
+    problems += [why for why, _ in package_signature_problems(inst, rules.platform, signed_only=rules.signed_only)]
     return problems
 
 
@@ -234,7 +238,7 @@ def rules_for(p: PlatformPredicate, exp: Expectations) -> UpdateRules | None:
         executable=target.executable, state_write=exp.update.state_write, state_check=exp.update.state_check,
         downgrade=exp.update.downgrade, downgrade_code=exp.update.downgrade_code,
         probe_command=exp.probe_command, display=exp.display_for(p.platform), probe_checks=exp.probe_checks,
-        layers=exp.layers_for(p.platform), candidate_layers=candidate_layers(p))
+        layers=exp.layers_for(p.platform), candidate_layers=candidate_layers(p), signed_only=signed_only(p, exp))
 
 
 def candidate_layers(p: PlatformPredicate) -> tuple[tuple[str, bool], ...] | None:

@@ -112,7 +112,8 @@ def _journey(tmp_path: Path, runner: StageRunner, *, previous_mode: str, candida
                         executable="app/app", state_write=tuple(WRITE), state_check=tuple(CHECK),
                         downgrade="refuse" if downgrade == "refuse" else "allow",
                         downgrade_code=NEWER if downgrade == "refuse" else None, probe_command=tuple(PROBE),
-                        display="none", probe_checks=(), layers=None, candidate_layers=())
+                        display="none", probe_checks=(), layers=None, candidate_layers=(),
+                        signed_only=False)
 
     def plan_for(argv: list[str], timeout: int) -> RunPlan:
         return RunPlan(argv=argv, display="none", timeout=timeout, export_source=_no_export, runner=runner,

@@ -8,6 +8,7 @@ command exactly; the app's state verbs and probe are stubs (a refused install le
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +31,8 @@ from desktop_qualify.producer.installers._installers import SignatureRequirement
 from desktop_qualify.producer.installers._pkg import PKGUTIL
 from desktop_qualify.producer.installers._tools import ToolResult
 from desktop_qualify.producer.previous._previous import AuditedPrevious
-from desktop_qualify.qualify_verify import UpdateRules
+from desktop_qualify.qualify_verify import UpdateRules, update_facts
+from desktop_qualify.qualify_verify._update_outcome import rules_for
 
 PREVIOUS, CANDIDATE = "1" * 40, "2" * 40
 EXE = "notes.pkg/Payload/Notes.app/Contents/MacOS/Notes"
@@ -76,7 +78,8 @@ def _plan(tmp_path: Path, requirement: SignatureRequirement | None) -> UpdatePla
                         candidate_executable_sha256="d" * 64, installer="pkg", executable=EXE,
                         state_write=("{executable}", "state", "write"), state_check=("{executable}", "state", "check"),
                         downgrade="allow", downgrade_code=None, probe_command=("{executable}", "probe"),
-                        display="none", probe_checks=(), layers=None, candidate_layers=())
+                        display="none", probe_checks=(), layers=None, candidate_layers=(),
+                        signed_only=requirement is not None and requirement.require_signed)
 
     def probe(prefix: Path, installed: InstallRecord, home: Path) -> LaunchProbeRecord:
         return LaunchProbeRecord(command=["probe"], display="none", exit_code=None, timed_out=False, duration_ms=0,
@@ -171,3 +174,50 @@ def test_the_pipelines_update_journey_hands_over_the_install_stages_requirement(
                       probed=cast(Any, SimpleNamespace(report=None)), sha=CANDIDATE)
     assert seen["plan"].signatures == SignatureRequirement(True, SIGNTOOL, THUMB)
     assert seen["plan"].signatures == _pipeline._signatures(cast(Any, job))  # the install stage's, exactly
+    assert seen["plan"].rules.signed_only is True  # and the verdict's rule holds the installs to it
+
+
+def test_the_verdicts_rule_refuses_an_update_install_that_recorded_no_check_or_not_signed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record that says its installs passed is not taken on its word: ``update_facts`` (the verifier's rule, and
+    the producer's verdict) re-reads each install's own signature check under the policy's "only signed"."""
+    requirement = SignatureRequirement(require_signed=True)
+    record, _ = _journey(tmp_path, monkeypatch, (0, SIGNED), requirement)
+    rules = _plan(tmp_path / "again", requirement).rules
+    # The stubbed state verbs and probe fail their steps; the installs' own problems are what is read here.
+    assert not [why for why in update_facts(record, rules).problems if "signature" in why]
+    unchecked = record.model_copy(update={"upgrade_install": record.upgrade_install.model_copy(
+        update={"package_signature": None})})
+    problems = dict(update_facts(unchecked, rules).step_problems)
+    assert ("the policy accepts only signed builds for macos, and the pkg install records no pkgutil check of the "
+            "package's own signature") in problems["upgrade-install"]
+    unsigned = InstallerSignature(tool="pkgutil", state="unsigned", detail="no signature")
+    previous = record.model_copy(update={"previous_install": record.previous_install.model_copy(
+        update={"package_signature": unsigned})})
+    assert dict(update_facts(previous, rules).step_problems)["previous-install"] == (
+        "the policy accepts only signed builds for macos; pkgutil found the package unsigned: no signature",)
+    assert "previous-install" not in update_facts(record, rules).failed
+    # Where the policy accepts unsigned builds the same record passes those steps.
+    lenient = dataclasses.replace(rules, signed_only=False)
+    assert not [why for why in update_facts(unchecked, lenient).problems if "signature" in why]
+    wrong_tool = record.model_copy(update={"rollback_install": record.rollback_install.model_copy(
+        update={"package_signature": InstallerSignature(tool="signtool", state="signed", detail="x")})})
+    assert ("the install records a signtool signature check; a pkg install has a pkgutil one"
+            in dict(update_facts(wrong_tool, lenient).step_problems)["rollback-install"])
+
+
+def test_the_verifiers_rules_take_only_signed_from_the_policy() -> None:
+    def rules(accepted: frozenset[str]) -> UpdateRules | None:
+        exp = SimpleNamespace(install_for=lambda platform: SimpleNamespace(kind="pkg", executable=EXE),
+                              update=SimpleNamespace(state_write=("w",), state_check=("c",), downgrade="allow",
+                                                     downgrade_code=None),
+                              probe_command=("probe",), display_for=lambda platform: "none", probe_checks=(),
+                              layers_for=lambda platform: None, accepted_signing=lambda platform: accepted)
+        p = SimpleNamespace(platform="macos", source_gate=SimpleNamespace(sha=CANDIDATE),
+                            build=SimpleNamespace(artifact=SimpleNamespace(sha256="a" * 64)),
+                            install=SimpleNamespace(executable_sha256="b" * 64),
+                            launch_probe=SimpleNamespace(report=None))
+        return rules_for(cast(Any, p), cast(Any, exp))
+
+    assert rules(frozenset({"signed", "notarized"})).signed_only is True  # type: ignore[union-attr]
+    assert rules(frozenset({"signed", "unsigned"})).signed_only is False  # type: ignore[union-attr]
