@@ -126,6 +126,16 @@ class CodesignSigner(PlatformSigner):
                 return False
         return True
 
+    # A disk image is signed as a whole (no hardened runtime or entitlements: those are for executables).
+    signs_disk_images = True
+
+    def container_sign_commands(self, container: Path) -> list[list[str]]:
+        return [["codesign", "--force", "--timestamp", *self._active.codesign_options(), "--sign", self._identity,
+                 str(container)]]
+
+    def container_verify_commands(self, container: Path) -> list[list[str]]:
+        return [["codesign", "--verify", "--strict", "--verbose=2", str(container)]]
+
     def after_sign(self, bundle: Path, scratch: Path) -> NotarizationRecord | None:
         return self._notarizer.notarize(bundle, scratch, lambda argv: run_tool(argv, _NOTARY_DEADLINE))
 

@@ -2,7 +2,10 @@
 
 ``PlatformSigner.sign`` runs the exact command lines a platform's signer gives
 (unit-tested as command lines, since only Linux runs here), without a shell and
-with a deadline each, and holds the identity's teardown in a ``finally``.
+with a deadline each, and holds the identity's teardown in a ``finally``. A signer
+that can seal the signed bundle into a container (macOS: a disk image) signs,
+verifies and notarizes that container in the bundle's stead, inside the same
+identity's lifetime (``sign_in_container``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class SigningOutcome:
 
 #: builds the job's signing identity inside a private scratch folder (where its secrets are written)
 IdentityFactory = Callable[[Path], SigningIdentity]
+#: puts the signed, verified bundle into its container and returns the container (None: that failed)
+Seal = Callable[[], Path | None]
 
 
 def run_tool(argv: list[str], timeout: int = 600, *, merged: bool = False) -> tuple[int, bytes]:
@@ -88,12 +93,45 @@ class PlatformSigner(ABC):
     def state_after(self, notarization: NotarizationRecord | None) -> SigningState:
         return self.signed_state
 
+    #: whether ``container_sign_commands`` can sign a disk image holding the signed bundle (macOS only)
+    signs_disk_images: bool = False
+
+    def container_sign_commands(self, container: Path) -> list[list[str]]:
+        """The argv lists that sign the container (a disk image) the signed bundle was sealed into."""
+        raise NotImplementedError(f"{self.tool} does not sign a container")
+
+    def container_verify_commands(self, container: Path) -> list[list[str]]:
+        """The argv lists that verify the container's signature afterwards."""
+        raise NotImplementedError(f"{self.tool} does not sign a container")
+
+    def _sealed(self, seal: Seal) -> Path | None:
+        """The bundle sealed into its container, the container signed and verified; None when a step failed."""
+        container = seal()
+        if container is None or not all(run_tool(argv)[0] == 0 for argv in self.container_sign_commands(container)):
+            return None
+        verified = all(run_tool(argv, merged=True)[0] == 0 for argv in self.container_verify_commands(container))
+        return container if verified else None
+
     def sign(self, bundle: Path, executable: Path) -> SigningOutcome:
         """Sign, then verify; any command that fails makes the outcome 'failed' (the policy decides).
 
         The identity is set up first and torn down last, whatever happens in between; a
         teardown that fails makes the outcome 'failed' too (the job cannot show it removed it).
         """
+        return self._sign(bundle, executable, None)
+
+    def sign_in_container(self, bundle: Path, executable: Path, seal: Seal) -> SigningOutcome:
+        """``sign``, with the bundle sealed into its container, and the container signed and notarized.
+
+        The bundle is not notarized on its own: once it verifies, ``seal`` puts it into its container,
+        which is signed and verified with the same identity and goes to the after-sign hook instead
+        (Apple notarizes the outermost container, and the ticket is stapled to it). Same guarantees as ``sign``.
+        """
+        if not self.signs_disk_images:
+            raise NotImplementedError(f"{self.tool} does not sign a container")
+        return self._sign(bundle, executable, seal)
+
+    def _sign(self, bundle: Path, executable: Path, seal: Seal | None) -> SigningOutcome:
         if not executable.is_relative_to(bundle) or executable.is_symlink() or not executable.is_file():
             raise QualificationError(Code.BUILD_FAILED, f"{executable} is not a file inside the bundle {bundle}")
         scratch = scratch_folder()
@@ -105,8 +143,10 @@ class PlatformSigner(ABC):
             if all(run_tool(argv)[0] == 0 for argv in [*identity.setup_commands(),
                                                         *self.sign_commands(bundle, executable)]) and \
                     self.verified(bundle, executable, lambda argv: run_tool(argv, merged=True)):
-                notarization = self.after_sign(bundle, scratch)
-                outcome = SigningOutcome(self.tool, self.state_after(notarization), notarization)
+                target = bundle if seal is None else self._sealed(seal)
+                if target is not None:
+                    notarization = self.after_sign(target, scratch)
+                    outcome = SigningOutcome(self.tool, self.state_after(notarization), notarization)
         finally:
             removed = identity is None or all(run_tool(argv)[0] == 0 for argv in identity.teardown_commands())
             remove_scratch(scratch)
