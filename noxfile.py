@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 import tomllib
 from pathlib import Path
 
@@ -76,7 +77,12 @@ def _install_once(session: nox.Session, *args: str) -> None:
     if stamp is not None and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == key:
         session.log("reusing the environment: the dependencies are unchanged since its install")
         return
+    # The first install is the longest silent step of a first run (about 40 s here): say so before, and how long after.
+    session.log("installing the environment's dependencies (first run, or they changed): about a minute; "
+                "later runs reuse it")
+    started = time.monotonic()
     session.install(*args)
+    session.log(f"dependencies installed in {time.monotonic() - started:.0f} s")
     if stamp is not None:
         stamp.write_text(key + "\n", encoding="utf-8")
 

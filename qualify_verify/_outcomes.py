@@ -227,14 +227,20 @@ def assess_install(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
             out.fail(f"install method {inst.method!r} is not the policy's installer kind {target.kind!r}")
         if inst.executable != target.executable:
             out.fail(f"the installed executable is {inst.executable!r}, the policy's is {target.executable!r}")
-    if inst.file_count == 0 or inst.total_bytes == 0:
+    # An install that says it failed installed nothing and hashed nothing: that is its failure, not two more.
+    if inst.failure is None and (inst.file_count == 0 or inst.total_bytes == 0):
         out.fail("no files installed")
-    if _ZERO_DIGEST in (inst.executable_sha256, inst.manifest_sha256):
+    if inst.failure is None and _ZERO_DIGEST in (inst.executable_sha256, inst.manifest_sha256):
         out.fail("the install recorded no digest of what it installed")
     for problem in installer_signature_problems(p, exp):
         out.fail(*problem)
     out.claim("passed", inst.passed, not out.problems)
     return out.done()
+
+
+def exited(exit_code: int | None) -> str:
+    """How a recorded command ended: ``exited 3``, or, with no exit status, that it did not exit on its own."""
+    return f"exited {exit_code}" if exit_code is not None else "did not exit on its own (not run, or stopped)"
 
 
 def installer_signature_problems(p: PlatformPredicate, exp: Expectations) -> list[tuple[str, Code]]:
@@ -362,7 +368,7 @@ def assess_probe(p: PlatformPredicate, exp: Expectations) -> StageOutcome:
     if probe.timed_out:
         out.fail("the launch probe timed out")
     elif probe.exit_code != 0:
-        out.fail(f"the launch probe exited {probe.exit_code}")
+        out.fail(f"the launch probe {exited(probe.exit_code)}")
     if probe.report is None:
         out.fail("the launched app gave no report")
     for problem in facts.problems:
@@ -492,7 +498,7 @@ def journey_facts(*, steps: Sequence[ObservedStep], expected: Mapping[str, StepE
     if timed_out:
         problems.append("the journey timed out")
     elif exit_code != 0:
-        problems.append(f"the journey exited {exit_code}")
+        problems.append(f"the journey {exited(exit_code)}")
     if app_build_sha != sha:
         problems.append(f"the journey ran build {str(app_build_sha)[:12]}, not {sha[:12]}")
     problems += [f"the journey's isolation: {why}" for why in layer_problems(layers, required_layers or ())]

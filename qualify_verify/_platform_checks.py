@@ -206,9 +206,16 @@ def stage_outcomes(vp: VerifiedPlatform, exp: Expectations, verifier: StatementV
 def check_outcomes(vp: VerifiedPlatform, exp: Expectations, verifier: StatementVerifier,
                    findings: Findings) -> None:
     check_source_gate_identity(vp, exp, findings)
+    # Stages run in order on what the one before made: once a stage failed, a later stage's problems (a probe of an
+    # install that failed, a journey that never ran) are shown as its consequences, so one fault reads as one root
+    # cause. They are still listed and still refuse; only the first failing stage's problems are root causes.
+    first: Reason | None = None
     for outcome in stage_outcomes(vp, exp, verifier, findings):
+        failed_here: Reason | None = None
         for problem in outcome.problems:
-            findings.add(problem.code, f"{vp.file_name}: {problem.message}", vp.platform)
+            reason = findings.add(problem.code, f"{vp.file_name}: {problem.message}", vp.platform, follows=first)
+            failed_here = failed_here or reason
+        first = first or failed_here
 
 
 def verify_platform(name: str, data: bytes, exp: Expectations, verifier: StatementVerifier,

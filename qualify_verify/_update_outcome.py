@@ -34,7 +34,7 @@ from desktop_qualify.evidence_schemas import (
 )
 
 from ._expectations import Expectations
-from ._outcomes import StageOutcome, _Collect, package_signature_problems, probe_facts, signed_only
+from ._outcomes import StageOutcome, _Collect, exited, package_signature_problems, probe_facts, signed_only
 
 _ZERO_DIGEST = "0" * 64
 STEP_NAMES = ("previous-release", "previous-install", "write-state", "upgrade-install", "upgrade-check",
@@ -140,14 +140,14 @@ def _outcome_problems(step: StateStep, report: AppStateRecord, *, want: str, cod
                         + f", the policy requires {want} {code or ''}".rstrip())
     if want == "allow":
         if step.exit_code != 0:
-            problems.append(f"exited {step.exit_code}")
+            problems.append(exited(step.exit_code))
         if report.state_sha256 is None:
             problems.append("named no state digest")
         elif digest is not None and report.state_sha256 != digest:
             problems.append(f"found state {report.state_sha256[:16]}, the previous version wrote {digest[:16]}")
     else:
         if step.exit_code in (0, None):
-            problems.append(f"a refusal that exited {step.exit_code}")
+            problems.append(f"a refusal that {exited(step.exit_code)}")
         if report.state_sha256 is not None:
             problems.append("a refusal that names a state digest")
     return problems
@@ -170,8 +170,8 @@ def _probe_problems(u: UpdateRecord, rules: UpdateRules) -> list[str]:
                         required_checks=rules.probe_checks, required_layers=rules.layers)
     problems = list(facts.problems)
     if not facts.passed and not problems:
-        problems.append(f"the probe exited {probe.exit_code}, timed out {probe.timed_out}, "
-                        f"report {'present' if probe.report else 'absent'}")
+        problems.append(f"the probe {exited(probe.exit_code)}{' at its time limit' if probe.timed_out else ''}, "
+                        f"its report {'present' if probe.report else 'absent'}")
     reported = tuple((layer.name, layer.applied) for layer in probe.report.isolation_layers) if probe.report else None
     if reported is not None and rules.candidate_layers is not None and reported != rules.candidate_layers:
         problems.append("the probe after the upgrade reports other isolation layers than the candidate's own probe")

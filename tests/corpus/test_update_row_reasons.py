@@ -70,7 +70,7 @@ REASONS: dict[str, list[str]] = {
  'upgrade-probe-of-another-build': ["upgrade-probe: the app reports build eeeeeeeeeeee, the gate's commit is "
                                     '3b18e512dba7',
                                     'upgrade-probe: the probe record contradicts its facts'],
- 'upgrade-probe-failed-check': ['upgrade-probe: the probe exited 3, timed out False, report present',
+ 'upgrade-probe-failed-check': ['upgrade-probe: the probe exited 3, its report present',
                                 'upgrade-probe: the probe record contradicts its facts'],
  'no-state-written': ['write-state: named no state digest',
                       'upgrade-check: no state was written to compare with',
@@ -102,7 +102,7 @@ REASONS: dict[str, list[str]] = {
                                           'upgrade-probe: the probe after the upgrade reports other isolation '
                                           "layers than the candidate's own probe",
                                           'upgrade-probe: the probe record contradicts its facts'],
- 'upgrade-probe-wrote-no-report': ['upgrade-probe: the probe exited 0, timed out False, report absent',
+ 'upgrade-probe-wrote-no-report': ['upgrade-probe: the probe exited 0, its report absent',
                                    'upgrade-probe: the probe record contradicts its facts'],
  'write-state-wrote-no-record': ['write-state: the app wrote no state record (exit 0)',
                                  'upgrade-check: no state was written to compare with',
