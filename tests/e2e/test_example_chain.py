@@ -291,7 +291,7 @@ def test_every_leaf_of_the_example_apps_statement_is_checked_or_informational(ex
 
 
 def test_the_readmes_example_recipes_run_against_the_example_chain(example: ExampleChain, tmp_path: Path) -> None:
-    # The README's example-app recipe (under "Qualify your app in your own repository"), as written, against this chain's output in its folder.
+    # The README's example-app recipe, as written, against this chain's output in its folder.
     recipes = [b for b in blocks() if b.kind == "after-example"]
     assert recipes, "the README has no recipe for the example app"
     clone = tmp_path / "clone"
