@@ -28,8 +28,11 @@ def _judge(platform: str, errnos: dict[str, str], applied: tuple[str, ...], monk
            tmp_path: Path) -> Any:
     monkeypatch.setattr(journey_kernel, "platform_key", lambda: platform)
     reported = [layer(name, applied=True, detail="") for name in applied]
-    steps = [journey_kernel._attempt_step(op, {"op": op, "ok": False, "errno": errnos[op]}, tmp_path / "absent",
-                                          reported) for op in OPERATIONS]
+    # macOS: the worker's own sandbox_check said the profile denies each (the attempt's layer); the errno alone
+    # credits no layer there (tests/reference_app/test_macos_sandbox_attribution.py).
+    said = {"layer": "sandbox-exec"} if platform == "macos" else {}
+    steps = [journey_kernel._attempt_step(op, {"op": op, "ok": False, "errno": errnos[op], **said},
+                                          tmp_path / "absent", reported) for op in OPERATIONS]
     table = {sid: want for sid, want in RELEASE.journey.steps.items() if sid.startswith("kernel-refuses-")}
     layers = [IsolationLayer.model_validate(entry) for entry in reported]
     assert RELEASE.isolation is not None

@@ -8,8 +8,12 @@ the host listens on, seizes the host with ``ptrace`` and finally executes
 passes only when the kernel refused with ``EACCES`` or ``EPERM`` *and* that
 errno is how a layer the worker reports as applied refuses that operation
 (``REFUSED_BY``); the step records that layer (``layer``, and in its detail).
+Where an errno cannot name the layer (macOS: Seatbelt's ``EPERM`` is also a
+hardened runtime's), the worker's own attribution must as well: the layer the
+sandbox itself named through ``sandbox_check`` (``WORKER_ATTRIBUTED``).
 A refusal no applied layer accounts for (a file's own permissions, a layer
-that was not applied) is inconclusive and records none; the policy's step
+that was not applied, one the sandbox does not say it refused) is
+inconclusive and records none; the policy's step
 table names the layer each step must be refused by, so the pipeline fails a
 step refused by the wrong one. The same answer carries the worker's layer
 report, which the journey records beside its steps.
@@ -62,6 +66,10 @@ REFUSED_BY: dict[str, dict[tuple[str, str], str]] = {
         ("exec-shell", "EACCES"): "no-child-process",
     },
 }
+# Where the errno alone does not name the layer: the one the worker's own attribution must name (the attempt's
+# ``layer``, which the worker sets only when ``sandbox_check`` says the profile denies that operation on that
+# argument). Linux's and Windows' layers answer with errnos of their own and stay read from the errno.
+WORKER_ATTRIBUTED: dict[str, str] = {"macos": "sandbox-exec"}
 # Under the fallback token (no AppContainer), the restricted low-integrity token refuses the file writes and
 # the host process; nothing it holds refuses a read of a world-readable file or a loopback connect.
 _RESTRICTED_TOKEN = {("write-outside-tmp", "EACCES"), ("ptrace-host", "EACCES")}
@@ -76,6 +84,14 @@ def refusing_layer(platform: str, op: str, errno: str | None, layers: list[Layer
     if name == "appcontainer" and name not in applied and (op, errno) in _RESTRICTED_TOKEN:
         name = "restricted-token"
     return name if name in applied else None
+
+
+def credited_layer(platform: str, op: str, errno: str | None, layers: list[Layer], attributed: object) -> str | None:
+    """``refusing_layer``, and on a ``WORKER_ATTRIBUTED`` platform only when the worker's ``attributed`` (the
+    attempt's ``layer``) names that same layer: an errno, or a layer merely applied, is not the sandbox's word."""
+    name = refusing_layer(platform, op, errno, layers) if errno in KERNEL_ERRNOS else None
+    required = WORKER_ATTRIBUTED.get(platform)
+    return None if required is not None and name == required and attributed != name else name
 
 
 def _run_hostile(targets: dict[str, object], timeout: float = 20.0) -> tuple[list[object], str]:
@@ -118,11 +134,15 @@ def _attempt_step(op: str, found: object, write_path: Path, layers: list[Layer])
         return _step(sid, "reject", DENIED_CODE, "allow", None, f"{op}: the operating system allowed it")
     errno = found.get("errno")
     errno = errno if isinstance(errno, str) and errno.isalnum() and len(errno) <= 16 else None
-    by = refusing_layer(platform_key(), op, errno, layers) if errno in KERNEL_ERRNOS else None
+    platform = platform_key()
+    by = credited_layer(platform, op, errno, layers, found.get("layer"))
     code = DENIED_CODE if by else INCONCLUSIVE_CODE
     # A refused write must have left nothing behind, whatever the worker says.
     untouched = op != "write-outside-tmp" or not write_path.exists()
     detail = f"{op}: refused with {errno} by {by or 'no layer the worker reports applied'}"
+    errno_layer = refusing_layer(platform, op, errno, layers) if errno in KERNEL_ERRNOS else None
+    if by is None and errno_layer is not None:
+        detail = f"{op}: refused with {errno}, but the worker's sandbox_check does not name {errno_layer}"
     detail += "" if op != "write-outside-tmp" else f"; file absent={untouched}"
     # The record names the refusing layer; the policy's step table says which one must (QE_STEP_WRONG_LAYER).
     return _step(sid, "reject", DENIED_CODE, "reject", code, detail, untouched, errno=errno, layer=by)

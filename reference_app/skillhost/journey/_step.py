@@ -17,7 +17,8 @@ class Step(TypedDict):
     detail: str
     # The operating system's refusal (``EACCES``, ``EPERM``...) where a step is one; else None.
     errno: str | None
-    # The applied isolation layer that refusal comes from (``journey._kernel``'s ``REFUSED_BY``); else None.
+    # The applied isolation layer that refusal comes from (``journey._kernel``'s ``REFUSED_BY``; on macOS only when
+    # the worker's ``sandbox_check`` names it too, ``WORKER_ATTRIBUTED``); else None.
     layer: str | None
 
 

@@ -14,6 +14,7 @@ from skillhost.os_sandbox._dispatch import (
     launch_plan,
     missing_layers,
     platform_key,
+    sandbox_denies,
     valid_layers,
     worker_interpreter,
     worker_read_roots,
@@ -22,5 +23,5 @@ from skillhost.os_sandbox._interface import Layer, WorkerProcess
 
 __all__ = [
     "REQUIRED_LAYERS", "Layer", "WorkerProcess", "confine", "launch_plan", "missing_layers", "platform_key",
-    "valid_layers", "worker_interpreter", "worker_read_roots",
+    "sandbox_denies", "valid_layers", "worker_interpreter", "worker_read_roots",
 ]  # fmt: skip

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from skillhost.os_sandbox._interface import LaunchPlan, Layer, layer
 
 __all__ = [
-    "REQUIRED_LAYERS", "confine", "launch_plan", "missing_layers", "platform_key", "valid_layers", "worker_interpreter",
-    "worker_read_roots",
+    "REQUIRED_LAYERS", "confine", "launch_plan", "missing_layers", "platform_key", "sandbox_denies", "valid_layers",
+    "worker_interpreter", "worker_read_roots",
 ]  # fmt: skip
 
 REQUIRED_LAYERS: Mapping[str, tuple[str, ...]] = {
@@ -142,3 +142,13 @@ def confine(tmp_dir: str) -> list[Layer]:
     from skillhost.os_sandbox._windows import self_report as windows_report  # noqa: PLC0415 - per platform
 
     return windows_report()
+
+
+def sandbox_denies(operation: str, argument: str | None = None) -> bool:
+    """Worker side: whether this platform's sandbox itself says it denies ``operation`` (on ``argument``) to this
+    process, macOS's ``sandbox_check``; ``False`` elsewhere, where the layers are read from the errno."""
+    if platform_key() != "macos":
+        return False
+    from skillhost.os_sandbox._macos import sandbox_denies as macos_denies  # noqa: PLC0415 - per platform
+
+    return macos_denies(operation, argument)

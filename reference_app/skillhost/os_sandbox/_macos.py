@@ -1,4 +1,4 @@
-"""macOS: the worker starts under ``sandbox-exec`` with a deny-by-default profile; it asks the kernel whether it is.
+"""macOS: the worker starts under ``sandbox-exec`` with a deny-by-default profile; it asks the sandbox whether it is.
 
 Standard library only. The profile starts from ``(deny default)`` and allows
 only the rules in ``ALLOWED_RULES``, each listed with why the worker needs it:
@@ -8,8 +8,12 @@ execs it after the profile is in force); two Mach services of libSystem.
 No network, no fork, no other file, no other process. The profile text holds
 no path of the host: those reach it as ``-D`` parameters, so no path is ever
 spliced into profile source (a quote or a parenthesis in a folder name cannot
-change the rules). Never run here (no Mac): the tests parse the profile and
-the command line; README, "Known boundaries".
+change the rules). The worker reads the profile back the one way macOS allows,
+by probing it (``READ_BACK_PROBES`` through ``sandbox_check``), and credits a
+refusal to the sandbox only when ``sandbox_check`` says the profile denies that
+operation (``sandbox_denies``, asked by ``worker._hostile``), never from the
+errno alone. Never run here (no Mac): the tests parse the profile and the
+command line and fake ``sandbox_check``; README, "Known boundaries".
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from pathlib import PurePosixPath
 from skillhost.os_sandbox._interface import Layer, layer
 
 __all__ = [
-    "ALLOWED_RULES", "DENIED_RULES", "PROFILE", "SANDBOX_EXEC", "SYSCTL_NAMES", "framework_executable",
-    "parent_folders", "profile", "profile_digest", "sandbox_denies", "self_report", "wrap_command",
+    "ALLOWED_RULES", "DENIED_RULES", "PROFILE", "READ_BACK_PROBES", "SANDBOX_EXEC", "SYSCTL_NAMES",
+    "framework_executable", "parent_folders", "profile", "profile_digest", "sandbox_denies", "self_report",
+    "wrap_command",
 ]  # fmt: skip
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
@@ -178,9 +183,27 @@ def wrap_command(argv: Sequence[str], tmp_dir: str, read_roots: Sequence[str],
     ]
 
 
+# The read-back. macOS hands no process its applied profile, so the worker probes it: it asks ``sandbox_check``
+# (its own pid) about operations every profile this module generates denies whatever their argument, and counts
+# the layer applied only when the sandbox says it denies each one. Each has no allow rule at all here (an explicit
+# deny, or none under ``(deny default)``), so an unfiltered check has one right answer: a profile other than this
+# module's (``(allow default)``, one with a network or fork rule, one without Mozilla's explicit denies) fails
+# at least one probe, where ``sandbox_check(pid, NULL, 0)`` alone says only that some profile is in force.
+# Path- and target-scoped operations are not probed here: their answer depends on the argument (and
+# ``sandbox_check`` has no filter for another pid), so the hostile self-test asks about each of its real targets.
+READ_BACK_PROBES: tuple[tuple[str, str], ...] = (
+    ("process-info-listpids", "(deny process-info*): no list of the other processes"),
+    ("nvram-get", "(deny nvram*): no firmware variables"),
+    ("iokit-get-properties", "(deny iokit-get-properties): no hardware registry properties"),
+    ("network-outbound", "no network rule at all: no connection, loopback included"),
+    ("process-fork", "no fork rule: the worker starts no process"),
+)
+
+
 def self_report(read_roots: int, libc: ctypes.CDLL | None = None) -> list[Layer]:
-    """``sandbox_check(getpid(), NULL, 0)`` is 1 in a sandboxed process (libsystem_sandbox); with the digest of
-    the profile this build gives ``sandbox-exec`` for ``read_roots`` bundle folders."""
+    """``sandbox_check(getpid(), NULL, 0)`` is 1 in a sandboxed process (libsystem_sandbox); applied only when the
+    sandbox also denies every ``READ_BACK_PROBES`` operation. The digest is of the profile this build *generates*
+    for ``read_roots`` bundle folders and hands ``sandbox-exec``, not one read back: macOS has no call for that."""
     digest = f"profile sha256 {profile_digest(read_roots)[:16]}" if 1 <= read_roots <= MAX_READ_ROOTS else "no profile"
     try:
         lib = libc if libc is not None else ctypes.CDLL(None, use_errno=True)
@@ -188,9 +211,12 @@ def self_report(read_roots: int, libc: ctypes.CDLL | None = None) -> list[Layer]
     except (OSError, AttributeError):
         return [layer("sandbox-exec", applied=False, detail="sandbox_check is not available")]
     check.restype, check.argtypes = ctypes.c_int, [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-    sandboxed = check(os.getpid(), None, 0) == 1
-    return [layer("sandbox-exec", applied=sandboxed, detail=f"sandbox_check=1, {digest}" if sandboxed else
-                  "not sandboxed")]  # fmt: skip
+    if check(os.getpid(), None, 0) != 1:
+        return [layer("sandbox-exec", applied=False, detail="not sandboxed")]
+    allowed = [op for op, _why in READ_BACK_PROBES if not sandbox_denies(op, libc=lib)]
+    if allowed:
+        return [layer("sandbox-exec", applied=False, detail=f"sandbox_check=1, not denied: {', '.join(allowed)}")]
+    return [layer("sandbox-exec", applied=True, detail=f"sandbox_check=1, {digest}")]
 
 
 # libsystem_sandbox's sandbox.h: the filter that names a path (``enum sandbox_filter_type``).

@@ -11,6 +11,13 @@ passes proves the kernel refused.
 The targets come from the host: a file it wrote outside the bundle (the host's
 data), a path outside the worker's temporary folder, and a loopback TCP port
 it listens on. The host to trace is the worker's parent.
+
+On macOS an errno does not say who refused (a hardened-runtime host refuses
+``ptrace`` with ``EPERM`` under no sandbox at all): each refused attempt asks
+the sandbox itself, ``sandbox_check`` with the attempt's Seatbelt operation and
+argument (``SANDBOX_OPERATIONS``), and names the layer ``sandbox-exec`` only
+when the sandbox says it denies it (``layer``, else ``None``). Linux and
+Windows attempts carry no ``layer``: their layers are read from the errno.
 """
 
 from __future__ import annotations
@@ -18,10 +25,11 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from typing import TypedDict
+from collections.abc import Callable
+from typing import NotRequired, TypedDict
 
-__all__ = ["EXEC_OK_LINE", "OPERATIONS", "TMP_ROUND_TRIP", "Attempt", "RoundTrip", "attempt", "exec_shell",
-           "tmp_round_trip"]
+__all__ = ["EXEC_OK_LINE", "OPERATIONS", "SANDBOX_LAYER", "SANDBOX_OPERATIONS", "TMP_ROUND_TRIP", "Attempt",
+           "RoundTrip", "attempt", "exec_shell", "tmp_round_trip"]  # fmt: skip
 
 OPERATIONS = ("read-outside-bundle", "write-outside-tmp", "tcp-connect-loopback", "ptrace-host", "exec-shell")
 # What /bin/sh prints when the exec was allowed: the shell, not the worker, wrote it.
@@ -34,6 +42,26 @@ class Attempt(TypedDict):
     op: str
     ok: bool
     errno: str | None
+    # macOS only: ``SANDBOX_LAYER`` when ``sandbox_check`` says the profile denies the operation, else ``None``.
+    layer: NotRequired[str | None]
+
+
+SANDBOX_LAYER = "sandbox-exec"
+_SHELL = "/bin/sh"
+# Each attempt's Seatbelt operation, the name ``sandbox_check`` takes, and the target that is its argument
+# (``None``: the check names the operation alone). The worker asks the sandbox exactly this, nothing else.
+SANDBOX_OPERATIONS: dict[str, tuple[str, str | None]] = {
+    "read-outside-bundle": ("file-read-data", "read_path"),  # open(O_RDONLY) of the host's file
+    "write-outside-tmp": ("file-write-create", "write_path"),  # open(O_CREAT | O_EXCL): a new file
+    # sandbox_check filters name paths and services, never a network address; the profile has no network
+    # rule at all, so the one unfiltered answer is every address's.
+    "tcp-connect-loopback": ("network-outbound", None),
+    # Seatbelt names no ptrace operation; the nearest, seizing another process, is its task port
+    # (task_for_pid). Unconfirmed until a real run (docs/boundaries.md: log stream, sender "Sandbox").
+    "ptrace-host": ("mach-priv-task-port", None),
+    # The table's operation (SBPL's process-exec is an alias of it) on the path execv is given.
+    "exec-shell": ("process-exec*", "shell"),
+}
 
 
 class RoundTrip(TypedDict):
@@ -81,6 +109,27 @@ def _result(op: str, exc: OSError | None) -> Attempt:
     if exc is None:
         return {"op": op, "ok": True, "errno": None}
     return {"op": op, "ok": False, "errno": _errno_name(exc)}
+
+
+def _sandbox_denies() -> Callable[[str, str | None], bool] | None:
+    """macOS: the sandbox's own report (``sandbox_check``); elsewhere ``None`` (no attribution by the worker)."""
+    if sys.platform != "darwin":
+        return None
+    from skillhost.os_sandbox import sandbox_denies  # noqa: PLC0415 - macOS only
+
+    return sandbox_denies
+
+
+def _attributed(result: Attempt, arguments: dict[str, object]) -> Attempt:
+    """On macOS, ``result`` with the layer the sandbox itself names for its refusal; elsewhere ``result``."""
+    denies = _sandbox_denies()
+    if denies is None:
+        return result
+    operation, key = SANDBOX_OPERATIONS.get(result["op"], ("", None))
+    argument = arguments.get(key) if key is not None else None
+    said = (not result["ok"] and operation != "" and result["errno"] in ("EACCES", "EPERM")
+            and denies(operation, None if argument is None else str(argument)))  # fmt: skip
+    return {"op": result["op"], "ok": result["ok"], "errno": result["errno"], "layer": SANDBOX_LAYER if said else None}
 
 
 def _read(path: str) -> None:
@@ -146,8 +195,8 @@ def attempt(op: str, targets: dict[str, object]) -> Attempt:
         else:
             raise OSError(errno.EINVAL, f"unknown operation {op}")  # noqa: TRY301
     except OSError as exc:
-        return _result(op, exc)
-    return _result(op, None)
+        return _attributed(_result(op, exc), targets)
+    return _attributed(_result(op, None), targets)
 
 
 def exec_shell() -> Attempt:
@@ -159,10 +208,10 @@ def exec_shell() -> Attempt:
         shell = os.path.join(os.environ.get("SYSTEMROOT", r"C:\Windows"), "System32", "cmd.exe")  # noqa: PTH118
         argv = [shell, "/c", "echo " + EXEC_OK_LINE]
     else:
-        shell = "/bin/sh"
+        shell = _SHELL
         argv = [shell, "-c", 'printf "%s\\n" "$0"', EXEC_OK_LINE]
     try:
         os.execv(shell, argv)  # noqa: S606 - the operation the sandbox must refuse
     except OSError as exc:
-        return _result("exec-shell", exc)
+        return _attributed(_result("exec-shell", exc), {"shell": shell})
     return _result("exec-shell", None)  # not reached: execv returns only by raising
