@@ -222,3 +222,33 @@ def test_every_entry_point_runs_from_the_checkouts_root_after_an_editable_instal
     done = _run(python, "-c", "import json, desktop_qualify.producer as p; print(json.dumps(p.__file__))",
                 cwd=tmp_path)
     assert json.loads(done.stdout) == str(root / "producer" / "__init__.py")
+
+
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("git") is None,
+                    reason="the local chain runs this machine's platform; the example's policy names linux")
+def test_init_example_then_run_qualifies_with_only_the_installed_wheel(installed: Path, tmp_path: Path) -> None:
+    """Issue 33's "Done when": in a fresh repository outside this checkout, `qualify init --example` and then
+    `qualify run`, with the installed wheel's own console script (no checkout, no editable install), end QUALIFIED."""
+    repo = tmp_path / "team-notes"
+    repo.mkdir()
+    git = ["git", "-C", str(repo)]
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "team@example.invalid"],
+                 ["config", "user.name", "team"]):
+        _run(*git, *args, cwd=tmp_path)
+    qualify = installed / "qualify"
+    done = subprocess.run([str(qualify), "init", "--example"], cwd=repo, capture_output=True, text=True, timeout=120,
+                          check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    _run(*git, "add", "-A", cwd=tmp_path)
+    _run(*git, "commit", "-q", "-m", "qualify init --example", cwd=tmp_path)
+    # The console script's own interpreter runs every step (no PATH entry of this test environment's).
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env["PATH"] = f"{installed}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    done = subprocess.run([str(qualify), "run", "--policy", "policies/qualify.toml", "--out", str(tmp_path / "out")],
+                          cwd=repo, capture_output=True, text=True, timeout=300, check=False, env=env)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert "Traceback" not in said
+    decision = json.loads((tmp_path / "out" / "decision.json").read_text(encoding="utf-8"))
+    assert decision["decision"] == "QUALIFIED"
+    assert str(REPO) not in json.dumps(decision)  # nothing read from this checkout
