@@ -15,17 +15,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from desktop_qualify.qualify_policy import load_policy
+from desktop_qualify.qualify_verify._outcomes import _step_problem
 from skillhost_testutil import APP_DIR, REPO
 
 POLICY = REPO / "policies" / "local.toml"
+# Each step is judged by the verifier's own step rule under both committed policies.
+POLICIES = (POLICY, REPO / "policies" / "release.toml")
 
 
 @dataclass(frozen=True)
@@ -456,6 +461,45 @@ EXTRA_MUTANTS: dict[str, tuple[str, Mutant]] = {
         ("host/_host.py", "        return {port: build() for port, build in builders.items() if PORT_CAPABILITY[port] in wanted}",
          "        return {port: build() for port, build in builders.items()}"),
     )),
+    "bundled-swallowed-denial-ignored": ("bundled-skill-runs", _m(
+        "run_bundled does not look at the broker's denials when the handler swallowed them",
+        ("host/_bundled.py", "    if broker.denials:\n        # A denial is authoritative even if the handler swallowed",
+         "    if False:\n        # A denial is authoritative even if the handler swallowed"),
+    )),
+    "audit-full-drops-later-refusals": ("bundled-skill-runs", _m(
+        "the broker checks no room for a call's records: once full, later refusals are dropped, the run goes on",
+        ("brokers/_broker.py", "            if self.audit_full or len(self.audit) + 2 > MAX_AUDIT - _RESERVED:\n",
+         "            if self.audit_full:\n"),
+        ("brokers/_broker.py", '        if len(self.audit) >= MAX_AUDIT:\n            raise SkillError(AUDIT_FULL, "the audit of this run is full")\n',
+         "        if len(self.audit) >= MAX_AUDIT:\n            return len(self.audit)\n"),
+    )),
+    "audit-full-no-overflow-record": ("bundled-skill-runs", _m(
+        "a full audit stops the run but writes no overflow record",
+        ("brokers/_broker.py",
+         "        if self._overflow_record is None:\n"
+         '            seq = self._record("overflow", port, method, capability, AUDIT_FULL, target)\n'
+         "            self._overflow_record = self.audit[seq]\n"
+         '        self._overflow_record["target"] = f"refused={self.overflow}"\n', ""),
+    )),
+    "audit-full-ends-with-first-denial": ("bundled-skill-runs", _m(
+        "a run the full audit stopped ends with its first denial's code, not CC_SKILL_AUDIT_FULL",
+        ("host/_bundled.py", "        refusal = AUDIT_FULL if broker.audit_full else broker.denials[0]",
+         "        refusal = broker.denials[0]"),
+    )),
+    "bundled-refusal-drops-its-audit": ("bundled-skill-runs", _m(
+        "a refused bundled run loses its audit",
+        ("host/_bundled.py", '"host broker denied a capability request", broker.audit)',
+         '"host broker denied a capability request", [])'),
+    )),
+    "granted-defaults-to-everything": ("authority-withholds-process-rejected", _m(
+        "granted is optional again: the broker of a bundled run is given none and grants every capability",
+        ("brokers/_broker.py", "        granted: frozenset[str],\n    ) -> None:",
+         "        granted: frozenset[str] | None = None,\n    ) -> None:"),
+        ("brokers/_broker.py", "        self.granted = frozenset(granted)\n",
+         "        self.granted = frozenset(PORT_CAPABILITY.values()) if granted is None else frozenset(granted)\n"),
+        ("host/_bundled.py", "allowed, approved, authority=authority, granted=granted)",
+         "allowed, approved, authority=authority)"),
+    )),
     "precheck-refusal-without-target": ("authority-unknown-external-rejected", _m(
         "a pre-check refusal is audited without its target",
         ("brokers/_broker.py", "                raise self._deny(port, method, capability, code, target)",
@@ -466,6 +510,18 @@ EXTRA_MUTANTS: dict[str, tuple[str, Mutant]] = {
 
 def _table() -> dict[str, tuple[str, str | None]]:
     return {sid: (step.expect, step.code) for sid, step in load_policy(POLICY).file.journey.steps.items()}
+
+
+def _judged(step: dict[str, object]) -> list[str | None]:
+    """The verifier's reason (``_step_problem``) the reported step does not pass, under each policy; None passes."""
+    seen = SimpleNamespace(id=step["id"], observed=step["observed"], code=step["code"], errno=step["errno"],
+                           layer=step["layer"])
+    problems = []
+    for path in POLICIES:
+        policy = load_policy(path)
+        want = policy.file.journey.steps.get(str(step["id"]))
+        problems.append(_step_problem(seen, want, re.compile(policy.file.app.codes.pattern)))
+    return problems
 
 
 def test_every_journey_step_has_a_mutant():
@@ -505,6 +561,7 @@ def phase_of() -> dict[str, str]:
     for phase in PHASES:
         for step in _run_phase(APP_DIR, phase):
             assert (step["observed"], step["code"]) == table[str(step["id"])], step
+            assert _judged(step) == [None] * len(POLICIES), step
             found[str(step["id"])] = phase
     assert sorted(found) == sorted(table)
     return found
@@ -516,6 +573,7 @@ def _fails_its_step(tmp_path: Path, sid: str, mutant: Mutant, phase_of: dict[str
     want = _table()[sid]
     seen = steps[sid]
     assert (seen["observed"], seen["code"]) != want, f"{sid} still shows {want} under: {mutant.why}"
+    assert all(_judged(seen)), f"{sid} still passes the verifier's step rule under: {mutant.why}"
 
 
 @pytest.mark.parametrize("sid", sorted(MUTANTS))

@@ -16,7 +16,8 @@ from desktop_qualify.qualify_verify._update_outcome import UpdateFacts, assess_u
 
 def _assess(monkeypatch: pytest.MonkeyPatch, *, steps: tuple[tuple[str, tuple[str, ...]], ...] = (),
             claims: dict[str, bool] | None = None, ran: tuple[str, str, str | None] = ("deb", "refuse", "NEWER"),
-            policy: tuple[str, str, str | None] = ("deb", "refuse", "NEWER")) -> list[tuple[Code, str]]:
+            policy: tuple[str, str, str | None] = ("deb", "refuse", "NEWER"),
+            record: dict[str, object] | None = None) -> list[tuple[Code, str]]:
     rules = SimpleNamespace(installer=policy[0], downgrade=policy[1], downgrade_code=policy[2])
     facts = UpdateFacts(steps)
     monkeypatch.setattr(_update_outcome, "rules_for", lambda p, exp: rules)
@@ -25,6 +26,8 @@ def _assess(monkeypatch: pytest.MonkeyPatch, *, steps: tuple[tuple[str, tuple[st
     installer, downgrade, code = ran
     update = SimpleNamespace(installer=installer, downgrade=downgrade, downgrade_code=code,
                              failed_steps=list(facts.failed), passed=facts.passed)
+    for field, value in (record or {}).items():
+        setattr(update, field, value)
     outcome = assess_update(cast(Any, SimpleNamespace(update=update)), cast(Any, None))
     return [(problem.code, problem.message) for problem in outcome.problems]
 
@@ -58,3 +61,12 @@ def test_a_steps_own_passed_is_held_to_its_facts_by_name(monkeypatch: pytest.Mon
     assert (Code.UPDATE_FAILED, "the update record contradicts itself: upgrade-install.passed is True, its facts "
                                 "give False") in said
     assert not [message for _, message in said if "write-state" in message]  # its claim agrees with its facts
+
+
+def test_the_records_failed_steps_and_passed_are_held_to_the_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    said = _assess(monkeypatch, steps=(("upgrade-install", ("install failed: x",)),),
+                   record={"failed_steps": [], "passed": True})
+    assert said[1:] == [
+        (Code.UPDATE_FAILED, "the update record contradicts itself: failed_steps is (), its facts give "
+                             "('upgrade-install',)"),
+        (Code.UPDATE_FAILED, "the update record contradicts itself: passed is True, its facts give False")]

@@ -7,7 +7,7 @@ one-shot worker started confined (``run_external`` over ``spawn_confined``); an
 """
 
 from skillhost.host._authority import AUTHORITY_DENIED, Authority
-from skillhost.host._bundled import run_bundled
+from skillhost.host._bundled import BundledRefusalError, run_bundled
 from skillhost.host._channel import spawn_confined
 from skillhost.host._host import HostConfig, SkillHost
 from skillhost.host._runner import (
@@ -22,6 +22,7 @@ from skillhost.host._runner import (
 )
 
 __all__ = [
-    "AUTHORITY_DENIED", "MAX_DURATION", "MAX_FRAME", "PROTOCOL_VERSION", "Authority", "HostConfig", "Outcome",
-    "SkillHost", "WorkerSelfTest", "host_hardened", "run_bundled", "run_external", "self_test", "spawn_confined",
+    "AUTHORITY_DENIED", "MAX_DURATION", "MAX_FRAME", "PROTOCOL_VERSION", "Authority", "BundledRefusalError",
+    "HostConfig", "Outcome", "SkillHost", "WorkerSelfTest", "host_hardened", "run_bundled", "run_external",
+    "self_test", "spawn_confined",
 ]  # fmt: skip

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from skillhost._errors import SkillError
-from skillhost.brokers import AUDIT_FULL, Broker, HostPorts, default_ports, entry_id
+from skillhost.brokers import AUDIT_FULL, AuditEvent, Broker, HostPorts, default_ports, entry_id
 from skillhost.packaging import ALLOWED_IMPORTS, check_entry, verify_catalog
 
 # Builds a run's ports from what the checks established: the capabilities declared ∩ catalogued, and the entry
@@ -25,6 +25,15 @@ from skillhost.packaging import ALLOWED_IMPORTS, check_entry, verify_catalog
 PortFactory = Callable[[frozenset[str], str], dict[str, Any]]
 
 _REMOVED = ("open", "exec", "eval", "compile", "input", "breakpoint", "globals", "locals", "vars")
+
+
+class BundledRefusalError(SkillError):
+    """A bundled run a denial decided. It keeps the run's audit (the overflow record included), so a refused
+    run's records are not lost with its broker."""
+
+    def __init__(self, code: str, message: str, audit: list[AuditEvent]) -> None:
+        super().__init__(code, message)
+        self.audit = audit
 
 
 def _guarded_import(name: str, *args: Any, **kwargs: Any) -> Any:
@@ -79,5 +88,5 @@ def run_bundled(  # noqa: PLR0917 - kept positional for existing callers
     if broker.denials:
         # A denial is authoritative even if the handler swallowed the exception (or raised another one).
         refusal = AUDIT_FULL if broker.audit_full else broker.denials[0]
-        raise SkillError(refusal, "host broker denied a capability request")
+        raise BundledRefusalError(refusal, "host broker denied a capability request", broker.audit)
     return value, broker
