@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from skillhost._errors import SkillError
-from skillhost.brokers import AUDIT_FULL, MAX_AUDIT
+from skillhost.brokers import AUDIT_FULL, MAX_AUDIT, AuditEvent
 from skillhost.host import BundledRefusalError, HostConfig, SkillHost
 from skillhost.journey._authority import GRANTING, JOURNEY_AUTHORITIES
 from skillhost.journey._step import Step, _step
@@ -52,7 +52,7 @@ def _bundle(root: Path) -> Path:
     return root
 
 
-def _run(host: SkillHost, sid: str, code: str, calls: int) -> tuple[Step | None, str | None, list]:
+def _run(host: SkillHost, sid: str, code: str, calls: int) -> tuple[Step | None, str | None, list[AuditEvent]]:
     """Run the swallower; a finished step if it ran or was refused without its audit, else (code, audit)."""
     try:
         value, _ = host.run_bundled(SWALLOWER, {"calls": calls})
