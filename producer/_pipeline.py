@@ -391,7 +391,7 @@ def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, install
     if app.state is None or policy.update is None:
         # The policy's loader requires both together; a hand-built policy object may not.
         raise QualificationError(Code.POLICY_INVALID, "[update] needs [app.state] write and check")
-    layers = _layers(job)
+    layers, signatures = _layers(job), _signatures(job)
     rules = UpdateRules(
         platform=job.platform, candidate_sha=sha, candidate_artifact_sha256=built.record.artifact.sha256,
         candidate_executable_sha256=installed.executable_sha256, installer=target.kind,
@@ -402,7 +402,7 @@ def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, install
         layers=None if layers is None else tuple(layers),
         candidate_layers=None if probed.report is None else
         tuple((layer.name, layer.applied) for layer in probed.report.isolation_layers),
-        signed_only="unsigned" not in job.policy.accepted_signing(job.platform))
+        signed_only=signatures.require_signed)  # the install stage's own requirement
 
     def probe(prefix: Path, upgraded: InstallRecord, home: Path) -> LaunchProbeRecord:
         return launch_probe(prefix=prefix, install=upgraded, platform=job.platform, gate_sha=sha,
@@ -412,7 +412,7 @@ def _update(job: _Job, previous: AuditedPrevious, *, built: BuildOutput, install
     plan = UpdatePlan(previous=previous, candidate_archive=built.archive, rules=rules,
                       plan_for=lambda argv, timeout: _run_plan(job, sha, argv, timeout, "update"), probe=probe,
                       state_timeout=policy.limits.probe_timeout_seconds,
-                      grant=prefix_grant(job.platform, job.policy.file.app.name), signatures=_signatures(job))
+                      grant=prefix_grant(job.platform, job.policy.file.app.name), signatures=signatures)
     with job.progress.stage("update journey") as said:
         record = run_update(plan, job.work_dir / "update")
         said.append(f"failed={','.join(record.failed_steps) or 'none'} passed={record.passed}")

@@ -1,9 +1,11 @@
 """Helpers shared by the skill host tests (uniquely named to avoid clashing with other conftests)."""
 
+import ctypes
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,3 +66,25 @@ def contained_outcome(host, skill_dir, *, max_duration):
     assert not out.ok, out.value
     assert out.reaped
     return out.code, json.dumps([out.value, out.message, out.audit], default=str), out
+
+
+class FakeSandboxCheck:
+    """libsystem_sandbox's ``sandbox_check``, recording its exact arguments; ``answer`` per operation (bytes)."""
+
+    def __init__(self, answer: Callable[[bytes | None], int]) -> None:
+        self.answer, self.calls = answer, list[tuple[object, ...]]()
+        self.restype: object = None
+        self.argtypes: object = None
+
+    def __call__(self, *args: object) -> int:
+        assert self.argtypes == [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+        self.calls.append(tuple(a.value if isinstance(a, ctypes.c_char_p) else a for a in args))
+        op = args[1]
+        return self.answer(op if isinstance(op, bytes) or op is None else None)
+
+
+class FakeSandboxLib:
+    """The library ``sandbox_denies`` loads, holding one ``FakeSandboxCheck``."""
+
+    def __init__(self, answer: Callable[[bytes | None], int]) -> None:
+        self.sandbox_check = FakeSandboxCheck(answer)

@@ -8,7 +8,6 @@ a refusal with the case's errno, so nothing here touches the host.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 from collections.abc import Callable, Mapping
@@ -25,7 +24,7 @@ from desktop_qualify.qualify_verify import journey_facts
 from skillhost.journey._run import observed
 from skillhost.os_sandbox._interface import layer
 from skillhost.worker._hostile import OPERATIONS
-from skillhost_testutil import REPO
+from skillhost_testutil import REPO, FakeSandboxLib
 
 TARGETS = {"read_path": "/Users/u/host-data/host-secret.txt", "write_path": "/Users/u/host-data/written.txt",
            "tcp_port": 50123}  # fmt: skip
@@ -39,36 +38,16 @@ EXPECTED_CHECKS: dict[str, tuple[bytes, int, bytes | None]] = {
 }
 
 
-class _SandboxCheck:
-    """libsystem_sandbox's ``sandbox_check``, recording its exact arguments; ``answer`` per operation."""
-
-    def __init__(self, answer: Callable[[bytes | None], int]) -> None:
-        self.answer, self.calls = answer, []
-        self.restype: object = None
-        self.argtypes: object = None
-
-    def __call__(self, *args: object) -> int:
-        assert self.argtypes == [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-        self.calls.append(tuple(a.value if isinstance(a, ctypes.c_char_p) else a for a in args))
-        op = args[1]
-        return self.answer(op if isinstance(op, bytes) or op is None else None)
-
-
-class _Lib:
-    def __init__(self, answer: Callable[[bytes | None], int]) -> None:
-        self.sandbox_check = _SandboxCheck(answer)
-
-
-def _checks(lib: _Lib) -> list[tuple[object, ...]]:
+def _checks(lib: FakeSandboxLib) -> list[tuple[object, ...]]:
     return lib.sandbox_check.calls
 
 
 @pytest.fixture
-def on_macos(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], _Lib]:
+def on_macos(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], FakeSandboxLib]:
     """The worker as on macOS, its ``sandbox_check`` answering ``answer``; every attempt refused (``refuse``)."""
 
-    def setup(answer: int, refuse: int = errno.EPERM) -> _Lib:
-        lib = _Lib(lambda _op: answer)
+    def setup(answer: int, refuse: int = errno.EPERM) -> FakeSandboxLib:
+        lib = FakeSandboxLib(lambda _op: answer)
         monkeypatch.setattr(hostile, "_sandbox_denies", lambda: lambda op, arg: macos.sandbox_denies(op, arg, libc=lib))  # type: ignore[arg-type]
         _refuse_everything(monkeypatch, refuse)
         return lib
@@ -249,13 +228,14 @@ def test_the_release_policy_passes_macos_only_on_the_sandboxs_word(on_macos, mon
 # -- the read-back: the applied profile, probed --------------------------------------------------------------
 
 
-def _reporting(allowed: frozenset[bytes] = frozenset(), sandboxed: int = 1, error: bytes | None = None) -> _Lib:
+def _reporting(allowed: frozenset[bytes] = frozenset(), sandboxed: int = 1,
+               error: bytes | None = None) -> FakeSandboxLib:
     def answer(op: bytes | None) -> int:
         if op is None:
             return sandboxed
         return -1 if op == error else 0 if op in allowed else 1
 
-    return _Lib(answer)
+    return FakeSandboxLib(answer)
 
 
 def test_the_probe_list_is_named_and_each_has_no_allow_rule_in_the_profile() -> None:

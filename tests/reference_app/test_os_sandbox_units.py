@@ -26,6 +26,7 @@ from skillhost.os_sandbox._seccomp_bpf import (
     build_program,
     describe,
 )
+from skillhost_testutil import FakeSandboxLib
 
 # -- seccomp program ---------------------------------------------------------------------------------------
 
@@ -306,35 +307,20 @@ def test_macos_parent_folders_are_each_folder_above_once() -> None:
         macos.parent_folders(["/" + "/".join(str(i) for i in range(macos.MAX_PARENTS + 2))])
 
 
-class _SandboxCheck:
-    """libsystem_sandbox's ``sandbox_check``, recording its exact arguments; answers ``answer``."""
-
-    def __init__(self, answer: int) -> None:
-        self.answer, self.calls = answer, []
-        self.restype: object = None
-        self.argtypes: object = None
-
-    def __call__(self, *args: object) -> int:
-        assert self.argtypes == [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-        self.calls.append(tuple(a.value if isinstance(a, ctypes.c_char_p) else a for a in args))
-        return self.answer
-
-
 def test_macos_a_refusal_is_the_sandbox_s_only_when_sandbox_check_says_so() -> None:
-    class Lib:
-        def __init__(self, answer: int) -> None:
-            self.sandbox_check = _SandboxCheck(answer)
+    def lib(answer: int) -> FakeSandboxLib:
+        return FakeSandboxLib(lambda operation: answer)
 
-    denied = Lib(1)
+    denied = lib(1)
     assert macos.sandbox_denies("file-read-data", "/Users/u/secret", pid=42, libc=denied)  # type: ignore[arg-type]
     assert denied.sandbox_check.calls == [(42, b"file-read-data", macos.SANDBOX_FILTER_PATH, b"/Users/u/secret")]
     assert macos.SANDBOX_FILTER_PATH == 1
-    none = Lib(1)
+    none = lib(1)
     assert macos.sandbox_denies("network-outbound", pid=42, libc=none)  # type: ignore[arg-type]
     assert none.sandbox_check.calls == [(42, b"network-outbound", 0)]
     # Allowed (a file's own permissions refused it), an error, or no sandbox_check: never the sandbox's.
-    assert not macos.sandbox_denies("file-read-data", "/x", pid=42, libc=Lib(0))  # type: ignore[arg-type]
-    assert not macos.sandbox_denies("file-read-data", "/x", pid=42, libc=Lib(-1))  # type: ignore[arg-type]
+    assert not macos.sandbox_denies("file-read-data", "/x", pid=42, libc=lib(0))  # type: ignore[arg-type]
+    assert not macos.sandbox_denies("file-read-data", "/x", pid=42, libc=lib(-1))  # type: ignore[arg-type]
     assert not macos.sandbox_denies("file-read-data", "/x", pid=42, libc=object())  # type: ignore[arg-type]
 
 

@@ -9,7 +9,6 @@ prepared volume, ``ditto`` copies, ``hdiutil detach`` empties it again and
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.producer.os_signing import _codesign, _signing_base
-from desktop_qualify.producer.os_signing._notarize import NotaryCredentials, NotarytoolNotarizer
+from desktop_qualify.producer.os_signing._notarize import NotarytoolNotarizer
 from desktop_qualify.producer.os_signing._output_signing import UNSIGNED, sign_output
 from desktop_qualify.producer.os_signing._platform_signing import (
     CodesignSigner,
@@ -27,17 +26,13 @@ from desktop_qualify.producer.os_signing._platform_signing import (
     PlatformSigner,
     SigntoolSigner,
 )
+from test_os_signing_hooks import CREDENTIALS, ID, MH_DYLIB, MH_EXECUTE, P12, SUBMISSION
 
-SUBMISSION = "2efe2717-52ef-43a5-96dc-0797e4ca1041"
-ID = "Developer ID Application: Example (TEAMID)"
-P12 = base64.b64encode(b"not really a p12").decode()
-MH_EXECUTE = b"\xcf\xfa\xed\xfe" + b"\x07\x00\x00\x01" + b"\x03\x00\x00\x00" + b"\x02\x00\x00\x00"
-MH_DYLIB = b"\xcf\xfa\xed\xfe" + b"\x07\x00\x00\x01" + b"\x03\x00\x00\x00" + b"\x06\x00\x00\x00"
+# The same signer fixtures as the archive's signing tests; the display is an app bundle's.
 DISPLAY = (b"Executable=/x/Notes\nIdentifier=com.example.notes\nFormat=app bundle with Mach-O thin (arm64)\n"
            b"CodeDirectory v=20500 size=1234 flags=0x10000(runtime) hashes=30+7 location=embedded\n"
            b"Authority=Developer ID Application: Example (TEAMID)\n"
            b"Timestamp=Jan 1, 2024 at 10:00:00 AM\nTeamIdentifier=TEAMID\n")
-CREDENTIALS = NotaryCredentials(Path("/tmp/key.p8"), "KEYID1234", "11111111-2222-3333-4444-555555555555")
 EXECUTABLE = "Notes.app/Contents/MacOS/Notes"
 HDIUTIL, DITTO = "/usr/bin/hdiutil", "/usr/bin/ditto"
 ACCEPTED = json.dumps({"id": SUBMISSION, "status": "Accepted", "message": "Processing complete"}).encode()
