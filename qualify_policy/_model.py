@@ -233,7 +233,8 @@ class StepExpectation(Record):
 
 
 class JourneyPolicy(Record):
-    steps: dict[_StepId, StepExpectation] = Field(min_length=1, max_length=64)
+    # 128: room beside the reference app's 71 steps; a record lists at most MAX_LIST (256) steps.
+    steps: dict[_StepId, StepExpectation] = Field(min_length=1, max_length=128)
     """Step id -> what the step must show. Insertion order is the policy's order (TOML tables keep it); the records
     list steps in it."""
 

@@ -7,6 +7,8 @@ HEX64 = re.compile(r"^[0-9a-f]{64}$")
 JOURNEY_IDS = [
     "catalog-verified",
     "bundled-skill-runs",
+    "bundled-swallowed-denial-refused",
+    "audit-full-stops-skill",
     "external-signed-runs-in-worker",
     "external-secret-read-not-audited",
     "external-unsigned-rejected",
@@ -26,6 +28,8 @@ JOURNEY_IDS = [
     "bundled-fetch-status-runs",
     "authority-withholds-process-rejected",
     "authority-withholds-egress-rejected",
+    "authority-narrows-egress-rejected",
+    "authority-narrows-env-keys-rejected",
     "authority-withholds-fs-read-rejected",
     "authority-withholds-process-rule-rejected",
     "authority-unknown-external-rejected",
@@ -43,6 +47,8 @@ JOURNEY_IDS = [
     "runtime-domain-decided-runs",
     "runtime-domain-undecided-rejected",
     "runtime-domain-expired-decision-rejected",
+    "runtime-domain-other-authority-rejected",
+    "runtime-domain-redirect-decided-runs",
     "loopback-service-runs",
     "loopback-port-not-listed-rejected",
     "loopback-unknown-service-rejected",
@@ -51,6 +57,7 @@ JOURNEY_IDS = [
     "diagnostics-private-host-rejected",
     "diagnostics-unknown-tool-rejected",
     "external-broker-call-through-worker",
+    "external-late-call-recorded",
     "external-fs-escape-rejected",
     "external-protocol-version-mismatch-killed",
     "external-abort-killed",
@@ -157,7 +164,7 @@ def test_journey_reports_observations_only():
         assert step["code"] is None or CODE.match(step["code"])
         assert (step["code"] is None) == (step["observed"] == "allow")
         assert len(step["detail"]) <= 200
-    worker_step = out["steps"][2]
+    worker_step = next(s for s in out["steps"] if s["id"] == "external-signed-runs-in-worker")
     assert re.search(r"worker_pid=(\d+)", worker_step["detail"])
     assert "reaped=True" in worker_step["detail"]
     codes = {s["id"]: s["code"] for s in out["steps"]}

@@ -56,6 +56,18 @@ MUTANTS: dict[str, Mutant] = {
         "the bundled handler is never called",
         ("host/_bundled.py", '    value = namespace["run"](HostPorts(broker), dict(args or {}))', "    value = {}"),
     ),
+    "bundled-swallowed-denial-refused": _m(
+        "run_bundled does not look at the broker's denials when the handler swallowed them",
+        ("host/_bundled.py", "    if broker.denials:\n        # A denial is authoritative even if the handler swallowed",
+         "    if False:\n        # A denial is authoritative even if the handler swallowed"),
+    ),
+    "audit-full-stops-skill": _m(
+        "the broker checks no room for a call's records: once full, later refusals are dropped, the run goes on",
+        ("brokers/_broker.py", "            if self.audit_full or len(self.audit) + 2 > MAX_AUDIT - _RESERVED:\n",
+         "            if self.audit_full:\n"),
+        ("brokers/_broker.py", '        if len(self.audit) >= MAX_AUDIT:\n            raise SkillError(AUDIT_FULL, "the audit of this run is full")\n',
+         "        if len(self.audit) >= MAX_AUDIT:\n            return len(self.audit)\n"),
+    ),
     "external-signed-runs-in-worker": _m(
         "the worker's result is dropped",
         ("host/_runner.py", '                out.value = frame.get("value")', "                out.value = None"),
@@ -149,6 +161,16 @@ MUTANTS: dict[str, Mutant] = {
         ("brokers/_broker.py", "        if capability not in self.granted:",
          '        if capability not in self.granted | {"network:https"}:'),
     ),
+    "authority-narrows-egress-rejected": _m(
+        "ports_for ignores the authority's egress destinations",
+        ("host/_host.py", "        allowed = frozenset(d for d in cfg.egress.allowed if auth.grants_destination(*d))",
+         "        allowed = cfg.egress.allowed"),
+    ),
+    "authority-narrows-env-keys-rejected": _m(
+        "ports_for ignores the authority's environment keys",
+        ("host/_host.py", '"env": lambda: self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=auth.grants_key)',
+         '"env": lambda: self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=None)'),
+    ),
     "authority-withholds-fs-read-rejected": _m(
         "the broker lets filesystem:read through whatever the authority grants",
         ("brokers/_broker.py", "        if capability not in self.granted:",
@@ -240,6 +262,17 @@ MUTANTS: dict[str, Mutant] = {
         ("brokers/_egress.py", "        if found and all(d.expires_at <= time.time() for d in found):", "        if False:"),
         ("brokers/_egress.py", "        live = [d for d in found if d.expires_at > time.time()]", "        live = found"),
     ),
+    "runtime-domain-other-authority-rejected": _m(
+        "ports_for takes a decision for this skill whatever authority it was taken under",
+        ("host/_host.py",
+         "        decisions = tuple(d for d in cfg.egress.decisions if (d.skill_id, d.authority) == (skill_id, cfg.authority))",
+         "        decisions = tuple(d for d in cfg.egress.decisions if d.skill_id == skill_id)"),
+    ),
+    "runtime-domain-redirect-decided-runs": _m(
+        "a call is audited under the label of its first hop only: a redirect a decision let through loses the decision's id",
+        ("brokers/_egress.py", "                self._reached.label = self.label(target.host, target.port)",
+         "                self._reached.label = self.label(target.host, target.port) if hop == 0 else self._reached.label"),
+    ),
     "net-loopback-resolution-rejected": _m(
         "public egress lets loopback answers through",
         ("brokers/_egress.py", "        bad = [a for a in answers if not _address_ok(a)]",
@@ -286,6 +319,11 @@ MUTANTS: dict[str, Mutant] = {
         "the host answers every capability request with a refusal instead of the broker's answer",
         ("host/_runner.py", "                ok, value = _call_with_deadline(broker, frame, deadline)",
          '                ok, value = False, SkillError("CC_SKILL_PORT_UNAPPROVED", "not forwarded")'),
+    ),
+    "external-late-call-recorded": _m(
+        "a call abandoned at the deadline ends with an ordinary done record, as if it had ended in time",
+        ("brokers/_broker.py", "            late = self._inflight.pop(seq, False)",
+         "            late = self._inflight.pop(seq, False) and False"),
     ),
     "external-fs-escape-rejected": _m(
         "the worker loses the broker's refusal code on its way back",
@@ -440,40 +478,12 @@ EXTRA_MUTANTS: dict[str, tuple[str, Mutant]] = {
         ("host/_bundled.py", '    entry_point = entry_id("bundled", skill_id, hashlib.sha256(handler).hexdigest())',
          '    entry_point = "handler.py"'),
     )),
-    "authority-egress-list-ignored": ("authority-withholds-egress-rejected", _m(
-        "ports_for ignores the authority's egress destinations",
-        ("host/_host.py", "        allowed = frozenset(d for d in cfg.egress.allowed if auth.grants_destination(*d))",
-         "        allowed = cfg.egress.allowed"),
-    )),
-    "authority-env-keys-ignored": ("bundled-host-info-runs", _m(
-        "ports_for ignores the authority's environment keys",
-        ("host/_host.py", '"env": lambda: self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=auth.grants_key)',
-         '"env": lambda: self.env_grants.port_for(skill_id, cfg.authority, tier=tier, grants_key=None)'),
-    )),
-    "decision-authority-ignored": ("runtime-domain-undecided-rejected", _m(
-        "ports_for takes a decision for this skill whatever authority it was taken under",
-        ("host/_host.py",
-         "        decisions = tuple(d for d in cfg.egress.decisions if (d.skill_id, d.authority) == (skill_id, cfg.authority))",
-         "        decisions = tuple(d for d in cfg.egress.decisions if d.skill_id == skill_id)"),
-    )),
     "ports-for-builds-every-port": ("authority-withholds-process-rejected", _m(
         "ports_for builds every port, whatever the intersection grants",
         ("host/_host.py", "        return {port: build() for port, build in builders.items() if PORT_CAPABILITY[port] in wanted}",
          "        return {port: build() for port, build in builders.items()}"),
     )),
-    "bundled-swallowed-denial-ignored": ("bundled-skill-runs", _m(
-        "run_bundled does not look at the broker's denials when the handler swallowed them",
-        ("host/_bundled.py", "    if broker.denials:\n        # A denial is authoritative even if the handler swallowed",
-         "    if False:\n        # A denial is authoritative even if the handler swallowed"),
-    )),
-    "audit-full-drops-later-refusals": ("bundled-skill-runs", _m(
-        "the broker checks no room for a call's records: once full, later refusals are dropped, the run goes on",
-        ("brokers/_broker.py", "            if self.audit_full or len(self.audit) + 2 > MAX_AUDIT - _RESERVED:\n",
-         "            if self.audit_full:\n"),
-        ("brokers/_broker.py", '        if len(self.audit) >= MAX_AUDIT:\n            raise SkillError(AUDIT_FULL, "the audit of this run is full")\n',
-         "        if len(self.audit) >= MAX_AUDIT:\n            return len(self.audit)\n"),
-    )),
-    "audit-full-no-overflow-record": ("bundled-skill-runs", _m(
+    "audit-full-no-overflow-record": ("audit-full-stops-skill", _m(
         "a full audit stops the run but writes no overflow record",
         ("brokers/_broker.py",
          "        if self._overflow_record is None:\n"
@@ -481,12 +491,12 @@ EXTRA_MUTANTS: dict[str, tuple[str, Mutant]] = {
          "            self._overflow_record = self.audit[seq]\n"
          '        self._overflow_record["target"] = f"refused={self.overflow}"\n', ""),
     )),
-    "audit-full-ends-with-first-denial": ("bundled-skill-runs", _m(
+    "audit-full-ends-with-first-denial": ("audit-full-stops-skill", _m(
         "a run the full audit stopped ends with its first denial's code, not CC_SKILL_AUDIT_FULL",
         ("host/_bundled.py", "        refusal = AUDIT_FULL if broker.audit_full else broker.denials[0]",
          "        refusal = broker.denials[0]"),
     )),
-    "bundled-refusal-drops-its-audit": ("bundled-skill-runs", _m(
+    "bundled-refusal-drops-its-audit": ("bundled-swallowed-denial-refused", _m(
         "a refused bundled run loses its audit",
         ("host/_bundled.py", '"host broker denied a capability request", broker.audit)',
          '"host broker denied a capability request", [])'),
@@ -499,6 +509,15 @@ EXTRA_MUTANTS: dict[str, tuple[str, Mutant]] = {
          "        self.granted = frozenset(PORT_CAPABILITY.values()) if granted is None else frozenset(granted)\n"),
         ("host/_bundled.py", "allowed, approved, authority=authority, granted=granted)",
          "allowed, approved, authority=authority)"),
+    )),
+    "deadline-abandons-nothing": ("external-late-call-recorded", _m(
+        "the run's deadline abandons no call: no abandoned record, and its late end reads as an ordinary one",
+        ("host/_runner.py", '        broker.abandon("CC_SKILL_TIMEOUT")\n', ""),
+    )),
+    "late-end-not-recorded": ("external-late-call-recorded", _m(
+        "a call that ends after its run's deadline leaves no end record",
+        ("brokers/_broker.py", "            self._record(event, port, method, capability, code, target)\n",
+         "            if not late:\n                self._record(event, port, method, capability, code, target)\n"),
     )),
     "precheck-refusal-without-target": ("authority-unknown-external-rejected", _m(
         "a pre-check refusal is audited without its target",

@@ -10,6 +10,9 @@ difference.
 The run-time domain steps take the journey's TLS server off the static egress
 allow-list: it is reachable only through a declassification decision for the
 calling skill under the current authority, whose id the audit then carries.
+The redirect step reaches the server's second name (``DECIDED_NAME``, never
+allow-listed) through a redirect from its first: the end record names the
+decision that let the last hop through.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from skillhost._errors import SkillError
 from skillhost.brokers import Declassification
 from skillhost.host import AUTHORITY_DENIED, Authority, SkillHost
+from skillhost.journey._loopback_tls import DECIDED_NAME
 from skillhost.journey._on_host import _bundled_refusal
 from skillhost.journey._step import Step, _step
 from skillhost.packaging import KNOWN_CAPABILITIES
@@ -47,7 +51,7 @@ JOURNEY_AUTHORITIES: Mapping[str, Authority] = {
 }
 # Each withheld capability's port, which the host must not even build under an authority withholding it.
 _PORT_OF = {"repo-status": ("process", "process:exec"), "fetch-status": ("https", "network:https"),
-            "read-notes": ("fs", "filesystem:read")}
+            "read-notes": ("fs", "filesystem:read"), "host-info": ("env", "environment:read")}
 
 
 def under(host: SkillHost, authority: str) -> SkillHost:
@@ -101,18 +105,17 @@ def _external_pair(host: SkillHost, sid: str, skill_dir: Path) -> Step:
 def authority_steps(host: SkillHost, base_url: str, build_external: Callable[[], Path]) -> list[Step]:
     """``host`` runs under the granting authority; its configuration is reused under the others."""
     fetch = {"url": f"{base_url}/redirect-in"}
-    rows: tuple[tuple[str, tuple[str, ...], str, dict[str, Any]], ...] = (
-        ("authority-withholds-process-rejected", (REVIEWER,), "repo-status", {}),
-        # Withheld as a capability, and as the destination list of an authority that grants the capability.
-        ("authority-withholds-egress-rejected", (REVIEWER, NO_DESTINATIONS), "fetch-status", fetch),
-        ("authority-withholds-fs-read-rejected", (REVIEWER,), "read-notes", {"path": "notes.txt"}),
-        ("authority-withholds-process-rule-rejected", (VERSION_ONLY,), "repo-status", {}),
+    rows: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
+        ("authority-withholds-process-rejected", REVIEWER, "repo-status", {}),
+        ("authority-withholds-egress-rejected", REVIEWER, "fetch-status", fetch),
+        # The capability granted, the destination list narrowed to none: the list is a term of the permission.
+        ("authority-narrows-egress-rejected", NO_DESTINATIONS, "fetch-status", fetch),
+        # The capability granted, the environment keys narrowed to none.
+        ("authority-narrows-env-keys-rejected", NO_ENV_KEYS, "host-info", {}),
+        ("authority-withholds-fs-read-rejected", REVIEWER, "read-notes", {"path": "notes.txt"}),
+        ("authority-withholds-process-rule-rejected", VERSION_ONLY, "repo-status", {}),
     )
-    steps = []
-    for sid, authorities, skill, args in rows:
-        # The step is the first authority's; a later one that lets the call through fails it.
-        pairs = [_bundled_pair(host, sid, authority, skill, args) for authority in authorities]
-        steps.append(next((pair for pair in pairs if not pair["passed"]), pairs[0]))
+    steps = [_bundled_pair(host, sid, authority, skill, args) for sid, authority, skill, args in rows]
     steps.append(_external_pair(host, "authority-unknown-external-rejected", build_external()))
     return steps
 
@@ -153,14 +156,32 @@ def runtime_domain_steps(host: SkillHost, server: str, port: int) -> list[Step]:
          decision("d-journey-2", "read-notes", 300)),
         ("runtime-domain-expired-decision-rejected", "CC_SKILL_EGRESS_DECISION_EXPIRED",
          decision("d-journey-3", "fetch-status", -1)),
+        # Decided for this skill, but under another authority: a decision is bound to the authority it was taken for.
+        ("runtime-domain-other-authority-rejected", "CC_SKILL_EGRESS_HOST_DENIED",
+         decision("d-journey-4", "fetch-status", 300, NO_DESTINATIONS)),
     ):
         steps.append(_bundled_refusal(_decided_host(host, server, port, taken), sid, "fetch-status", url, code))
-    # Decided for this skill, but under another authority: a decision is bound to the authority it was taken for.
-    sid = "runtime-domain-undecided-rejected"
-    other = decision("d-journey-4", "fetch-status", 300, NO_DESTINATIONS)
-    undecided = "CC_SKILL_EGRESS_HOST_DENIED"
-    bound = _bundled_refusal(_decided_host(host, server, port, other), sid, "fetch-status", url, undecided)
-    if not bound["passed"]:
-        steps[1] = _step(sid, "reject", undecided, "allow", None,
-                         f"a decision taken under {NO_DESTINATIONS} let {GRANTING} through: {bound['detail'][:200]}")
+    # The redirect's target is another name of the same server, reachable only through this decision.
+    redirect = Declassification("d-journey-5", "journey-reviewer", "fetch-status", GRANTING, DECIDED_NAME, port,
+                                now + 300)
+    steps.append(_redirect_decided_step(host, server, port, redirect))
     return steps
+
+
+def _redirect_decided_step(host: SkillHost, server: str, port: int, taken: Declassification) -> Step:
+    """An allow-listed page redirects to a destination reachable only through ``taken``: the call runs, and its
+    end record names the decision that let the redirect through (the hop it ended on), not the first host."""
+    sid = "runtime-domain-redirect-decided-runs"
+    decided = SkillHost(replace(host.config, egress=replace(host.config.egress, decisions=(taken,))), host.pkg_dir)
+    url = {"url": f"https://{server}:{port}/redirect-decided"}
+    try:
+        value, broker = decided.run_bundled("fetch-status", url)
+    except SkillError as exc:
+        return _step(sid, "allow", None, "reject", exc.code, exc.message)
+    ends = [a["target"] for a in broker.audit if a["port"] == "https" and a["event"] == "done"]
+    named = ends == [f"{taken.decision_id}@{taken.host}"]
+    # The control: the same call without the decision is refused at the redirect.
+    without = _bundled_refusal(host, sid, "fetch-status", url, "CC_SKILL_EGRESS_REDIRECT_DENIED")
+    detail = f"value={value} end targets={ends[:2]}; without the decision: {without['observed_code']}"
+    ok = named and value.get("redirects") == 1 and value.get("status") == 200 and without["passed"]
+    return _step(sid, "allow", None, "allow", None, detail, ok)

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,16 +26,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from skillhost._errors import SkillError
 from skillhost.brokers import AuditEvent, EgressPolicy, LoopbackServices
-from skillhost.host import AUTHORITY_DENIED, PROTOCOL_VERSION, HostConfig, SkillHost
+from skillhost.host import PROTOCOL_VERSION, HostConfig, SkillHost
 from skillhost.journey._authority import (
     GRANTING,
     JOURNEY_AUTHORITIES,
-    NO_ENV_KEYS,
     authority_steps,
     runtime_domain_steps,
-    under,
 )
-from skillhost.journey._loopback_tls import SERVER_NAME, LoopbackHTTPServer, LoopbackTLSServer
+from skillhost.journey._loopback_tls import HOLD_SECONDS, SERVER_NAME, LoopbackHTTPServer, LoopbackTLSServer
 from skillhost.journey._on_host import _bundled_refusal, _bundled_step, _external, on_host
 from skillhost.journey._packages import package_steps
 from skillhost.journey._rows import Package, PackageBuilder, RejectRow, _try_symlink, walk
@@ -151,6 +150,15 @@ def _diagnostics_rejects(port: int) -> tuple[RejectRow, ...]:
         ),
     )
 
+
+# Asks the journey's server for a page it holds back until the run is over.
+LATE_PY = """
+def run(ports, args):
+    return ports.https.get(URL)
+"""
+TIMEOUT = "CC_SKILL_TIMEOUT"
+# The late call's run deadline: ten times what a worker takes to start and ask (about 50 ms here).
+LATE_DEADLINE = 0.5
 
 FS_READ = ("filesystem:read",)
 # Built once: the allow path through the worker, and again run by the protocol-mismatch row.
@@ -320,14 +328,7 @@ def _bundled_allows(host: SkillHost, base: str) -> list[Step]:
         ("bundled-fetch-status-runs", "fetch-status", {"url": f"{base}/redirect-in"},
          lambda v: v == {"status": 200, "bytes": 30, "redirects": 1}),
     )
-    steps = [_bundled_step(host, sid, skill, args, check) for sid, skill, args, check in rows]
-    # host-info reads its key under the granting authority only: an authority that narrows the keys to none
-    # withholds it (the authority's env list, not only its capabilities, is a term of the permission).
-    narrowed = _bundled_refusal(under(host, NO_ENV_KEYS), "bundled-host-info-runs", "host-info", {}, AUTHORITY_DENIED)
-    if not narrowed["passed"]:
-        steps[2] = _step("bundled-host-info-runs", "allow", None, "allow", None,
-                         f"under {NO_ENV_KEYS}: {narrowed['observed_code']} {narrowed['detail'][:200]}", False)
-    return steps
+    return [_bundled_step(host, sid, skill, args, check) for sid, skill, args, check in rows]
 
 
 def _fs_refusals(host: SkillHost, workspace: Path, outside: Path) -> list[Step]:
@@ -375,6 +376,33 @@ def _net_refusals(host: SkillHost, port: int, base: str) -> list[Step]:
     return [_bundled_refusal(host, sid, "fetch-status", {"url": url}, code) for sid, url, code in rows]
 
 
+def _late_call_step(host: SkillHost, build: Callable[[Package], Path], srv: LoopbackTLSServer) -> Step:
+    """A port call still running at the run's deadline: the run is refused, and the audit keeps the call whole:
+    its start, ``abandoned`` at the deadline, and ``late-done`` when it ends (the server answers it only once
+    released, after the run)."""
+    sid = "external-late-call-recorded"
+    url = f"https://{SERVER_NAME}:{srv.port}/held"
+    skill_dir = build(Package("late-fetcher", LATE_PY.replace("URL", repr(url)), ("network:https",)))
+    try:
+        out = host.run_external(skill_dir, max_duration=LATE_DEADLINE)
+    except SkillError as exc:
+        return _step(sid, "reject", TIMEOUT, "reject", exc.code, f"refused before any worker: {exc.message}")
+    finally:
+        srv.release()
+    audit = out.audit
+    waited = time.monotonic() + HOLD_SECONDS
+    while not any(a["event"].startswith("late-") for a in audit) and time.monotonic() < waited:
+        time.sleep(0.01)
+    https = [(a["event"], a["code"], a["target"]) for a in audit if a["port"] == "https"]
+    whole = https == [("start", None, SERVER_NAME), ("abandoned", TIMEOUT, SERVER_NAME),
+                      ("late-done", None, SERVER_NAME)]
+    named = all(a["skill_id"] == "late-fetcher" and a["authority"] == GRANTING for a in audit)
+    detail = f"reaped={out.reaped} ms={out.duration_ms} https audit={https[:4]}"
+    if out.ok:
+        return _step(sid, "reject", TIMEOUT, "allow", None, f"the run ended in time: {detail}")
+    return _step(sid, "reject", TIMEOUT, "reject", out.code, detail, whole and named and out.reaped)
+
+
 def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519PrivateKey]) -> list[Step]:
     """Broker steps, then package validation and safe mode (they share the workspace and packages)."""
     workspace = tmp / "workspace"
@@ -414,6 +442,7 @@ def broker_steps(tmp: Path, trust: TrustStore, keys: Mapping[str, Ed25519Private
             return same, f"the broker's answer came back unchanged: {same}"
 
         steps.append(_external(host, "external-broker-call-through-worker", echo, None, check=forwarded))
+        steps.append(_late_call_step(host, build, srv))
         steps += walk(CROSS_PROCESS_REJECTS, build, on_host(host))
 
     steps += package_steps(build, trust, workspace)

@@ -25,13 +25,17 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 SERVER_NAME = "skillhost-journey.test"
+# Another name of the same server, never on the journey's static allow-list: reachable only through a decision.
+DECIDED_NAME = "decided.skillhost-journey.test"
+# How long a held request waits for its release at most (the journey releases it in a few hundred ms).
+HOLD_SECONDS = 10.0
 # A public unicast address (outside every special-purpose range) standing in for this server's real one.
 STAND_IN_ADDRESS = "203.0.114.7"
 BIG_BODY = 200 * 1024
 
 
-def make_cert(name: str) -> tuple[bytes, bytes]:
-    """Return (certificate PEM, private key PEM) valid for ``name`` for one day."""
+def make_cert(name: str, *aliases: str) -> tuple[bytes, bytes]:
+    """Return (certificate PEM, private key PEM) valid for ``name`` and ``aliases`` for one day."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.UTC)
@@ -43,7 +47,7 @@ def make_cert(name: str) -> tuple[bytes, bytes]:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in (name, *aliases)]), critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
@@ -57,6 +61,12 @@ class _RecordingServer(ThreadingHTTPServer):
     """Remembers the path of every request it answered, so a step can tell what a broker really asked for."""
 
     paths: list[str]
+
+
+class _HoldingServer(ThreadingHTTPServer):
+    """Answers ``/held`` only once ``held`` is set: a call that outlives its run's deadline, on demand."""
+
+    held: threading.Event
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -76,6 +86,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:
+        held = getattr(self.server, "held", None)
+        if self.path == "/held" and isinstance(held, threading.Event):
+            held.wait(HOLD_SECONDS)
+        port = self.server.server_port  # type: ignore[attr-defined]  # HTTPServer's, not BaseServer's
         routes = {
             "/hello": (200, b"hello from the loopback server", {}),
             "/host": (200, f"host={self.headers.get('Host', '')}".encode(), {}),
@@ -83,6 +97,8 @@ class _Handler(BaseHTTPRequestHandler):
             "/redirect-out": (302, b"", {"Location": "https://not-allowed.test/steal"}),
             "/redirect-http": (302, b"", {"Location": f"http://{SERVER_NAME}/hello"}),
             "/redirect-loop": (302, b"", {"Location": "/redirect-loop"}),
+            "/redirect-decided": (302, b"", {"Location": f"https://{DECIDED_NAME}:{port}/hello"}),
+            "/held": (200, b"released", {}) if isinstance(held, threading.Event) else (404, b"not found", {}),
             "/big": (200, b"x" * BIG_BODY, {}),
         }
         status, body, headers = routes.get(self.path, (404, b"not found", {}))
@@ -122,9 +138,10 @@ class LoopbackHTTPServer:
 class LoopbackTLSServer:
     """``with LoopbackTLSServer() as srv:`` -> ``srv.port``, ``srv.client_context()``, ``srv.resolver``."""
 
-    def __init__(self, name: str = SERVER_NAME) -> None:
+    def __init__(self, name: str = SERVER_NAME, aliases: tuple[str, ...] = (DECIDED_NAME,)) -> None:
         self.name = name
-        self._cert, key = make_cert(name)
+        self.names = frozenset({name, *aliases})
+        self._cert, key = make_cert(name, *aliases)
         self._dir = tempfile.mkdtemp(prefix="skillhost-tls-")
         # ssl only loads a chain from files; the key file is private to this user and removed on close.
         cert_path, key_path = Path(self._dir, "cert.pem"), Path(self._dir, "key.pem")
@@ -135,7 +152,8 @@ class LoopbackTLSServer:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         ctx.load_cert_chain(str(cert_path), str(key_path))
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _HoldingServer(("127.0.0.1", 0), _Handler)
+        self._httpd.held = threading.Event()
         self._httpd.daemon_threads = True
         self._httpd.socket = ctx.wrap_socket(self._httpd.socket, server_side=True)
         self.port = int(self._httpd.server_address[1])
@@ -147,12 +165,16 @@ class LoopbackTLSServer:
         return ctx
 
     def resolver(self, host: str, port: int) -> list[str]:
-        """Resolve only this server's name, to loopback; everything else does not resolve."""
-        return ["127.0.0.1"] if host == self.name else []
+        """Resolve only this server's names, to loopback; everything else does not resolve."""
+        return ["127.0.0.1"] if host in self.names else []
 
     def public_resolver(self, host: str, port: int) -> list[str]:
-        """Resolve only this server's name, to a public stand-in address that ``connect`` routes here."""
-        return [STAND_IN_ADDRESS] if host == self.name else []
+        """Resolve only this server's names, to a public stand-in address that ``connect`` routes here."""
+        return [STAND_IN_ADDRESS] if host in self.names else []
+
+    def release(self) -> None:
+        """Answer every ``/held`` request, waiting or to come."""
+        self._httpd.held.set()
 
     def connect(self, address: tuple[str, int], timeout: float) -> socket.socket:
         """Reach this server for exactly (stand-in address, its port); any other destination is unreachable.
@@ -172,6 +194,7 @@ class LoopbackTLSServer:
         self.close()
 
     def close(self) -> None:
+        self.release()
         with contextlib.suppress(OSError):
             if self._thread.is_alive():
                 self._httpd.shutdown()

@@ -95,20 +95,6 @@ def _bundled_in_host_step(pkg: Path) -> Step:
     return _step("bundled-skill-runs", "allow", None, "allow", None, detail, ok)
 
 
-def _bundled_tier_step(step: Step, checks: list[Step]) -> Step:
-    """``bundled-skill-runs`` also holds the bundled tier's own checks (``_audit_steps``): a denial the handler
-    swallowed still decides the run, and a full audit stops it with an overflow record. They are checks of
-    this step, not steps of their own, because a policy's step table holds at most 64 steps and the journey
-    has 64; any of them failing makes this step an error."""
-    failed = [check for check in checks if not check["passed"]]
-    if not step["passed"] or not failed:
-        codes = ", ".join(str(c["observed_code"]) for c in checks)
-        return {**step, "detail": f"{step['detail']}; refused: {codes}"[:200]}
-    first = failed[0]
-    why = f"{first['id']}: {first['observed']} {first['observed_code']} ({first['detail']})"
-    return _step(step["id"], "allow", None, "allow", None, why[:200], False)
-
-
 def _host_boundary(tmp: Path, trust: TrustStore, keys: dict[str, Ed25519PrivateKey]) -> Step:
     """After every other step: one more external skill runs, and none of it may be found in this process."""
     root = tmp / "boundary"
@@ -149,7 +135,7 @@ _LAST = ("boundary",)
 def _phase(phase: str, tmp: Path, pkg: Path, trust: TrustStore,
            keys: dict[str, Ed25519PrivateKey]) -> tuple[list[Step], list[Layer]]:
     if phase == "host":
-        return [_catalog_step(pkg), _bundled_tier_step(_bundled_in_host_step(pkg), audit_steps(tmp, trust))], []
+        return [_catalog_step(pkg), _bundled_in_host_step(pkg), *audit_steps(tmp, trust)], []
     if phase == "external":
         return external_steps(tmp, trust, keys), []
     if phase == "brokers":
