@@ -157,8 +157,9 @@ def run(ports, args):
     return ports.https.get(URL)
 """
 TIMEOUT = "CC_SKILL_TIMEOUT"
-# The late call's run deadline: ten times what a worker takes to start and ask (about 50 ms here).
-LATE_DEADLINE = 0.5
+# The late call's run deadline: twenty times what a worker takes to start and ask (about 50 ms here), so that
+# a loaded machine still asks before it; the step fails if the call never started.
+LATE_DEADLINE = 1.0
 
 FS_READ = ("filesystem:read",)
 # Built once: the allow path through the worker, and again run by the protocol-mismatch row.
