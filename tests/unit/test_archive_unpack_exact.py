@@ -8,6 +8,7 @@ other tests (docs/mutation.md).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -20,8 +21,8 @@ import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.qualify_archive import _limits, unpack
 from desktop_qualify.qualify_archive import _unpack as unpack_module
-from desktop_qualify.qualify_archive._members import damaged, write_member
-from desktop_qualify.qualify_archive._tree import link_entry
+from desktop_qualify.qualify_archive._members import damaged, safe_member_path, write_member
+from desktop_qualify.qualify_archive._tree import _unfollowed_sha256, link_entry
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")
 
@@ -251,3 +252,87 @@ def test_a_links_manifest_entry_keeps_its_targets_exact_bytes() -> None:
     raw = link_entry("app/l", "bad\udcff")
     assert raw.size == 4
     assert raw.sha256 == hashlib.sha256(b"symlink:bad\xff").hexdigest()
+
+
+# --- member paths, read sizes, file digests -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "a/../x", "a/../../x", "a\\b", "c:x"])
+def test_a_name_that_could_leave_the_prefix_is_refused_by_its_spelling(tmp_path: Path, name: str) -> None:
+    # "a/../x" stays inside once resolved: it is refused for its spelling, not for where it lands.
+    with pytest.raises(QualificationError) as caught:
+        safe_member_path(name, tmp_path)
+    assert caught.value.code is Code.INSTALL_FAILED
+    assert caught.value.message == f"archive member {name!r} escapes the install prefix"
+
+
+@POSIX_ONLY
+def test_a_name_that_resolves_outside_through_a_link_already_there_is_refused(tmp_path: Path) -> None:
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    (tmp_path / "outside").mkdir()
+    (prefix / "link").symlink_to(tmp_path / "outside")
+    with pytest.raises(QualificationError) as caught:
+        safe_member_path("link/x", prefix)
+    assert caught.value.message == "archive member 'link/x' escapes the install prefix"
+    assert safe_member_path("sub/x", prefix) == prefix / "sub" / "x"
+
+
+def test_a_zip_folder_entry_is_named_without_its_slash_in_a_refusal(tmp_path: Path) -> None:
+    archive = _zip(tmp_path / "app.zip", [("../evil/", None, stat.S_IFDIR | 0o755)])
+    assert _refused(archive, tmp_path / "prefix").message == "archive member '../evil' escapes the install prefix"
+
+
+class _CountingReader:
+    """A binary source that records the size of every read asked of it."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self.sizes: list[object] = []
+
+    def read(self, size: int | None = -1) -> bytes:
+        self.sizes.append(size)
+        # Any size but a positive one reads the rest, as a file does: a mutant asking for read(None) ends.
+        take = len(self._data) if size is None or size < 0 else size
+        chunk, self._data = self._data[:take], self._data[take:]
+        return chunk
+
+
+def test_a_member_is_copied_in_reads_of_one_mebibyte(tmp_path: Path) -> None:
+    source = _CountingReader(b"x" * ((1 << 20) + 5))
+    write_member(tmp_path / "m", source, 0o644)  # type: ignore[arg-type]
+    assert source.sizes == [1 << 20, 1 << 20, 1 << 20]
+    assert (tmp_path / "m").stat().st_size == (1 << 20) + 5
+
+
+def test_a_file_is_digested_in_reads_of_one_mebibyte_and_its_size_is_the_sum(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = os.urandom(1 << 20) + b"tail"
+    (tmp_path / "f").write_bytes(data)
+    sizes: list[int] = []
+    real_fdopen = os.fdopen
+
+    def spying_fdopen(fd: int, mode: str = "r") -> object:
+        handle = real_fdopen(fd, mode)
+        real_read = handle.read
+
+        def read(size: int = -1) -> bytes:
+            sizes.append(size)
+            return real_read(size)
+
+        handle.read = read  # type: ignore[method-assign]
+        return handle
+
+    monkeypatch.setattr(os, "fdopen", spying_fdopen)
+    assert _unfollowed_sha256(tmp_path / "f") == (len(data), hashlib.sha256(data).hexdigest())
+    assert sizes == [1 << 20, 1 << 20, 1 << 20]
+
+
+@POSIX_ONLY
+def test_a_file_that_became_a_link_is_not_opened_for_its_digest(tmp_path: Path) -> None:
+    (tmp_path / "real").write_bytes(b"real")
+    (tmp_path / "f").symlink_to(tmp_path / "real")
+    with pytest.raises(OSError) as caught:  # noqa: PT011 - its errno is what is checked
+        _unfollowed_sha256(tmp_path / "f")
+    assert caught.value.errno == errno.ELOOP
