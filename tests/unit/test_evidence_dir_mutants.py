@@ -83,31 +83,22 @@ def test_statement_suffix_is_none_for_a_name_of_neither_mode() -> None:
 # --- check_evidence_mode ---------------------------------------------------------------------------------------
 
 
-def test_a_folder_of_only_github_statements_under_a_local_policy_is_one_mode_mismatch(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("names", "policy_suffix", "evidence", "policy"), [
+    # only GitHub statements under a local policy (other files beside them)
+    (["aggregate.sigstore.json", "notes.txt", "platform-linux.sigstore.json"], LOCAL,
+     "GitHub (Sigstore)-mode evidence (*.sigstore.json)", "a local (Ed25519)-mode policy (*.dsse.json)"),
+    # only local statements under a GitHub policy
+    (["platform-linux.dsse.json"], GITHUB,
+     "local (Ed25519)-mode evidence (*.dsse.json)", "a GitHub (Sigstore)-mode policy (*.sigstore.json)"),
+    # a policy of neither mode is named by its suffix, and the first foreign mode found is named
+    (["platform-linux.sigstore.json", "platform-linux.dsse.json"], ".other.json",
+     "local (Ed25519)-mode evidence (*.dsse.json)", "a .other.json-mode policy (*.other.json)"),
+])
+def test_a_folder_of_only_another_modes_statements_is_one_mode_mismatch(
+        tmp_path: Path, names: list[str], policy_suffix: str, evidence: str, policy: str) -> None:
     findings = Findings()
-    names = ["aggregate.sigstore.json", "notes.txt", "platform-linux.sigstore.json"]
-    reason = check_evidence_mode(tmp_path, names, LOCAL, findings)
-    message = (f"{tmp_path}: GitHub (Sigstore)-mode evidence (*.sigstore.json) checked under a local (Ed25519)-mode "
-               "policy (*.dsse.json); check it with a policy of its own trust mode")
-    assert reason == Reason(code=Code.MODE_MISMATCH, message=message)
-    assert _found(findings) == [(Code.MODE_MISMATCH, message)]
-
-
-def test_a_folder_of_only_local_statements_under_a_github_policy_is_one_mode_mismatch(tmp_path: Path) -> None:
-    findings = Findings()
-    reason = check_evidence_mode(tmp_path, ["platform-linux.dsse.json"], GITHUB, findings)
-    message = (f"{tmp_path}: local (Ed25519)-mode evidence (*.dsse.json) checked under a GitHub (Sigstore)-mode "
-               "policy (*.sigstore.json); check it with a policy of its own trust mode")
-    assert reason == Reason(code=Code.MODE_MISMATCH, message=message)
-    assert _found(findings) == [(Code.MODE_MISMATCH, message)]
-
-
-def test_a_policy_of_neither_mode_is_named_by_its_suffix_and_the_first_foreign_mode_is_named(tmp_path: Path) -> None:
-    findings = Findings()
-    names = ["platform-linux.sigstore.json", "platform-linux.dsse.json"]
-    reason = check_evidence_mode(tmp_path, names, ".other.json", findings)
-    message = (f"{tmp_path}: local (Ed25519)-mode evidence (*.dsse.json) checked under a .other.json-mode "
-               "policy (*.other.json); check it with a policy of its own trust mode")
+    reason = check_evidence_mode(tmp_path, names, policy_suffix, findings)
+    message = f"{tmp_path}: {evidence} checked under {policy}; check it with a policy of its own trust mode"
     assert reason == Reason(code=Code.MODE_MISMATCH, message=message)
     assert _found(findings) == [(Code.MODE_MISMATCH, message)]
 
