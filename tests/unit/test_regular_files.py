@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import Code
+from desktop_qualify.qualify_policy._model import DEFAULT_MAX_CANDIDATE_BYTES
 from support.evidence_factory import Evidence, make_evidence
 from support.snapshot import snapshot
 
@@ -118,7 +119,9 @@ def test_a_candidate_that_is_not_a_regular_file_is_refused_without_a_hang(ev: Ev
 def test_a_huge_sparse_candidate_is_refused_by_size_before_it_is_hashed(ev: Evidence, tmp_path: Path) -> None:
     sparse = tmp_path / ev.artifact_paths[0].name
     with sparse.open("wb") as handle:
-        handle.truncate(40 * 1024**3)  # 40 GiB of holes: hashing it whole would take minutes
+        # One byte past the default cap (8 GiB of holes: hashing it would take seconds). It stays under the mutation
+        # harness's file size cap (tests/mutation/mutants.py), which counts a sparse file's length.
+        handle.truncate(DEFAULT_MAX_CANDIDATE_BYTES + 1)
     done = _qualify(*ev.verify_argv(artifacts=[sparse]))
     assert done.returncode == 1, done.stderr
     assert Code.ARTIFACT_TOO_LARGE.value.encode() in done.stdout
