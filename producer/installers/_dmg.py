@@ -13,11 +13,13 @@ copied with ``ditto`` (``/usr/bin/ditto SRC DST``), not ``shutil``: ditto keeps
 extended attributes, resource forks and ACLs, which a signed app's
 ``_CodeSignature`` seal and Gatekeeper read, so the installed copy verifies as
 the image's did (shutil drops extended attributes and can break the seal).
-The detach runs on every path out; a busy volume is detached with ``-force``.
+The detach runs on every path out; a busy volume is detached with ``-force``. Where the install is
+already refused, a detach that fails too does not replace the refusal: the record keeps the first reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -66,21 +68,29 @@ class DmgInstaller:
         try:
             run_tool(self._runner, attach_argv(copy, mountpoint), cwd=prefix.parent, what="hdiutil attach")
             try:
-                staged = [entry for entry in mountpoint.iterdir()
-                          if entry.name not in _VOLUME_BOOKKEEPING and not entry.is_symlink()]
-                if not staged:
-                    raise QualificationError(Code.INSTALL_FAILED, "the disk image's volume holds nothing to install")
-                for entry in staged:
-                    if entry.is_dir():
-                        audit_tree(entry)
-                copy_volume(self._runner, mountpoint, prefix)
-            except OSError as exc:
-                raise QualificationError(Code.INSTALL_FAILED, f"the disk image's volume cannot be copied: {exc}") \
-                    from exc
-            finally:
-                self._detach(mountpoint, prefix.parent)
+                self._copy_out(mountpoint, prefix)
+            except BaseException:
+                # The refusal in flight is the reason the install record must give: a detach that fails after it
+                # (a volume busy even when forced) must not take its place.
+                with contextlib.suppress(QualificationError):
+                    self._detach(mountpoint, prefix.parent)
+                raise
+            self._detach(mountpoint, prefix.parent)
         finally:
             shutil.rmtree(mountpoint, ignore_errors=True)
+
+    def _copy_out(self, mountpoint: Path, prefix: Path) -> None:
+        try:
+            staged = [entry for entry in mountpoint.iterdir()
+                      if entry.name not in _VOLUME_BOOKKEEPING and not entry.is_symlink()]
+            if not staged:
+                raise QualificationError(Code.INSTALL_FAILED, "the disk image's volume holds nothing to install")
+            for entry in staged:
+                if entry.is_dir():
+                    audit_tree(entry)
+            copy_volume(self._runner, mountpoint, prefix)
+        except OSError as exc:
+            raise QualificationError(Code.INSTALL_FAILED, f"the disk image's volume cannot be copied: {exc}") from exc
 
     def _detach(self, mountpoint: Path, cwd: Path) -> None:
         try:
