@@ -54,10 +54,11 @@ def _log_tail(log: Path) -> str:
         raw = log.read_bytes()[-8192:]
     except OSError:
         return ""
-    # msiexec writes its log in UTF-16 LE with a byte-order mark.
+    # msiexec writes its log in UTF-16 LE with a byte-order mark. The mark is not text: left in, a short log's
+    # quote would begin with an invisible U+FEFF (strip() keeps it).
     text = raw.decode("utf-16-le", errors="replace") if raw[:2] == b"\xff\xfe" or b"\x00" in raw else \
         raw.decode("utf-8", errors="replace")
-    return text[-800:].strip()
+    return text[-800:].strip().removeprefix("\ufeff").strip()
 
 
 class MsiInstaller:
