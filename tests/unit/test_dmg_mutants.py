@@ -250,6 +250,8 @@ def test_a_mount_point_the_detach_already_took_away_is_no_failure(tmp_path: Path
     def effect(command: Sequence[str]) -> int | None:
         answer = _volume(_readme)(command)
         if command[1] == "detach":
+            # Delete only a mount point of the temp folder: a broken command line could name the working folder.
+            assert Path(command[2]).parent == Path(tempfile.gettempdir()), command
             shutil.rmtree(command[2])
         return answer
 

@@ -139,10 +139,12 @@ def test_the_log_is_msiexec_log_in_a_private_qualify_msi_folder_removed_afterwar
     assert list(private_temp.iterdir()) == []  # the log and its folder are gone
 
 
-@pytest.mark.usefixtures("private_temp")
-def test_a_log_folder_already_gone_does_not_fail_the_install(tmp_path: Path) -> None:
+def test_a_log_folder_already_gone_does_not_fail_the_install(tmp_path: Path, private_temp: Path) -> None:
     def msiexec(command: Sequence[str] | str) -> int:
-        shutil.rmtree(_log(command).parent)
+        folder = _log(command).parent
+        # Delete only a folder of the private temp: a broken command line could name the working folder itself.
+        assert folder.parent == private_temp, folder
+        shutil.rmtree(folder)
         return 0
 
     MsiInstaller(Recorder(msiexec), system_root=r"C:\Windows").install(tmp_path / "x.msi", _prefix(tmp_path))
