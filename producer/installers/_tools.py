@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,20 +44,12 @@ class ToolRunner(Protocol):
 
 def run_tool_process(command: Sequence[str] | str, *, cwd: Path, timeout: float,
                      stdout_cap: int = 64 * 1024) -> ToolResult:
-    """The real runner: ``run_bounded`` for an argv; a Windows command line through ``subprocess`` as is."""
-    env = minimal_environment(cwd)
-    if isinstance(command, str):
-        if sys.platform != "win32":
-            raise QualificationError(Code.INTERNAL, "a command line as one string is for Windows tools only")
-        try:
-            done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            return ToolResult(None, "", stdout_truncated=False, output="")
-        return ToolResult(done.returncode, done.stdout[:stdout_cap].decode("utf-8", errors="replace"),
-                          stdout_truncated=len(done.stdout) > stdout_cap,
-                          output=excerpt(done.stdout + done.stderr, 1500))
-    result = run_bounded(list(command), timeout=timeout, cwd=cwd, env=env, stdout_cap=stdout_cap)
+    """The real runner: ``run_bounded`` (bounded output, the whole tree killed at the timeout), for an argv or a
+    Windows command line alike."""
+    if isinstance(command, str) and sys.platform != "win32":
+        raise QualificationError(Code.INTERNAL, "a command line as one string is for Windows tools only")
+    result = run_bounded(command if isinstance(command, str) else list(command), timeout=timeout, cwd=cwd,
+                         env=minimal_environment(cwd), stdout_cap=stdout_cap)
     return ToolResult(result.exit_code, result.stdout.decode("utf-8", errors="replace"),
                       stdout_truncated=result.stdout_truncated, output=excerpt(result.stdout + result.stderr, 1500))
 

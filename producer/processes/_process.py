@@ -2,7 +2,9 @@
 
 Output beyond the cap is read and discarded (so the child never blocks on a
 full pipe) and reported as truncated; a child that outlives its timeout is
-killed and reaped. No shell is ever involved: argv is a list.
+killed and reaped. No shell is ever involved: argv is a list, or on Windows
+a command line as one string (msiexec and NSIS installers parse their own),
+which CreateProcess receives as it is.
 
 The child starts in a new session (POSIX) or process group (Windows), so a
 runner's cancel signal does not reach it on its own: whatever ends
@@ -156,7 +158,7 @@ def _sigterm_raises() -> Iterator[None]:
 
 
 def run_bounded(
-    argv: Sequence[str],
+    argv: Sequence[str] | str,
     *,
     timeout: float,
     cwd: Path,
@@ -175,6 +177,10 @@ def run_bounded(
     running beside the first is stopped so when the first fails). Only the main thread turns SIGTERM into a
     kill; a child on another thread is ended through ``cancel`` by the main thread's unwinding.
     """
+    # A string goes to Popen as it is: CreateProcess's command line on Windows (POSIX would take it as one
+    # program's path; the installers refuse a string there before it gets here).
+    command = argv if isinstance(argv, str) else list(argv)
+    shown = argv if isinstance(argv, str) else " ".join(argv)
     started = time.monotonic()
     cancelled = False
     # A new process group on Windows, a new session on POSIX: the whole tree can be killed as one.
@@ -189,7 +195,7 @@ def run_bounded(
     with _sigterm_raises():
         try:
             proc = subprocess.Popen(
-                list(argv),
+                command,
                 cwd=cwd,
                 env=dict(env) if env is not None else None,
                 stdin=subprocess.DEVNULL,
@@ -231,7 +237,7 @@ def run_bounded(
     duration_ms = int((time.monotonic() - started) * 1000)
     # QUALIFY_LOGLEVEL=INFO shows where a stage's time went; `nox -s bench` reads the build stage's children so.
     # The start is on this process's monotonic clock: children that ran side by side can be told apart.
-    _log.info("child %s: %.3f s, %s (started at t=%.3f s)", terminal_safe(" ".join(argv)[:300]),
+    _log.info("child %s: %.3f s, %s (started at t=%.3f s)", terminal_safe(shown[:300]),
               duration_ms / 1000, "cancelled" if cancelled else "timed out" if timed_out else f"exit {proc.returncode}",
               started)
     return ProcessResult(
