@@ -166,11 +166,13 @@ def test_a_volume_that_will_not_come_off_even_forced_is_an_install_failure_namin
 def test_a_refused_volume_that_will_not_come_off_keeps_its_refusal_as_the_reason(tmp_path: Path) -> None:
     # The refusal is what an auditor must read: a detach failing after it (even forced) must not replace it.
     runner = Recorder(_volume(_readme, ditto=1, detach=16, force=16))
+    prefix = _prefix(tmp_path)
     with pytest.raises(QualificationError) as caught:
-        _install(runner, tmp_path / "Notes-1.0.dmg", _prefix(tmp_path))
+        _install(runner, tmp_path / "Notes-1.0.dmg", prefix)
     assert caught.value.message == f"ditto failed (exit 1): {SAID}"
-    assert [call.command[1:] for call in runner.calls if call.command[0] == HDIUTIL][1:] == [
-        ["detach", str(runner.mount)], ["detach", str(runner.mount), "-force"]]
+    assert runner.calls[-2:] == [
+        Call([HDIUTIL, "detach", str(runner.mount)], prefix.parent, DETACH_TIMEOUT),
+        Call([HDIUTIL, "detach", str(runner.mount), "-force"], prefix.parent, DETACH_TIMEOUT)]
 
 
 def test_a_wedged_detach_then_a_wedged_forced_detach_are_each_cut_at_120_s(tmp_path: Path) -> None:
