@@ -13,7 +13,9 @@ optional leading spaces) ended by NUL or space, an all-NUL field (zero), or
 GNU base-256. tarfile reads ``+12`` as octal 10, GNU tar as its old base-64
 form (3446): a field two readers can disagree on is refused, as is a header
 whose checksum does not match (tarfile would silently end the archive there,
-GNU tar would skip it and read on).
+GNU tar would skip it and read on). So is a folder, link or special member
+whose header announces data (``refuse_announced_data``): tarfile reads none,
+GNU tar skips it, and what it skips can be a whole member.
 """
 
 from __future__ import annotations
@@ -89,6 +91,20 @@ def check_header_numbers(buf: bytes | bytearray) -> None:
             raise QualificationError(Code.INSTALL_FAILED, f"archive has a header whose {name} field {problem}")
 
 
+# Member types tarfile reads no data for: it takes the block after the header for the next header. GNU tar skips a
+# link's announced size as data instead, so a link announcing 1024 bytes can hide a whole member from one reader and
+# show it to the other (the package manager's listing and ours would differ): any announced size is refused.
+_DATALESS = {tarfile.DIRTYPE: "folder", tarfile.SYMTYPE: "link", tarfile.LNKTYPE: "hard link",
+             tarfile.CHRTYPE: "device", tarfile.BLKTYPE: "device", tarfile.FIFOTYPE: "fifo"}
+
+
+def refuse_announced_data(info: tarfile.TarInfo) -> None:
+    """Refuse a folder, link or special member whose header announces data: tar readers read it two ways."""
+    if info.type in _DATALESS and info.size != 0:
+        raise refuse(info.name, f"is a {_DATALESS[info.type]} whose header announces {info.size} bytes of data, "
+                                "which tar readers read two ways")
+
+
 def _bounded_tarinfo(budget: _HeaderBudget) -> type[tarfile.TarInfo]:
     class BoundedTarInfo(tarfile.TarInfo):
         # tarfile builds every header, extended ones included, through frombuf from the raw 512-byte block,
@@ -107,6 +123,7 @@ def _bounded_tarinfo(budget: _HeaderBudget) -> type[tarfile.TarInfo]:
             else:
                 info = super().frombuf(buf, encoding, errors)
             budget.admit(info.type, info.size)
+            refuse_announced_data(info)
             return info
 
     return BoundedTarInfo
