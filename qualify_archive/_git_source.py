@@ -82,14 +82,15 @@ def committed_source_digest(repo: Path, sha: str, relative: str) -> str:
 def commit_epoch(repo: Path, sha: str, *, code: Code = Code.ENVIRONMENT) -> int:
     """The commit's time in seconds since the epoch: the build's ``SOURCE_DATE_EPOCH`` (reproducible-builds.org).
 
-    The committer's time, which the commit's bytes hold: every build of the commit gets the same value.
+    The committer's time, which the commit's bytes hold: every build of the commit gets the same value. Only a
+    commit is read (``^{commit}``): ``git show`` of a blob prints its bytes, which could pass for a time.
     """
-    argv = ["git", "-C", str(repo), "show", "-s", "--format=%ct", sha, "--"]
+    argv = ["git", "-C", str(repo), "show", "-s", "--format=%ct", f"{sha}^{{commit}}", "--"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, shell=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise QualificationError(code, f"git show of {sha[:12]} could not run: {exc}") from exc
     text = done.stdout.strip()
-    if done.returncode != 0 or not text.isdigit():
+    if done.returncode != 0 or not (text.isascii() and text.isdigit()):  # int() refuses digits such as '²
         raise QualificationError(code, f"the time of commit {sha[:12]} cannot be read: {done.stderr.strip()[:300]}")
     return int(text)
