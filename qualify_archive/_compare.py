@@ -11,6 +11,7 @@ file by its first differing byte.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import tarfile
 import zipfile
@@ -21,6 +22,9 @@ from typing import IO
 
 from . import _limits as limits
 
+_GZIP_MAGIC = b"\x1f\x8b"
+# A zip begins with a member's local header, or, holding no member, with its end record.
+_ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")
 # A member as compared: its name and the facts that make up its bytes in the archive.
 _Member = tuple[str, tuple[tuple[str, object], ...]]
 
@@ -39,7 +43,16 @@ def _content(handle: IO[bytes] | None, budget: list[int]) -> str:
 
 def _tar_members(path: Path) -> Iterator[_Member]:
     budget = [limits.MAX_UNPACKED_BYTES]
-    with tarfile.open(path, mode="r|*") as tf:
+    with path.open("rb") as raw:
+        # tarfile's own gzip stream ends at the first gzip member; gzip (as GNU tar) reads a tar.gz made of several.
+        # peek, not read: the file may be a pipe, read once, forward.
+        gzipped = raw.peek(2)[:2] == _GZIP_MAGIC
+        source: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
+        yield from _tar_stream(source, "r|" if gzipped else "r|*", budget)
+
+
+def _tar_stream(source: IO[bytes], mode: str, budget: list[int]) -> Iterator[_Member]:
+    with tarfile.open(fileobj=source, mode=mode) as tf:
         for count, info in enumerate(tf):
             if count >= limits.MAX_MEMBERS:
                 raise ValueError(f"more than {limits.MAX_MEMBERS} members")
@@ -64,21 +77,33 @@ def _zip_members(path: Path) -> Iterator[_Member]:
             yield info.filename, facts
 
 
-def _first_byte(a: Path, b: Path) -> str | None:
+_NOT_ARCHIVES = "the files are not archives this tool reads member by member"
+_SAME_MEMBERS = "every member is the same: the compression or the archive's framing differs"
+
+
+def _first_byte(a: Path, b: Path, why: str = _NOT_ARCHIVES) -> str | None:
     with a.open("rb") as fa, b.open("rb") as fb:
         offset = 0
         while True:
             ca, cb = fa.read(1 << 20), fb.read(1 << 20)
             if ca != cb:
                 at = next((i for i, (x, y) in enumerate(zip(ca, cb, strict=False)) if x != y), min(len(ca), len(cb)))
-                return f"byte {offset + at} differs (the files are not archives this tool reads member by member)"
+                return f"byte {offset + at} differs ({why})"
             if not ca:
                 return None
             offset += len(ca)
 
 
+def _is_zip(path: Path) -> bool:
+    """A zip from its first byte: ``is_zipfile`` alone finds an end record anywhere in the last 64 KiB, so a tar
+    whose last member is a zip would be compared as that zip."""
+    with path.open("rb") as raw:
+        head = raw.read(4)
+    return head in _ZIP_STARTS and zipfile.is_zipfile(path)
+
+
 def _members(path: Path) -> Iterator[_Member] | None:
-    if zipfile.is_zipfile(path):
+    if _is_zip(path):
         return _zip_members(path)
     if tarfile.is_tarfile(path):
         return _tar_members(path)
@@ -103,4 +128,4 @@ def first_difference(first: Path, second: Path) -> str | None:
                     return f"member {index}: {a[0]!r}: {fact} differs ({mine} vs {other})"
     except (OSError, ValueError, EOFError, tarfile.TarError, zipfile.BadZipFile) as exc:
         return f"the archives could not be compared member by member: {exc}"[:400]
-    return _first_byte(first, second)
+    return _first_byte(first, second, _SAME_MEMBERS)
