@@ -268,3 +268,12 @@ def test_a_tar_gz_of_several_gzip_members_is_read_to_its_end(tmp_path: Path) -> 
     assert [name for name, _ in _tar_members(tmp_path / "two.tgz")] == ["a", "b"]
     assert first_difference(tmp_path / "one.tgz", tmp_path / "two.tgz") == (
         "byte 10 differs (every member is the same: the compression or the archive's framing differs)")
+
+
+@pytest.mark.parametrize("compression", ["xz", "bz2"])
+def test_a_tar_compressed_otherwise_than_gzip_is_listed_member_by_member(tmp_path: Path, compression: str) -> None:
+    path = tmp_path / f"app.tar.{compression}"
+    with tarfile.open(path, mode=f"w:{compression}", format=tarfile.PAX_FORMAT) as tf:
+        info, data = _entry("app/a", b"one")
+        tf.addfile(info, io.BytesIO(data))
+    assert [name for name, _ in _tar_members(path)] == ["app/a"]

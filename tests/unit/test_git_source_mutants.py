@@ -276,3 +276,16 @@ def test_git_show_runs_one_command_line_within_60_s(tmp_path: Path, monkeypatch:
     assert err.code is Code.ENVIRONMENT
     assert err.message == (f"git show of 3b18e512dba7 could not run: Command '{run.argv[0]}' "
                            "timed out after 60 seconds")
+
+
+@pytest.mark.parametrize("said", ["", "not a time\n", "12:30\n"], ids=["nothing", "words", "a clock"])
+def test_a_git_that_succeeds_without_a_time_is_refused_not_crashed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, said: str) -> None:
+    # A git on the job's PATH that exits 0 but prints no number (broken, or not git): a coded refusal, never int()'s.
+    def git_show(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(argv, 0, said, "")
+
+    monkeypatch.setattr(subprocess, "run", git_show)
+    err = _refusal(lambda: commit_epoch(tmp_path, "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"))
+    assert err.code is Code.ENVIRONMENT
+    assert err.message == "the time of commit 3b18e512dba7 cannot be read: "
