@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import tarfile
 import zipfile
 from collections.abc import Iterator
 from itertools import zip_longest
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from . import _limits as limits
 
@@ -47,11 +48,12 @@ def _tar_members(path: Path) -> Iterator[_Member]:
         # tarfile's own gzip stream ends at the first gzip member; gzip (as GNU tar) reads a tar.gz made of several.
         # peek, not read: the file may be a pipe, read once, forward.
         gzipped = raw.peek(2)[:2] == _GZIP_MAGIC
-        source: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
+        source = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
         yield from _tar_stream(source, "r|" if gzipped else "r|*", budget)
 
 
-def _tar_stream(source: IO[bytes], mode: str, budget: list[int]) -> Iterator[_Member]:
+def _tar_stream(source: gzip.GzipFile | io.BufferedReader, mode: Literal["r|", "r|*"],
+                budget: list[int]) -> Iterator[_Member]:
     with tarfile.open(fileobj=source, mode=mode) as tf:
         for count, info in enumerate(tf):
             if count >= limits.MAX_MEMBERS:
