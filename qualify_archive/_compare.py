@@ -80,7 +80,8 @@ def _zip_members(path: Path) -> Iterator[_Member]:
 
 
 _NOT_ARCHIVES = "the files are not archives this tool reads member by member"
-_SAME_MEMBERS = "every member is the same: the compression or the archive's framing differs"
+_SAME_MEMBERS = ("every member's name, kind, mode, owner, time, size, link and content match: the difference is "
+                 "outside those (compression, extended headers, zip extra fields or comments, padding)")
 
 
 def _first_byte(a: Path, b: Path, why: str = _NOT_ARCHIVES) -> str | None:

@@ -91,6 +91,6 @@ def commit_epoch(repo: Path, sha: str, *, code: Code = Code.ENVIRONMENT) -> int:
     except (OSError, subprocess.SubprocessError) as exc:
         raise QualificationError(code, f"git show of {sha[:12]} could not run: {exc}") from exc
     text = done.stdout.strip()
-    if done.returncode != 0 or not (text.isascii() and text.isdigit()):  # int() refuses digits such as '²
+    if done.returncode != 0 or not (text.isascii() and text.isdigit()):  # int() refuses digits such as '²'
         raise QualificationError(code, f"the time of commit {sha[:12]} cannot be read: {done.stderr.strip()[:300]}")
     return int(text)

@@ -14,8 +14,9 @@ GNU base-256. tarfile reads ``+12`` as octal 10, GNU tar as its old base-64
 form (3446): a field two readers can disagree on is refused, as is a header
 whose checksum does not match (tarfile would silently end the archive there,
 GNU tar would skip it and read on). So is a folder, link or special member
-whose header announces data (``refuse_announced_data``): tarfile reads none,
-GNU tar skips it, and what it skips can be a whole member.
+whose header or pax records announce data (``refuse_announced_data``):
+tarfile reads none, GNU tar skips it for a link, device or fifo, and what it
+skips can be a whole member.
 """
 
 from __future__ import annotations
@@ -92,8 +93,10 @@ def check_header_numbers(buf: bytes | bytearray) -> None:
 
 
 # Member types tarfile reads no data for: it takes the block after the header for the next header. GNU tar skips a
-# link's announced size as data instead, so a link announcing 1024 bytes can hide a whole member from one reader and
-# show it to the other (the package manager's listing and ours would differ): any announced size is refused.
+# link's, device's or fifo's announced size as data instead, so a link announcing 1024 bytes can hide a whole member
+# from one reader and show it to the other (the package manager's listing and ours would differ). GNU tar reads a
+# folder as tarfile does, but a folder announcing data is malformed all the same: any announced size is refused, in
+# the raw header and again once pax records (which can carry a ``size``) are applied.
 _DATALESS = {tarfile.DIRTYPE: "folder", tarfile.SYMTYPE: "link", tarfile.LNKTYPE: "hard link",
              tarfile.CHRTYPE: "device", tarfile.BLKTYPE: "device", tarfile.FIFOTYPE: "fifo"}
 
@@ -193,6 +196,8 @@ def _tar_members(reader: _CountingReader) -> Iterator[tuple[tarfile.TarFile, tar
                           tarinfo=_bounded_tarinfo(_HeaderBudget())) as tf:
             while (member := tf.next()) is not None:
                 reader.expect_data()
+                # Again with the pax records applied: a pax ``size`` record reaches the member after frombuf.
+                refuse_announced_data(member)
                 yield tf, member
                 reader.expect_headers()
     except ValueError as exc:

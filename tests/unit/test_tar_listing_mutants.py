@@ -9,6 +9,7 @@ a big member's data read in bounded pieces. Written for the mutants of the modul
 
 from __future__ import annotations
 
+import gzip
 import io
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from desktop_qualify.evidence_schemas import Code, QualificationError
-from desktop_qualify.qualify_archive import _limits, audit_tar_listing
+from desktop_qualify.qualify_archive import _limits, audit_tar_listing, unpack
 
 BLOCK = 512
 
@@ -345,3 +346,30 @@ def test_the_byte_cap_is_refused_by_the_sum_of_members(monkeypatch: pytest.Monke
 def test_a_member_cut_off_inside_its_data_is_damaged_with_tarfiles_reason() -> None:
     raw = bytes(_raw_header(_info("app/cut", size=5000))) + b"x" * 100
     assert _refusal(raw) == "archive is damaged: unexpected end of data"
+
+
+def _link_with_pax_size(hidden: bytes) -> bytes:
+    """A link whose ustar size is 0 and whose pax ``size`` record announces ``hidden``'s length, then ``hidden``."""
+    link = _info("app/link", tarfile.SYMTYPE, link="doc")
+    link.pax_headers = {"size": str(len(hidden))}
+    return link.tobuf(format=tarfile.PAX_FORMAT) + hidden
+
+
+def test_a_link_announcing_data_through_a_pax_size_record_is_refused() -> None:
+    # The raw header says 0; the pax record, applied after it, says 1024: the same two readings, the same refusal.
+    hidden = bytes(_raw_header(_info("app/evil", size=3))) + _padded(b"sh\n")
+    raw = _end(_link_with_pax_size(hidden) + bytes(_raw_header(_info("app/readme", size=1))) + _padded(b"x"))
+    assert _refusal(raw) == (f"archive member 'app/link' is a link whose header announces {len(hidden)} bytes of "
+                             "data, which tar readers read two ways")
+
+
+def test_a_bundle_with_a_link_announcing_data_through_a_pax_size_record_is_refused_and_nothing_hidden_is_written(
+        tmp_path: Path) -> None:
+    hidden = bytes(_raw_header(_info("app/evil", size=3))) + _padded(b"sh\n")
+    raw = _end(_link_with_pax_size(hidden) + bytes(_raw_header(_info("app/readme", size=1))) + _padded(b"x"))
+    archive = tmp_path / "bundle.tar.gz"
+    archive.write_bytes(gzip.compress(raw, mtime=0))
+    with pytest.raises(QualificationError) as caught:
+        unpack(archive, tmp_path / "prefix")
+    assert caught.value.message.startswith("archive member 'app/link' is a link whose header announces")
+    assert not (tmp_path / "prefix").exists()  # nothing written stays, the hidden member least of all
