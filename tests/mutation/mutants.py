@@ -98,7 +98,31 @@ def prepare(scratch: Path, checkout: Path = ROOT) -> Path:
         shutil.rmtree(scratch)
     scratch.mkdir(parents=True)
     copy_tree(checkout, scratch)
+    # The Sigstore tests read the shared vectors beside the checkout (../shared/vectors) and skip without them;
+    # mutmut runs the tests in scratch/mutants, whose ../shared is scratch/shared: the same folder, linked.
+    shared = checkout.resolve().parent / "shared"
+    if shared.is_dir():
+        (scratch / "shared").symlink_to(shared, target_is_directory=True)
     return layered_python(scratch)
+
+
+_SELECTION = "pytest_add_cli_args_test_selection = "
+
+
+def select_tests(scratch: Path, tests: Sequence[str]) -> None:
+    """Run only ``tests`` (files or folders) against the mutants, in place of the configured fast set.
+
+    A narrower set makes a module whose functions most of the fast set reaches affordable: a mutant it kills is
+    killed by the fast set too (the killing test is in it). Its survivors are then run again against the whole fast
+    set (``--rerun`` without ``--tests``) or given a test of their own before the report counts them.
+    """
+    config = scratch / "pyproject.toml"
+    lines = config.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = [i for i, line in enumerate(lines) if line.startswith(_SELECTION)]
+    if len(at) != 1:
+        raise SystemExit(f"mutants: pyproject.toml holds {len(at)} '{_SELECTION.strip()}' lines, not one")
+    lines[at[0]] = _SELECTION + json.dumps(list(tests)) + "\n"
+    config.write_text("".join(lines), encoding="utf-8")
 
 
 def patterns_for(packages: Sequence[str]) -> list[str]:
@@ -232,11 +256,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run only the mutants this earlier results file lists as surviving (a name -> status "
                              "map, as --results writes); the others keep their status from it")
     parser.add_argument("--results", type=Path, metavar="JSON", help="also write every mutant's status here")
+    parser.add_argument("--tests", action="append", metavar="PATH",
+                        help="run this test file or folder against each mutant instead of the fast set (repeatable)")
+    parser.add_argument("--max-children", type=int, default=1, help="mutmut's workers (default 1)")
     args = parser.parse_args(argv)
     python = prepare(args.scratch)
+    if args.tests:
+        select_tests(args.scratch, args.tests)
     earlier: dict[str, str] = json.loads(args.rerun.read_text(encoding="utf-8")) if args.rerun else {}
     again = sorted(n for n, s in earlier.items() if s in {"survived", "no tests", "suspicious"})
-    code = mutmut(python, args.scratch, "run", "--max-children", "1", *(again or patterns_for(args.packages)))
+    code = mutmut(python, args.scratch, "run", "--max-children", str(args.max_children),
+                  *(again or patterns_for(args.packages)))
     found = results(args.scratch)
     if earlier:
         found = {**earlier, **{n: s for n, s in results(args.scratch).items() if n in again}}

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import time
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,17 +29,6 @@ SEED = 36  # issue 36: one fixed draw, so a failure reproduces
 def _report() -> dict[str, dict[str, object]]:
     report: dict[str, dict[str, object]] = json.loads(mutants.REPORT.read_text(encoding="utf-8"))["packages"]
     return report
-
-
-def _selection(scratch: Path, files: list[str]) -> None:
-    """The scratch copy's mutmut configuration, its test selection narrowed to ``files``."""
-    config = scratch / "pyproject.toml"
-    text = config.read_text(encoding="utf-8")
-    old = tomllib.loads(text)["tool"]["mutmut"]["pytest_add_cli_args_test_selection"]
-    line = f"pytest_add_cli_args_test_selection = {json.dumps(old)}"
-    assert line in text, "pyproject's [tool.mutmut] test selection is written on one line"
-    config.write_text(text.replace(line, f"pytest_add_cli_args_test_selection = {json.dumps(files)}"),
-                      encoding="utf-8")
 
 
 def test_the_report_names_every_survivor_or_its_reason() -> None:
@@ -71,7 +59,7 @@ def test_a_fixed_sample_of_mutants_is_killed(tmp_path: Path, record_property: Ca
     chosen = mutants.sample(pool, SAMPLE_SIZE, SEED)
     files = sorted({path for name in chosen for path in tests_by_function.get(name.partition("__mutmut_")[0], [])})
     assert files, "no test file reached the sampled functions when the report was made"
-    _selection(scratch, files)
+    mutants.select_tests(scratch, files)
     mutmut_exit = mutants.mutmut(python, scratch, "run", "--max-children", "1", *chosen)
     outcome = {name: status for name, status in mutants.results(scratch).items() if name in chosen}
     not_run = sorted(name for name in chosen if outcome.get(name) in {None, "not checked"})
