@@ -200,8 +200,9 @@ def check_identity(identity: GitHubIdentity, expected: ExpectedWorkflow, role: S
     allowed = expected.signer_uris(role)
     if got.build_signer_uri not in allowed:
         # The right file of the right builder at another tag is a version the policy does not pin: named apart.
+        # The file is what comes before the first "@" (a repository or path holds none; a git tag may).
         other_version = expected.builder_repository is not None and \
-            got.build_signer_uri.rpartition("@")[0] in {uri.rpartition("@")[0] for uri in allowed}
+            got.build_signer_uri.partition("@")[0] in {uri.partition("@")[0] for uri in allowed}
         _require(not other_version, Code.BUILDER_REF_MISMATCH,
                  f"signed by {got.build_signer_uri!r}: desktop-qualify's workflow at another version than the "
                  f"policy's {expected.builder_ref}")
