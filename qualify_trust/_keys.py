@@ -30,7 +30,11 @@ def generate_private_key(path: Path) -> Ed25519PrivateKey:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     try:
+        # Its own step: a parent that is a file raises FileExistsError here, which is no existing key.
         path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise QualificationError(Code.KEY_INVALID, f"{path}: cannot create the key ({exc.strerror})") from exc
+    try:
         # O_EXCL: an existing key is never replaced, even by a concurrent keygen.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
     except FileExistsError as exc:
