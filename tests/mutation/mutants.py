@@ -98,8 +98,8 @@ def prepare(scratch: Path, checkout: Path = ROOT) -> Path:
         shutil.rmtree(scratch)
     scratch.mkdir(parents=True)
     copy_tree(checkout, scratch)
-    # The Sigstore tests read the shared vectors beside the checkout (../shared/vectors) and skip without them;
-    # mutmut runs the tests in scratch/mutants, whose ../shared is scratch/shared: the same folder, linked.
+    # The Sigstore tests read the vectors beside the checkout (../shared/vectors) and skip without them; mutmut
+    # runs the tests in scratch/mutants, so the vectors' folder is linked beside that tree as it is beside the checkout.
     shared = checkout.resolve().parent / "shared"
     if shared.is_dir():
         (scratch / "shared").symlink_to(shared, target_is_directory=True)
