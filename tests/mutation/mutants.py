@@ -260,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run this test file or folder against each mutant instead of the fast set (repeatable)")
     parser.add_argument("--max-children", type=int, default=1, help="mutmut's workers (default 1)")
     args = parser.parse_args(argv)
+    if args.max_children < 1:
+        parser.error(f"--max-children {args.max_children}: mutmut needs at least one worker")
     python = prepare(args.scratch)
     if args.tests:
         select_tests(args.scratch, args.tests)

@@ -63,3 +63,11 @@ def test_a_configuration_without_its_one_selection_line_is_refused(tmp_path: Pat
     (tmp_path / "pyproject.toml").write_text("[tool.mutmut]\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="holds 0 'pytest_add_cli_args_test_selection ='"):
         mutants.select_tests(tmp_path, ["tests/unit"])
+
+
+def test_a_run_without_a_worker_is_refused_before_any_copy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        mutants.main(["--scratch", str(tmp_path / "scratch"), "--max-children", "0", "qualify_trust"])
+    assert caught.value.code == 2
+    assert "--max-children 0: mutmut needs at least one worker" in capsys.readouterr().err
+    assert not (tmp_path / "scratch").exists()

@@ -12,6 +12,8 @@ error, not a crash. Written for the mutants of ``qualify_trust._sigstore_identit
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
@@ -103,18 +105,12 @@ def test_the_identity_keeps_the_run_invocation_uri_it_was_read_from() -> None:
     assert identity.run_invocation_uri == f"https://github.com/{REPO}/actions/runs/{RUN_ID}/attempts/1"
 
 
-def test_an_extension_of_a_type_cryptography_recognises_is_refused_with_the_callers_code() -> None:
+@pytest.mark.parametrize("read", [_extension, _optional_extension], ids=["required", "optional"])
+def test_a_present_extension_of_a_type_cryptography_recognises_is_refused_with_the_callers_code(
+        read: Callable[[x509.Extensions, x509.ObjectIdentifier, str, Code], object]) -> None:
     extensions = make_certificate(Claims()).extensions
     with pytest.raises(QualificationError) as info:
-        _extension(extensions, ExtensionOID.SUBJECT_ALTERNATIVE_NAME, "subject alternative name", WIM)
-    assert info.value.code is WIM
-    assert info.value.message == "certificate extension subject alternative name has an unexpected type"
-
-
-def test_a_present_optional_extension_of_a_recognised_type_is_refused_with_the_callers_code() -> None:
-    extensions = make_certificate(Claims()).extensions
-    with pytest.raises(QualificationError) as info:
-        _optional_extension(extensions, ExtensionOID.SUBJECT_ALTERNATIVE_NAME, "subject alternative name", WIM)
+        read(extensions, ExtensionOID.SUBJECT_ALTERNATIVE_NAME, "subject alternative name", WIM)
     assert info.value.code is WIM
     assert info.value.message == "certificate extension subject alternative name has an unexpected type"
 

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from desktop_qualify.evidence_schemas import Code, QualificationError
 from desktop_qualify.qualify_trust._keys import generate_private_key, keyid_of, load_private_key
+from support.binary_open import BINARY, spy_on_binary_open
 
 POSIX = os.name == "posix"
 HINT = "run 'qualify keygen --policy FILE' to create local keys"
@@ -96,21 +97,12 @@ def test_a_failed_key_write_whose_file_is_already_gone_is_still_a_coded_refusal(
 @pytest.mark.skipif(not POSIX, reason="stands in for Windows' O_BINARY on a POSIX system")
 def test_a_key_file_is_opened_in_binary_mode_where_the_platform_has_one(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    binary = 1 << 30  # a bit no POSIX open flag uses here, stripped again before the real open
-    flags_seen: list[int] = []
-    real_open = os.open
-
-    def spy(path: object, flags: int, *args: object) -> int:
-        flags_seen.append(flags)
-        return real_open(path, flags & ~binary, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "O_BINARY", binary, raising=False)
-    monkeypatch.setattr(os, "open", spy)
+    flags_seen = spy_on_binary_open(monkeypatch)
     path = tmp_path / "platform.pem"
     generate_private_key(path)
     monkeypatch.undo()
     assert len(flags_seen) == 1
-    assert flags_seen[0] & binary
+    assert flags_seen[0] & BINARY
     wanted = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     assert flags_seen[0] & wanted == wanted
     assert path.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----\n")

@@ -32,6 +32,7 @@ from desktop_qualify.qualify_files import (
     write_output,
 )
 from desktop_qualify.qualify_files import _outputs as outputs_module
+from support.binary_open import BINARY, spy_on_binary_open
 
 POSIX = os.name == "posix"
 
@@ -550,19 +551,10 @@ def test_an_append_creates_a_missing_file_readable_by_all_writable_by_its_owner(
 @pytest.mark.skipif(not POSIX, reason="stands in for Windows' O_BINARY on a POSIX system")
 def test_an_append_opens_in_binary_mode_where_the_platform_has_one(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    binary = 1 << 30  # a bit no POSIX open flag uses here, stripped again before the real open
-    flags_seen: list[int] = []
-    real_open = os.open
-
-    def spy(path: object, flags: int, *args: object) -> int:
-        flags_seen.append(flags)
-        return real_open(path, flags & ~binary, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "O_BINARY", binary, raising=False)
-    monkeypatch.setattr(os, "open", spy)
+    flags_seen = spy_on_binary_open(monkeypatch)
     outputs_module._append(tmp_path / "summary.md", b"x")
     assert len(flags_seen) == 1
-    assert flags_seen[0] & binary
+    assert flags_seen[0] & BINARY
 
 
 @pytest.mark.skipif(not POSIX, reason="O_NOFOLLOW is POSIX's")
